@@ -1,0 +1,169 @@
+"""Configuration as data: one frozen :class:`Config`, built once in the entry point.
+
+Precedence, highest first: command-line flags, ``AGENTCOORD_*`` environment variables, the TOML
+config file (``--config``, ``AGENTCOORD_CONFIG`` or ``$XDG_CONFIG_HOME/agentcoord/config.toml``),
+then defaults. Components receive a Config; none of them reads ``os.environ`` itself.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from agentcoord._paths import default_runtime_dir, default_state_dir
+from agentcoord.errors import ConfigError
+
+__all__ = ["DEFAULT_HTTP_ADDR", "Config", "load_config", "parse_http_addr"]
+
+DEFAULT_HTTP_ADDR = "127.0.0.1:7420"
+
+# environment variable -> Config field
+_ENV_FIELDS = {
+    "AGENTCOORD_STATE_DIR": "state_dir",
+    "AGENTCOORD_RUNTIME_DIR": "runtime_dir",
+    "AGENTCOORD_HTTP_ADDR": "http_addr",
+    "AGENTCOORD_NATS_URL": "nats_url",
+    "AGENTCOORD_LOG_LEVEL": "log_level",
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the daemon and CLI need to know, resolved once."""
+
+    state_dir: Path
+    runtime_dir: Path
+    http_addr: str = DEFAULT_HTTP_ADDR
+    claude_dir: Path = field(default_factory=lambda: Path.home() / ".claude")
+    user: str = "user"
+    nats_url: str | None = None  # an existing NATS server instead of the embedded one
+    log_level: str = "INFO"
+    max_request_bytes: int = 4 * 1024 * 1024
+    tools_page_size: int = 100
+    nats_server_bin: Path | None = None
+    config_file: Path | None = None
+
+    @property
+    def socket_path(self) -> Path:
+        return self.runtime_dir / "agentcoord.sock"
+
+    @property
+    def http_addr_file(self) -> Path:
+        return self.runtime_dir / "http.addr"
+
+    @property
+    def http_host(self) -> str:
+        return parse_http_addr(self.http_addr)[0]
+
+    @property
+    def http_port(self) -> int:
+        return parse_http_addr(self.http_addr)[1]
+
+
+def parse_http_addr(addr: str) -> tuple[str, int]:
+    """Split ``host:port`` (``:0`` = loopback, free port); refuse anything off loopback."""
+    host, sep, port_s = addr.rpartition(":")
+    if not sep:
+        raise ConfigError(f"http address {addr!r} is not host:port")
+    host = host.strip("[]") or "127.0.0.1"
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        port = int(port_s)
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise ConfigError(f"http address {addr!r} is not an IP address and port") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"http port {port} is out of range")
+    if not ip.is_loopback:
+        # DESIGN.md "Identity and trust": never bound off loopback by default.
+        raise ConfigError(f"http address {addr!r} is not a loopback address")
+    return host, port
+
+
+def _default_dirs(env: Mapping[str, str], uid: int) -> tuple[Path, Path, Path]:
+    home = Path(env.get("HOME") or Path.home())
+    # AGENTCOORD_* overrides are applied later with the other environment variables.
+    plain = {k: v for k, v in env.items() if not k.startswith("AGENTCOORD_")}
+    claude_dir = Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    return default_state_dir(plain), default_runtime_dir(plain, uid), claude_dir
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kinds = {f.name: f.type for f in fields(Config)}
+    if name not in kinds:
+        raise ConfigError(f"unknown config key {name!r}")
+    kind = str(kinds[name])
+    try:
+        if "Path" in kind:
+            return None if value in (None, "") else Path(str(value)).expanduser()
+        if kind == "int":
+            return int(value)
+        return None if value is None else str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"config key {name!r} has a bad value {value!r}") from None
+
+
+def load_config(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    uid: int | None = None,
+) -> Config:
+    """Build the Config from flags (None = unset), environment and the TOML file."""
+    env = os.environ if env is None else env
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    uid = os.getuid() if uid is None else uid
+    state, runtime, claude_dir = _default_dirs(env, uid)
+    values: dict[str, Any] = {
+        "state_dir": state,
+        "runtime_dir": runtime,
+        "claude_dir": claude_dir,
+        "user": env.get("USER") or env.get("LOGNAME") or _user_name(uid),
+    }
+
+    config_file = flags.get("config_file") or env.get("AGENTCOORD_CONFIG")
+    if config_file is None:
+        xdg = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", "~")) / ".config")
+        candidate = xdg.expanduser() / "agentcoord" / "config.toml"
+        config_file = candidate if candidate.is_file() else None
+    if config_file is not None:
+        path = Path(str(config_file)).expanduser()
+        try:
+            data = tomllib.loads(path.read_text())
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        for key, value in data.items():
+            values[key.replace("-", "_")] = _coerce(key.replace("-", "_"), value)
+        values["config_file"] = path
+
+    for var, name in _ENV_FIELDS.items():
+        if env.get(var):
+            values[name] = _coerce(name, env[var])
+    for name, value in flags.items():
+        values[name] = _coerce(name, value)
+
+    cfg = Config(**values)
+    parse_http_addr(cfg.http_addr)  # validate early, with a clear message
+    return cfg
+
+
+def with_overrides(cfg: Config, **changes: Any) -> Config:
+    """A copy of ``cfg`` with some fields changed (tests, the CLI)."""
+    return replace(cfg, **changes)

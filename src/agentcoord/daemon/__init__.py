@@ -1,0 +1,1 @@
+"""The daemon: lifecycle, NATS supervisor, listeners, the MCP core and caller identity."""

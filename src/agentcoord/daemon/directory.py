@@ -1,0 +1,72 @@
+"""The agent directory seam: maps resolved sessions and runners to Agent names.
+
+The in-memory :class:`MemoryDirectory` serves until the object store backs this Protocol with
+Agent objects; callers only see :class:`AgentDirectory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Protocol
+
+from agentcoord.daemon.ancestry import session_agent_stem
+
+__all__ = ["AgentDirectory", "MemoryDirectory", "RunnerInfo", "SessionKey"]
+
+SessionKey = tuple[int, float]  # (pid, create_time) of the claude process
+
+
+@dataclass(frozen=True)
+class RunnerInfo:
+    """A process the daemon started for an agent, and the depth of the turn it runs."""
+
+    agent: str
+    depth: int = 0
+
+
+class AgentDirectory(Protocol):
+    """Names for callers; first contact from an unknown session creates its Agent."""
+
+    async def session_agent(self, key: SessionKey, session_id: str | None, cwd: str | None) -> str:
+        """The Agent name of a live Claude session, created on first contact."""
+        ...
+
+    async def rename_session(self, key: SessionKey, name: str) -> None:
+        """Give a session's Agent a chosen name (``register_agent``)."""
+        ...
+
+
+class MemoryDirectory:
+    """Session -> Agent name, kept in memory; names are ``<dir>-<n>``."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[SessionKey, str] = {}
+        self._by_session_id: dict[str, str] = {}
+        self._names: set[str] = set()
+        self._lock = asyncio.Lock()
+
+    async def session_agent(self, key: SessionKey, session_id: str | None, cwd: str | None) -> str:
+        async with self._lock:
+            name = self._by_key.get(key)
+            if name is None and session_id:
+                name = self._by_session_id.get(session_id)
+            if name is None:
+                stem = session_agent_stem(cwd)
+                n = 1
+                while f"{stem}-{n}" in self._names:
+                    n += 1
+                name = f"{stem}-{n}"
+                self._names.add(name)
+            self._by_key[key] = name
+            if session_id:
+                self._by_session_id[session_id] = name
+            return name
+
+    async def rename_session(self, key: SessionKey, name: str) -> None:
+        async with self._lock:
+            old = self._by_key.get(key)
+            if old is not None:
+                self._names.discard(old)
+            self._names.add(name)
+            self._by_key[key] = name

@@ -1,0 +1,137 @@
+"""Routes of the daemon's loopback HTTP port: ``/healthz`` and MCP streamable HTTP at ``/mcp``.
+
+Transport rules (MCP 2025-03-26 .. 2025-11-25, "Streamable HTTP"): POST carries one message or a
+batch; notifications-only bodies get 202; ``initialize`` issues ``Mcp-Session-Id`` (an unknown
+id is 404, a missing one is tolerated because some clients never echo it, FACTS.md); GET is 405
+(we offer no server-initiated stream); DELETE ends a session; a foreign Origin/Host is 403; an
+unknown ``MCP-Protocol-Version`` is 400; bodies over the limit are 413.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from typing import Any
+
+from agentcoord.daemon.app import App
+from agentcoord.daemon.caller import Caller
+from agentcoord.daemon.http import HttpRequest, HttpResponse, json_response
+from agentcoord.daemon.jsonrpc import INVALID_REQUEST, decode, encode, error_response
+from agentcoord.daemon.mcp import SUPPORTED_PROTOCOLS, McpCore, McpSession
+from agentcoord.daemon.origin import host_allowed, origin_allowed
+from agentcoord.errors import IdentityError, ProtocolError
+
+__all__ = ["HttpRoutes"]
+
+log = logging.getLogger(__name__)
+
+_MAX_SESSIONS = 1024
+_SESSIONLESS = "-"  # key for callers that never echo Mcp-Session-Id
+
+
+def _rpc_error(status: int, code: int, message: str) -> HttpResponse:
+    return json_response(status, encode(error_response(None, ProtocolError(code, message))))
+
+
+class HttpRoutes:
+    """The request handler given to :class:`agentcoord.daemon.http.HttpServer`."""
+
+    def __init__(self, app: App, core: McpCore) -> None:
+        self._app = app
+        self._core = core
+        self._sessions: collections.OrderedDict[str, McpSession] = collections.OrderedDict()
+        self._sessionless: dict[str, McpSession] = {}
+
+    async def __call__(self, req: HttpRequest) -> HttpResponse:
+        if not host_allowed(req.headers.get("host")):
+            return HttpResponse(403, b"forbidden: Host is not a loopback name\n")
+        if not origin_allowed(req.headers.get("origin")):
+            return HttpResponse(403, b"forbidden: Origin is not on loopback\n")
+        path = req.path
+        if path == "/healthz":
+            ok, why = self._app.healthy()
+            return HttpResponse(200 if ok else 503, (why + "\n").encode() if not ok else b"ok")
+        if path == "/mcp":
+            if req.method == "POST":
+                return await self._post(req)
+            if req.method == "DELETE":
+                return await self._delete(req)
+            return HttpResponse(405, b"method not allowed\n", [("allow", "POST, DELETE")])
+        return HttpResponse(404, b"not found\n")
+
+    async def _caller(self, req: HttpRequest) -> Caller:
+        auth = req.headers.get("authorization", "")
+        bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        key = f"caller:{bearer}"
+        cached = req.conn.values.get(key)
+        if isinstance(cached, Caller):
+            return cached
+        caller = await self._app.identity.from_tcp(req.conn.peer, req.conn.local, bearer)
+        req.conn.values[key] = caller
+        return caller
+
+    async def _post(self, req: HttpRequest) -> HttpResponse:
+        ctype = req.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            return _rpc_error(415, INVALID_REQUEST, "Content-Type must be application/json")
+        try:
+            caller = await self._caller(req)
+        except IdentityError as exc:
+            return _rpc_error(401 if "token" in str(exc) else 403, -32001, f"Access denied: {exc}")
+        try:
+            payload = decode(req.body)
+        except ProtocolError as exc:
+            return json_response(400, encode(error_response(None, exc)))
+        methods = _methods(payload)
+        version = req.headers.get("mcp-protocol-version")
+        if (
+            version is not None
+            and version not in SUPPORTED_PROTOCOLS
+            and not methods & {"initialize", "server/discover"}
+        ):
+            return _rpc_error(400, INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}")
+        headers: list[tuple[str, str]] = []
+        sid = req.headers.get("mcp-session-id")
+        if "initialize" in methods:
+            session = self._new_session(caller)
+            headers.append(("mcp-session-id", session.id))
+        elif sid is not None:
+            found = self._sessions.get(sid)
+            if found is None or found.caller.agent != caller.agent:
+                return _rpc_error(404, INVALID_REQUEST, "Unknown or expired Mcp-Session-Id")
+            self._sessions.move_to_end(sid)
+            session = found
+        else:
+            session = self._sessionless.setdefault(caller.agent, McpSession(caller=caller))
+        reply = await self._core.handle_payload(payload, session)
+        if reply is None:
+            return HttpResponse(202, b"", headers)
+        return json_response(200, encode(reply), headers)
+
+    def _new_session(self, caller: Caller) -> McpSession:
+        session = McpSession(caller=caller)
+        self._sessions[session.id] = session
+        while len(self._sessions) > _MAX_SESSIONS:
+            self._sessions.popitem(last=False)
+        return session
+
+    async def _delete(self, req: HttpRequest) -> HttpResponse:
+        sid = req.headers.get("mcp-session-id")
+        if sid is None:
+            return HttpResponse(400, b"Mcp-Session-Id header required\n")
+        try:
+            caller = await self._caller(req)
+        except IdentityError as exc:
+            return HttpResponse(403, f"access denied: {exc}\n".encode())
+        session = self._sessions.get(sid)
+        if session is None or session.caller.agent != caller.agent:
+            return HttpResponse(404, b"unknown session\n")
+        del self._sessions[sid]
+        for task in session.inflight.values():
+            task.cancel("session deleted")
+        return HttpResponse(204)
+
+
+def _methods(payload: Any) -> set[str]:
+    items = payload if isinstance(payload, list) else [payload]
+    return {m for item in items if isinstance(item, dict) and isinstance(m := item.get("method"), str)}

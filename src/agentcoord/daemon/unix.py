@@ -1,0 +1,152 @@
+"""The unix-socket MCP transport: newline JSON, one MCP session per connection.
+
+The socket is created 0600 inside a 0700 runtime dir; each connection's caller is resolved once
+from SO_PEERCRED (DESIGN.md "Identity and trust"). Requests on one connection run concurrently
+(a blocking ``ask`` must not stall a ``ping``), replies are written whole under a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+from agentcoord.daemon.app import App
+from agentcoord.daemon.framing import OVERSIZE, LineSplitter
+from agentcoord.daemon.jsonrpc import INVALID_REQUEST, decode, encode, error_response
+from agentcoord.daemon.mcp import McpCore, McpSession
+from agentcoord.daemon.procprobe import peer_cred
+from agentcoord.errors import IdentityError, ProtocolError
+
+__all__ = ["UnixListener"]
+
+log = logging.getLogger(__name__)
+
+ACCESS_DENIED = -32001
+
+
+class UnixListener:
+    """Async context manager serving the MCP core on a unix socket."""
+
+    def __init__(self, path: Path, core: McpCore, app: App, max_frame: int) -> None:
+        self._path = path
+        self._core = core
+        self._app = app
+        self._max_frame = max_frame
+        self._server: asyncio.Server | None = None
+        self._conns: set[asyncio.Task[Any]] = set()
+
+    async def __aenter__(self) -> UnixListener:
+        # We hold the runtime-dir lock, so a socket file here is a dead daemon's: remove it.
+        with contextlib.suppress(FileNotFoundError):
+            self._path.unlink()
+        old = os.umask(0o177)  # the socket is born 0600; no window with wider permissions
+        try:
+            self._server = await asyncio.start_unix_server(self._serve, path=str(self._path))
+        finally:
+            os.umask(old)
+        os.chmod(self._path, 0o600)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._conns):
+            task.cancel("daemon stopping")
+        if self._conns:
+            await asyncio.wait(self._conns, timeout=2)
+        with contextlib.suppress(FileNotFoundError):
+            self._path.unlink()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._conns.add(task)
+        self._app.unix_connections += 1
+        try:
+            await self._serve_conn(reader, writer)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("unix connection failed")
+        finally:
+            self._app.unix_connections -= 1
+            self._conns.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock: socket.socket = writer.get_extra_info("socket")
+        cred = peer_cred(sock)
+        write_lock = asyncio.Lock()
+
+        async def send(reply: Any) -> None:
+            if reply is None:
+                return
+            async with write_lock:
+                writer.write(encode(reply) + b"\n")
+                await writer.drain()
+
+        try:
+            try:
+                caller = await self._app.identity.from_unix(cred)
+            except IdentityError as exc:
+                log.warning("refused unix peer pid %s uid %s: %s", cred.pid, cred.uid, exc)
+                await self._refuse(reader, send, str(exc))
+                return
+        finally:
+            cred.close()
+        session = McpSession(caller=caller)
+        splitter = LineSplitter(self._max_frame)
+        async with asyncio.TaskGroup() as tg:
+            while data := await reader.read(65536):
+                for line in splitter.feed(data):
+                    if line is OVERSIZE:
+                        exc = ProtocolError(
+                            INVALID_REQUEST, f"Request too large: limit {self._max_frame} bytes"
+                        )
+                        await send(error_response(None, exc))
+                        continue
+                    assert isinstance(line, bytes)
+                    self._start(tg, line, session, send)
+
+    def _start(self, tg: asyncio.TaskGroup, line: bytes, session: McpSession, send: Any) -> None:
+        try:
+            value = decode(line)
+        except ProtocolError as exc:
+            tg.create_task(send(error_response(None, exc)))
+            return
+        msg_id = value.get("id") if isinstance(value, dict) else None
+
+        async def run() -> None:
+            try:
+                await send(await self._core.handle_payload(value, session))
+            except asyncio.CancelledError:
+                # notifications/cancelled: the spec says send nothing for a cancelled request.
+                pass
+            finally:
+                if isinstance(msg_id, str | int):
+                    session.inflight.pop(msg_id, None)
+
+        task = tg.create_task(run())
+        if isinstance(msg_id, str | int) and not isinstance(msg_id, bool):
+            session.inflight[msg_id] = task
+
+    async def _refuse(self, reader: asyncio.StreamReader, send: Any, why: str) -> None:
+        """Answer every request on a refused connection with an access error, then close."""
+        splitter = LineSplitter(self._max_frame)
+        data = await reader.read(65536)
+        for line in splitter.feed(data):
+            msg_id = None
+            if isinstance(line, bytes):
+                with contextlib.suppress(ProtocolError):
+                    value = decode(line)
+                    if isinstance(value, dict):
+                        msg_id = value.get("id")
+            err = ProtocolError(ACCESS_DENIED, f"Access denied: {why}")
+            await send(error_response(msg_id if isinstance(msg_id, str | int) else None, err))

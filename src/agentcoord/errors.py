@@ -1,0 +1,98 @@
+"""The one exception tree of agentcoord.
+
+::
+
+    AgentCoordError
+    ├── ConfigError                 bad flag, environment variable or config file
+    ├── DaemonAlreadyRunning        another daemon holds the state/runtime dir lock
+    ├── DaemonUnreachable           no daemon answers on the socket (CLI, shim)
+    ├── NatsStartError              nats-server did not become ready (carries its last lines)
+    ├── ProtocolError               a JSON-RPC level failure (code + message), see ``jsonrpc``
+    └── ToolError                   a tool call failed; rendered as an ``isError`` result
+        ├── InvalidArguments        wrong type, missing required argument, bad value
+        ├── IdentityError           caller cannot be identified, or is refused
+        │   └── IdentityMismatch    an ``agent``/``from`` argument disagrees with the transport
+        └── NotFound                the named object does not exist
+
+Third-party exceptions are translated at the boundary that meets them; the mapping of these to
+JSON-RPC codes lives in :func:`agentcoord.mcp.jsonrpc.error_response`, to HTTP status codes in
+:func:`agentcoord.daemon.http.status_for`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentCoordError",
+    "ConfigError",
+    "DaemonAlreadyRunning",
+    "DaemonUnreachable",
+    "IdentityError",
+    "IdentityMismatch",
+    "InvalidArguments",
+    "NatsStartError",
+    "NotFound",
+    "ProtocolError",
+    "ToolError",
+]
+
+
+class AgentCoordError(Exception):
+    """Root of every error agentcoord raises on purpose."""
+
+
+class ConfigError(AgentCoordError):
+    """A flag, environment variable or config file value is unusable."""
+
+
+class DaemonAlreadyRunning(AgentCoordError):
+    """Another daemon already serves this state or runtime directory."""
+
+
+class DaemonUnreachable(AgentCoordError):
+    """No daemon answered on the unix socket."""
+
+
+class NatsStartError(AgentCoordError):
+    """nats-server failed to start; ``last_lines`` holds the tail of its output."""
+
+    def __init__(self, message: str, last_lines: list[str] | None = None) -> None:
+        self.last_lines = list(last_lines or [])
+        tail = "\n".join(self.last_lines[-20:])
+        super().__init__(f"{message}\n--- nats-server output ---\n{tail}" if tail else message)
+
+
+class ProtocolError(AgentCoordError):
+    """A JSON-RPC protocol error with its numeric code."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: object | None = None,
+        request_id: str | int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.request_id = request_id  # the id salvaged from a malformed request, if any
+
+
+class ToolError(AgentCoordError):
+    """A tool call failed; the text is shown to the calling model as an ``isError`` result."""
+
+
+class InvalidArguments(ToolError):
+    """The arguments of a tool call are missing, of the wrong type, or out of range."""
+
+
+class IdentityError(ToolError):
+    """The caller could not be identified, or is not allowed in."""
+
+
+class IdentityMismatch(IdentityError):
+    """An ``agent``/``from`` argument names someone other than the identified caller."""
+
+
+class NotFound(ToolError):
+    """The named object does not exist."""

@@ -1,0 +1,43 @@
+"""``whoami``: what the daemon resolved about the caller, from the transport alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentcoord.tools._base import Tool, ToolContext, obj_schema
+
+__all__ = ["TOOLS"]
+
+
+async def _whoami(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    caller = ctx.caller
+    return {
+        "agent": caller.agent,
+        "kind": caller.kind,
+        "session": caller.session_id,
+        "cwd": caller.cwd,
+        "pid": caller.pid,
+        "session_pid": caller.session_pid,
+        "via": caller.via,
+        "depth": caller.depth,
+    }
+
+
+def _render(result: dict[str, Any]) -> str:
+    parts = [f"you are {result['agent']} ({result['kind']}, via {result['via']})"]
+    if result.get("session"):
+        parts.append(f"session {result['session']}")
+    if result.get("cwd"):
+        parts.append(f"cwd {result['cwd']}")
+    return "; ".join(parts)
+
+
+TOOLS = [
+    Tool(
+        "whoami",
+        "Who the daemon says you are (agent, session, cwd), derived from your connection.",
+        obj_schema(),
+        _whoami,
+        _render,
+    )
+]

@@ -1,0 +1,36 @@
+"""The set of tools one daemon serves, in a stable order for ``tools/list`` paging."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from agentcoord.tools._base import Tool
+
+__all__ = ["ToolRegistry", "default_registry"]
+
+
+class ToolRegistry:
+    """Tools by name; registering a name twice is a programming error."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def all(self) -> list[Tool]:
+        return list(self._tools.values())
+
+
+def default_registry() -> ToolRegistry:
+    """Every tool family the daemon ships."""
+    from agentcoord.tools import identity
+
+    return ToolRegistry([*identity.TOOLS])
