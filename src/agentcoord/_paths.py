@@ -10,7 +10,7 @@ __all__ = ["default_runtime_dir", "default_state_dir"]
 
 
 def default_runtime_dir(env: Mapping[str, str], uid: int) -> Path:
-    """``$AGENTCOORD_RUNTIME_DIR``, else ``$XDG_RUNTIME_DIR/agentcoord``, else /tmp/agentcoord-UID."""
+    """``$AGENTCOORD_RUNTIME_DIR``, ``$XDG_RUNTIME_DIR/agentcoord``, else /tmp/agentcoord-UID."""
     if env.get("AGENTCOORD_RUNTIME_DIR"):
         return Path(env["AGENTCOORD_RUNTIME_DIR"])
     runtime_home = env.get("XDG_RUNTIME_DIR")

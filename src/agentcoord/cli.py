@@ -6,7 +6,6 @@ session) loads only the shim.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -107,8 +106,11 @@ def _status(cfg: Any, as_json: bool) -> int:
         ("version", status.get("version")),
         ("uptime", f"{status.get('uptime_s', 0):.1f}s"),
         ("health", status.get("health")),
-        ("nats", f"{status.get('nats_url')} (pid {status.get('nats_pid')}, "
-         f"restarts {status.get('nats_restarts')})"),
+        (
+            "nats",
+            f"{status.get('nats_url')} (pid {status.get('nats_pid')}, "
+            f"restarts {status.get('nats_restarts')})",
+        ),
         ("store", status.get("store_path")),
         ("socket", status.get("socket")),
         ("http", status.get("http_addr")),
@@ -121,4 +123,4 @@ def _status(cfg: Any, as_json: bool) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(os.sys.argv[1:]))
+    raise SystemExit(main())

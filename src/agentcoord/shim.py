@@ -7,6 +7,7 @@ this process's credentials and ancestry, so the shim adds nothing to the message
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -29,10 +30,8 @@ def _pump_in(sock: socket.socket) -> None:
         pass
     finally:
         _stdin_done.set()
-        try:
+        with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
 
 
 def run_shim(runtime_dir: Path | None = None) -> int:

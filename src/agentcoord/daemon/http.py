@@ -73,7 +73,9 @@ class HttpResponse:
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
 
 
-def json_response(status: int, body: bytes, extra: list[tuple[str, str]] | None = None) -> HttpResponse:
+def json_response(
+    status: int, body: bytes, extra: list[tuple[str, str]] | None = None
+) -> HttpResponse:
     return HttpResponse(status, body, [("content-type", "application/json"), *(extra or [])])
 
 

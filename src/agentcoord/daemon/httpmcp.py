@@ -134,4 +134,6 @@ class HttpRoutes:
 
 def _methods(payload: Any) -> set[str]:
     items = payload if isinstance(payload, list) else [payload]
-    return {m for item in items if isinstance(item, dict) and isinstance(m := item.get("method"), str)}
+    return {
+        m for item in items if isinstance(item, dict) and isinstance(m := item.get("method"), str)
+    }

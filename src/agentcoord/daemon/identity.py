@@ -111,8 +111,9 @@ class IdentityResolver:
             agent = self._tokens.lookup(bearer)
             if agent is None:
                 raise IdentityError("unknown bearer token")
-            kind = "human" if agent.startswith("human:") else "runner"
-            return Caller(kind=kind, agent=agent, via="http-token")
+            if agent.startswith("human:"):
+                return Caller(kind="human", agent=agent, via="http-token")
+            return Caller(kind="runner", agent=agent, via="http-token")
         found = await asyncio.to_thread(tcp_peer_pid, peer, local)
         if found is None:
             raise IdentityError("cannot find the process behind this connection; use a token")

@@ -82,21 +82,27 @@ def parse_message(value: Any) -> Request | Notification | None:
     msg_id = value.get("id")
     salvaged = msg_id if _valid_id(msg_id) else None
     if value.get("jsonrpc") != "2.0":
-        raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id=salvaged)
+        raise ProtocolError(
+            INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id=salvaged
+        )
     if "method" not in value and ("result" in value or "error" in value):
         return None
     method = value.get("method")
     if not isinstance(method, str) or not method:
-        raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "method" must be a string', request_id=salvaged)
+        raise ProtocolError(
+            INVALID_REQUEST, 'Invalid Request: "method" must be a string', request_id=salvaged
+        )
     if "id" in value and not _valid_id(msg_id):
         raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string or integer')
     params = value.get("params", {})
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        raise ProtocolError(INVALID_PARAMS, 'Invalid params: "params" must be an object', request_id=salvaged)
+        raise ProtocolError(
+            INVALID_PARAMS, 'Invalid params: "params" must be an object', request_id=salvaged
+        )
     if "id" in value:
-        return Request(msg_id, method, params)
+        return Request(salvaged if salvaged is not None else 0, method, params)
     return Notification(method, params)
 
 

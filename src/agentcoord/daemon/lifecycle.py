@@ -147,14 +147,18 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nats_url = cfg.nats_url
         app.nc = await _connect_nats(cfg.nats_url, None, None)
     else:
-        app.nats = await stack.enter_async_context(NatsSupervisor(cfg.state_dir, cfg.nats_server_bin))
+        app.nats = await stack.enter_async_context(
+            NatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
+        )
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
     stack.push_async_callback(_close_nats, app)
 
     core = McpCore(default_registry(), app, cfg.tools_page_size)
     http = await stack.enter_async_context(
-        HttpServer(HttpRoutes(app, core), cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes)
+        HttpServer(
+            HttpRoutes(app, core), cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes
+        )
     )
     host = cfg.http_host if ":" not in cfg.http_host else f"[{cfg.http_host}]"
     addr = f"{host}:{http.port}"

@@ -75,7 +75,9 @@ class McpCore:
         """Answer one decoded payload (a message or a batch); None when nothing is owed."""
         if isinstance(value, list):
             if not value:
-                return error_response(None, ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch"))
+                return error_response(
+                    None, ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
+                )
             replies = [await self.handle_message(item, session) for item in value]
             answered = [r for r in replies if r is not None]
             return answered or None
@@ -168,4 +170,8 @@ class McpCore:
             text = f"internal error in {name}: {type(exc).__name__}"
             return {"content": [{"type": "text", "text": text}], "isError": True}
         text = tool.render(result) if tool.render else json.dumps(result, separators=(",", ":"))
-        return {"content": [{"type": "text", "text": text}], "structuredContent": result, "isError": False}
+        return {
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": result,
+            "isError": False,
+        }

@@ -124,7 +124,7 @@ class NatsSupervisor:
             async with asyncio.timeout(_START_TIMEOUT):
                 ready = asyncio.create_task(self._ready.wait())
                 died = asyncio.create_task(self._proc.wait())
-                done, _ = await asyncio.wait({ready, died}, return_when=asyncio.FIRST_COMPLETED)
+                _done, _ = await asyncio.wait({ready, died}, return_when=asyncio.FIRST_COMPLETED)
                 for task in (ready, died):
                     task.cancel()
                 if not self._ready.is_set():
@@ -135,7 +135,9 @@ class NatsSupervisor:
                     )
         except TimeoutError:
             await self._kill()
-            raise NatsStartError("nats-server did not become ready in time", list(self._tail)) from None
+            raise NatsStartError(
+                "nats-server did not become ready in time", list(self._tail)
+            ) from None
         log.info("nats-server ready on %s (pid %d)", self.url, self._proc.pid)
         self.up.set()
 

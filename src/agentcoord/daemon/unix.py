@@ -107,10 +107,10 @@ class UnixListener:
             while data := await reader.read(65536):
                 for line in splitter.feed(data):
                     if line is OVERSIZE:
-                        exc = ProtocolError(
+                        too_big = ProtocolError(
                             INVALID_REQUEST, f"Request too large: limit {self._max_frame} bytes"
                         )
-                        await send(error_response(None, exc))
+                        await send(error_response(None, too_big))
                         continue
                     assert isinstance(line, bytes)
                     self._start(tg, line, session, send)

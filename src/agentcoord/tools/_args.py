@@ -52,9 +52,8 @@ def _check(key: str, spec: dict[str, Any], value: Any) -> Any:
         item_spec = spec.get("items")
         if item_spec:
             value = [_check(f"{key}[{i}]", item_spec, v) for i, v in enumerate(value)]
-    elif kind == "object":
-        if not isinstance(value, dict):
-            raise InvalidArguments(f"`{key}` must be an object")
+    elif kind == "object" and not isinstance(value, dict):
+        raise InvalidArguments(f"`{key}` must be an object")
     if "enum" in spec and value not in spec["enum"]:
         choices = ", ".join(str(c) for c in spec["enum"])
         raise InvalidArguments(f"`{key}` must be one of: {choices} (got {value!r})")

@@ -36,7 +36,11 @@ class Tool:
     render: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False)
 
     def listing(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        }
 
 
 def obj_schema(required: tuple[str, ...] = (), **props: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,140 @@
+"""Shared fixtures: real daemons on temp dirs with ephemeral ports, and a stand-in ``claude``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+FAKES = Path(__file__).parent / "fakes"
+
+
+@dataclass
+class Daemon:
+    """A real ``agentcoord serve`` process on its own state and runtime dirs."""
+
+    root: Path
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+    log_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log_path = self.root / "daemon.log"
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.env["AGENTCOORD_STATE_DIR"])
+
+    @property
+    def runtime_dir(self) -> Path:
+        return Path(self.env["AGENTCOORD_RUNTIME_DIR"])
+
+    @property
+    def socket(self) -> Path:
+        return self.runtime_dir / "agentcoord.sock"
+
+    @property
+    def http_addr(self) -> str:
+        return (self.runtime_dir / "http.addr").read_text().strip()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.http_addr}"
+
+    def start(self, timeout: float = 15.0) -> Daemon:
+        addr_file = self.runtime_dir / "http.addr"
+        if addr_file.exists():
+            addr_file.unlink()
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agentcoord", "serve"],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited {self.proc.returncode}:\n{self.log()}")
+            if addr_file.exists() and self.healthz() == (200, "ok"):
+                return self
+            time.sleep(0.02)
+        raise RuntimeError(f"daemon not ready in {timeout}s:\n{self.log()}")
+
+    def healthz(self) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except (OSError, ValueError):
+            return 0, ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def make_env(root: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCOORD_", "CLAUDE"))}
+    env.update(
+        AGENTCOORD_STATE_DIR=str(root / "state"),
+        AGENTCOORD_RUNTIME_DIR=str(root / "run"),
+        AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
+        CLAUDE_CONFIG_DIR=str(root / "claude-home"),
+        XDG_CONFIG_HOME=str(root / "xdg-config"),
+    )
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def daemon_factory(tmp_path: Path) -> Iterator[type[Daemon] | object]:
+    """Start any number of isolated daemons; all are stopped at the end."""
+    started: list[Daemon] = []
+
+    def factory(name: str = "d", **extra: str) -> Daemon:
+        root = tmp_path / name
+        root.mkdir(exist_ok=True)
+        d = Daemon(root, make_env(root, **extra))
+        started.append(d)
+        return d
+
+    yield factory
+    for d in started:
+        d.stop()
+
+
+@pytest.fixture
+def daemon(daemon_factory: object) -> Daemon:
+    """One running daemon."""
+    return daemon_factory().start()  # type: ignore[operator, no-any-return]
+
+
+@pytest.fixture
+def claude_bin(tmp_path: Path) -> Path:
+    """An executable named ``claude`` (so its process name is ``claude``) that runs a child."""
+    path = tmp_path / "bin" / "claude"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f"#!{sys.executable}\n" + (FAKES / "claude_standin.py").read_text())
+    path.chmod(0o755)
+    return path

@@ -1,0 +1,31 @@
+"""The daemon starts, answers /healthz and MCP over HTTP and the unix socket."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from tests.conftest import Daemon
+
+
+def _unix_call(d: Daemon, payload: bytes) -> dict:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(d.socket))
+        s.sendall(payload + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            buf += s.recv(65536)
+    return json.loads(buf)
+
+
+def test_healthz_ok(daemon: Daemon) -> None:
+    """/healthz answers ok once the daemon says it is ready."""
+    assert daemon.healthz() == (200, "ok")
+
+
+def test_unix_tools_list(daemon: Daemon) -> None:
+    """tools/list over the unix socket lists whoami with a description."""
+    reply = _unix_call(daemon, b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+    assert reply["id"] == 7
+    names = {t["name"]: t for t in reply["result"]["tools"]}
+    assert names["whoami"]["description"]

@@ -1,0 +1,1 @@
+"""Stand-in programs for tests (a ``claude`` parent process, MCP client scripts)."""
