@@ -34,6 +34,7 @@ _HEADER_LIMIT = 64 * 1024
 _HEADER_TIMEOUT = 10.0
 _IDLE_TIMEOUT = 75.0
 _BODY_TIMEOUT = 30.0
+_LINGER_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -214,6 +215,7 @@ class HttpServer:
                     return False
         except _BodyTooLarge:
             await self._send(conn, writer, _too_large(self._max_body), close=True)
+            await _linger(reader)
             return False
         except h11.RemoteProtocolError as exc:
             if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -265,6 +267,16 @@ class HttpServer:
         finally:
             if response.stream is not None and hasattr(response.stream, "aclose"):
                 await response.stream.aclose()
+
+
+async def _linger(reader: asyncio.StreamReader) -> None:
+    """Discard what the client is still sending (bounded), so it can read our 413 instead of
+    a connection reset (the lingering close of RFC 9112 section 9.6)."""
+    discarded = 0
+    with contextlib.suppress(TimeoutError, ConnectionError):
+        async with asyncio.timeout(2):
+            while discarded < _LINGER_BYTES and (chunk := await reader.read(65536)):
+                discarded += len(chunk)
 
 
 def _too_large(limit: int) -> HttpResponse:

@@ -1,0 +1,161 @@
+"""Start-up benchmark: daemon exec -> /healthz ok, and a whole shim round trip, against raw
+baselines measured in the same run (bare nats-server start to ready; bare `python -c pass`).
+
+    python bench/startup.py [--runs N]
+
+Goals (issue: the spine): daemon ready <= 300 ms; shim spawn + initialize + tools/list <= 3x
+a bare Python start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import median_ms, table
+
+from agentcoord.daemon.natsd import find_nats_server
+
+
+def bare_python() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - t0
+
+
+def bare_nats(tmp: Path) -> float:
+    store = tmp / "js"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(find_nats_server()), "-js", "-sd", str(store), "-a", "127.0.0.1", "-p", "-1"],
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if b"Server is ready" in line:
+            break
+    elapsed = time.perf_counter() - t0
+    proc.terminate()
+    proc.wait()
+    shutil.rmtree(store, ignore_errors=True)
+    return elapsed
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCOORD_")}
+    env.update(
+        AGENTCOORD_STATE_DIR=str(tmp / "state"),
+        AGENTCOORD_RUNTIME_DIR=str(tmp / "run"),
+        AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
+    )
+    return env
+
+
+def daemon_ready(tmp: Path, agentcoord: str) -> float:
+    env = _env(tmp)
+    addr_file = tmp / "run" / "http.addr"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([agentcoord, "serve"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        while True:
+            if addr_file.exists():
+                try:
+                    url = f"http://{addr_file.read_text().strip()}/healthz"
+                    with urllib.request.urlopen(url, timeout=1) as resp:
+                        if resp.read() == b"ok":
+                            return time.perf_counter() - t0
+                except OSError:
+                    pass
+            if proc.poll() is not None:
+                raise RuntimeError("daemon exited during start")
+            time.sleep(0.0005)
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def shim_round_trip(env: dict[str, str], agentcoord: str) -> float:
+    msgs = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "b"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    payload = "".join(json.dumps(m) + "\n" for m in msgs).encode()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [agentcoord, "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    out, _ = proc.communicate(payload)
+    elapsed = time.perf_counter() - t0
+    replies = [json.loads(line) for line in out.splitlines()]
+    assert {r["id"] for r in replies} == {1, 2}, replies
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    agentcoord = shutil.which("agentcoord") or sys.exit("agentcoord is not on PATH")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        py = [bare_python() for _ in range(args.runs)]
+        nats = [bare_nats(tmp) for _ in range(args.runs)]
+        ready = []
+        for i in range(args.runs):
+            run_dir = tmp / f"d{i}"
+            ready.append(daemon_ready(run_dir, agentcoord))
+        # One long-lived daemon for the shim round trips.
+        env = _env(tmp / "shim")
+        proc = subprocess.Popen([agentcoord, "serve"], env=env, stderr=subprocess.DEVNULL)
+        try:
+            while not (tmp / "shim" / "run" / "http.addr").exists():
+                time.sleep(0.01)
+            time.sleep(0.2)
+            shim = [shim_round_trip(env, agentcoord) for _ in range(args.runs)]
+        finally:
+            proc.terminate()
+            proc.wait()
+    print(f"startup benchmark, {args.runs} runs each, medians\n")
+    print(
+        table(
+            [
+                (
+                    "daemon exec -> /healthz ok",
+                    median_ms(ready),
+                    "bare nats-server ready",
+                    median_ms(nats),
+                    "<= 300 ms",
+                ),
+                (
+                    "shim spawn + initialize + tools/list",
+                    median_ms(shim),
+                    "bare python -c pass",
+                    median_ms(py),
+                    "<= 3x",
+                ),
+            ]
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
