@@ -21,7 +21,7 @@ from agentcoord.daemon.directory import AgentDirectory, RunnerInfo
 from agentcoord.daemon.procprobe import PeerCred, ProcessProbe, tcp_peer_pid
 from agentcoord.errors import IdentityError
 
-__all__ = ["IdentityResolver", "TokenStore"]
+__all__ = ["IdentityResolver", "TokenStore", "write_private"]
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +52,29 @@ class TokenStore:
     def lookup(self, token: str) -> str | None:
         return self._digests.get(self._digest(token))
 
+    def ensure_file(self, path: Path, agent: str) -> str:
+        """The token stored (0600) at ``path`` for ``agent``, minted if missing or unknown."""
+        try:
+            token = path.read_text().strip()
+        except OSError:
+            token = ""
+        if token and self.lookup(token) == agent:
+            return token
+        token = self.mint(agent)
+        write_private(path, token + "\n")
+        return token
+
     def _save(self) -> None:
-        tmp = self._path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(self._digests, fh)
-        os.replace(tmp, self._path)
+        write_private(self._path, json.dumps(self._digests))
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file atomically, created 0600."""
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
 
 
 def _read_session_file(claude_dir: Path, pid: int) -> dict[str, object]:

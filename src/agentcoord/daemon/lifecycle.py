@@ -21,7 +21,7 @@ from agentcoord.daemon.app import App
 from agentcoord.daemon.directory import MemoryDirectory
 from agentcoord.daemon.http import HttpServer
 from agentcoord.daemon.httpmcp import HttpRoutes
-from agentcoord.daemon.identity import IdentityResolver, TokenStore
+from agentcoord.daemon.identity import IdentityResolver, TokenStore, write_private
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.mcp import McpCore
 from agentcoord.daemon.natsd import NatsSupervisor
@@ -134,13 +134,16 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
 
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     directory = MemoryDirectory()
+    tokens = TokenStore(cfg.state_dir / "tokens.json")
+    # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
+    tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
     identity = IdentityResolver(
         uid=os.getuid(),
         user=cfg.user,
         claude_dir=cfg.claude_dir,
         probe=PsutilProbe(),
         directory=directory,
-        tokens=TokenStore(cfg.state_dir / "tokens.json"),
+        tokens=tokens,
     )
     app = App(config=cfg, identity=identity)
     if cfg.nats_url:
@@ -164,7 +167,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     addr = f"{host}:{http.port}"
     app.config = _with_addr(cfg, addr)
     app.http_server = http
-    _write_private(cfg.http_addr_file, addr + "\n")
+    write_private(cfg.http_addr_file, addr + "\n")
     stack.callback(_unlink, cfg.http_addr_file)
     await stack.enter_async_context(UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes))
     return app
@@ -183,14 +186,6 @@ async def _close_nats(app: App) -> None:
                 await app.nc.close()
         except Exception:
             log.warning("closing the nats client failed", exc_info=True)
-
-
-def _write_private(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def _unlink(path: Path) -> None:
