@@ -46,6 +46,10 @@ def _main_full(args: list[str]) -> int:
     _common(p_status)
     p_status.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("version", help="print the version")
+    p_install = sub.add_parser("install", help="install the systemd user units")
+    p_install.add_argument("--user", action="store_true", required=True, help="user units")
+    p_install.add_argument("--remove", action="store_true", help="disable and delete them")
+    p_install.add_argument("--no-enable", action="store_true", help="only write the files")
     ns = parser.parse_args(args)
     try:
         if ns.command == "version":
@@ -53,13 +57,19 @@ def _main_full(args: list[str]) -> int:
 
             print(f"agentcoord {__version__}")
             return 0
+        if ns.command == "install":
+            return _install(ns.remove, not ns.no_enable)
         if ns.command == "mcp":
             from pathlib import Path
 
             from agentcoord.shim import run_shim
 
             return run_shim(Path(ns.runtime_dir) if ns.runtime_dir else None)
-        flags = {k: v for k, v in vars(ns).items() if k not in ("command", "json")}
+        flags = {
+            k: v
+            for k, v in vars(ns).items()
+            if k not in ("command", "json", "user", "remove", "no_enable")
+        }
         from agentcoord.config import load_config
 
         cfg = load_config(flags)
@@ -71,6 +81,20 @@ def _main_full(args: list[str]) -> int:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1
     return 2
+
+
+def _install(remove: bool, enable: bool) -> int:
+    import os
+
+    from agentcoord.service import install_user_units, remove_user_units
+
+    report = (
+        remove_user_units(os.environ) if remove else install_user_units(os.environ, enable=enable)
+    )
+    for path in report.written:
+        print(("removed " if remove else "wrote ") + str(path))
+    print(report.message)
+    return 0
 
 
 def _serve(cfg: Any) -> int:

@@ -47,6 +47,10 @@ class Config:
     tools_page_size: int = 100
     nats_server_bin: Path | None = None
     config_file: Path | None = None
+    # systemd integration, read from the environment once (sd_notify, socket activation).
+    notify_socket: str | None = None
+    watchdog_interval: float | None = None
+    listen_fds: tuple[tuple[int, str], ...] = ()
 
     @property
     def socket_path(self) -> Path:
@@ -103,9 +107,13 @@ def _user_name(uid: int) -> str:
         return str(uid)
 
 
+# Fields that come from the process environment only, never from a file or flag.
+_DERIVED = {"notify_socket", "watchdog_interval", "listen_fds", "config_file"}
+
+
 def _coerce(name: str, value: Any) -> Any:
     kinds = {f.name: f.type for f in fields(Config)}
-    if name not in kinds:
+    if name not in kinds or name in _DERIVED:
         raise ConfigError(f"unknown config key {name!r}")
     kind = str(kinds[name])
     try:
@@ -151,7 +159,7 @@ def load_config(
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         for key, value in data.items():
             values[key.replace("-", "_")] = _coerce(key.replace("-", "_"), value)
-        values["config_file"] = path
+        values["config_file"] = path  # set after the loop: not a key the file may set
 
     for var, name in _ENV_FIELDS.items():
         if env.get(var):
@@ -159,6 +167,12 @@ def load_config(
     for name, value in flags.items():
         values[name] = _coerce(name, value)
 
+    from agentcoord.daemon.activation import listen_fds, watchdog_interval
+
+    pid = os.getpid()
+    values["notify_socket"] = env.get("NOTIFY_SOCKET") or None
+    values["watchdog_interval"] = watchdog_interval(env, pid)
+    values["listen_fds"] = listen_fds(env, pid)
     cfg = Config(**values)
     parse_http_addr(cfg.http_addr)  # validate early, with a clear message
     return cfg

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import stat
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,7 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
         _install_signals(stop)
         async with contextlib.AsyncExitStack() as stack:
             app = await _start(cfg, stack)
-            sd_notify(os.environ.get("NOTIFY_SOCKET"), "READY=1")
+            sd_notify(cfg.notify_socket, "READY=1")
             log.info(
                 "agentcoord ready: socket %s, http %s, nats %s",
                 cfg.socket_path,
@@ -110,11 +111,24 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
                 app.nats_url,
             )
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(stop.wait(), name="stop-wait")
-            sd_notify(os.environ.get("NOTIFY_SOCKET"), "STOPPING=1")
+                background = []
+                if cfg.watchdog_interval and cfg.notify_socket:
+                    background.append(tg.create_task(_watchdog(cfg), name="watchdog"))
+                await stop.wait()
+                for task in background:
+                    task.cancel("daemon stopping")
+            sd_notify(cfg.notify_socket, "STOPPING=1")
             log.info("stopping")
             stack.push_async_callback(_log_stopped)
             await _close_with_deadline(stack)
+
+
+async def _watchdog(cfg: Config) -> None:
+    """Ping systemd's watchdog while the event loop runs (WatchdogSec in the unit)."""
+    assert cfg.watchdog_interval is not None
+    while True:
+        sd_notify(cfg.notify_socket, "WATCHDOG=1")
+        await asyncio.sleep(cfg.watchdog_interval)  # a timer, not polling for state
 
 
 async def _log_stopped() -> None:
@@ -169,8 +183,23 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     app.http_server = http
     write_private(cfg.http_addr_file, addr + "\n")
     stack.callback(_unlink, cfg.http_addr_file)
-    await stack.enter_async_context(UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes))
+    inherited = _inherited_socket(cfg)
+    await stack.enter_async_context(
+        UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes, inherited=inherited)
+    )
     return app
+
+
+def _inherited_socket(cfg: Config) -> socket.socket | None:
+    """The unix socket systemd passed us (agentcoord.socket), if any."""
+    for fd, name in cfg.listen_fds:
+        if name in ("agentcoord.sock", "unknown"):
+            sock = socket.socket(fileno=fd)
+            if sock.family == socket.AF_UNIX:
+                log.info("using the socket passed by systemd (fd %d)", fd)
+                return sock
+            sock.detach()
+    return None
 
 
 def _with_addr(cfg: Config, addr: str) -> Config:

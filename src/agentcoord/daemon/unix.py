@@ -32,8 +32,17 @@ ACCESS_DENIED = -32001
 class UnixListener:
     """Async context manager serving the MCP core on a unix socket."""
 
-    def __init__(self, path: Path, core: McpCore, app: App, max_frame: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        core: McpCore,
+        app: App,
+        max_frame: int,
+        *,
+        inherited: socket.socket | None = None,
+    ) -> None:
         self._path = path
+        self._inherited = inherited  # socket activation: systemd owns the socket file
         self._core = core
         self._app = app
         self._max_frame = max_frame
@@ -41,6 +50,9 @@ class UnixListener:
         self._conns: set[asyncio.Task[Any]] = set()
 
     async def __aenter__(self) -> UnixListener:
+        if self._inherited is not None:
+            self._server = await asyncio.start_unix_server(self._serve, sock=self._inherited)
+            return self
         # We hold the runtime-dir lock, so a socket file here is a dead daemon's: remove it.
         with contextlib.suppress(FileNotFoundError):
             self._path.unlink()
@@ -59,8 +71,9 @@ class UnixListener:
             task.cancel("daemon stopping")
         if self._conns:
             await asyncio.wait(self._conns, timeout=2)
-        with contextlib.suppress(FileNotFoundError):
-            self._path.unlink()
+        if self._inherited is None:
+            with contextlib.suppress(FileNotFoundError):
+                self._path.unlink()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
