@@ -19,6 +19,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentcoord.shim import run_shim
 
         return run_shim()
+    if args[:1] == ["hook"] and len(args) == 2:  # hot path: every Claude Code hook runs this
+        from agentcoord.hookclient import run_hook
+
+        return run_hook(args[1])
     return _main_full(args)
 
 
@@ -46,6 +50,12 @@ def _main_full(args: list[str]) -> int:
     _common(p_status)
     p_status.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("version", help="print the version")
+    p_setup = sub.add_parser("setup", help="connect a client (claude) to this daemon")
+    p_setup.add_argument("client", choices=["claude"])
+    p_setup.add_argument("--project", action="store_true", help="this project's .mcp.json")
+    p_setup.add_argument("--remove", action="store_true", help="undo the setup")
+    p_hook = sub.add_parser("hook", help="Claude Code hook command (reads the hook JSON)")
+    p_hook.add_argument("event", help="session-start, pre-tool-use, ...")
     p_install = sub.add_parser("install", help="install the systemd user units")
     p_install.add_argument("--user", action="store_true", required=True, help="user units")
     p_install.add_argument("--remove", action="store_true", help="disable and delete them")
@@ -57,6 +67,12 @@ def _main_full(args: list[str]) -> int:
 
             print(f"agentcoord {__version__}")
             return 0
+        if ns.command == "hook":
+            from agentcoord.hookclient import run_hook
+
+            return run_hook(ns.event)
+        if ns.command == "setup":
+            return _setup(ns.project, ns.remove)
         if ns.command == "install":
             return _install(ns.remove, not ns.no_enable)
         if ns.command == "mcp":
@@ -68,7 +84,8 @@ def _main_full(args: list[str]) -> int:
         flags = {
             k: v
             for k, v in vars(ns).items()
-            if k not in ("command", "json", "user", "remove", "no_enable")
+            if k
+            not in ("command", "json", "user", "remove", "no_enable", "client", "project", "event")
         }
         from agentcoord.config import load_config
 
@@ -81,6 +98,28 @@ def _main_full(args: list[str]) -> int:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1
     return 2
+
+
+def _setup(project: bool, remove: bool) -> int:
+    import os
+    import shutil
+    from pathlib import Path
+
+    from agentcoord.claude_setup import remove_claude, setup_claude
+
+    home = Path.home()
+    claude_dir = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    where = Path.cwd() if project else None
+    if remove:
+        report = remove_claude(home, claude_dir, where)
+    else:
+        command = shutil.which("agentcoord") or "agentcoord"
+        report = setup_claude(home, claude_dir, command, where)
+    for path in report.changed:
+        print(f"updated {path}")
+    for path in report.unchanged:
+        print(f"unchanged {path}")
+    return 0
 
 
 def _install(remove: bool, enable: bool) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
 from agentcoord.config import Config
+from agentcoord.daemon.hooks import HookHandlers, default_handlers
 from agentcoord.daemon.identity import IdentityResolver
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class App:
     nc: NatsClient | None = None
     nats_url: str = ""
     http_server: HttpServer | None = None
+    hooks: HookHandlers = field(default_factory=default_handlers)
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0

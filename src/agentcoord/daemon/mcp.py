@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
 from agentcoord.daemon.caller import Caller
+from agentcoord.daemon.hooks import run_hook_event
 from agentcoord.daemon.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -122,6 +123,15 @@ class McpCore:
             return await self._tools_call(req.params, session)
         if method == "agentcoord/status":  # vendor method for ``agentcoord status``
             return self._app.status()
+        if method == "agentcoord/hook":  # vendor method for ``agentcoord hook EVENT``
+            event = req.params.get("event")
+            payload = req.params.get("payload")
+            if not isinstance(event, str) or not isinstance(payload, dict):
+                raise ProtocolError(INVALID_PARAMS, "agentcoord/hook needs event and payload")
+            output = await run_hook_event(
+                self._app, self._app.hooks, session.caller, event, payload
+            )
+            return {"output": output}
         raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _initialize(self, params: dict[str, Any], session: McpSession) -> dict[str, Any]:

@@ -1,0 +1,164 @@
+"""``agentcoord setup claude``: register the MCP server and install the hooks in Claude Code.
+
+Edits are surgical: only our own entries (server ``agent-coord``; hook commands starting with
+``agentcoord hook``) are added or removed, everything else in the user's files is kept, writes
+are atomic, and running it twice changes nothing (FACTS.md "Claude Code on disk").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentcoord.errors import ConfigError
+
+__all__ = ["HOOKS", "SetupReport", "remove_claude", "setup_claude"]
+
+SERVER_NAME = "agent-coord"
+
+# event -> (matcher or None, our subcommand, timeout seconds)
+HOOKS: dict[str, tuple[str | None, str, int]] = {
+    "SessionStart": (None, "session-start", 10),
+    "UserPromptSubmit": (None, "user-prompt-submit", 10),
+    "PostToolUse": (None, "post-tool-use", 10),
+    "PreToolUse": ("Write|Edit|MultiEdit", "pre-tool-use", 10),
+    "Stop": (None, "stop", 10),
+}
+
+
+@dataclass
+class SetupReport:
+    changed: list[Path]
+    unchanged: list[Path]
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text() or "{}")
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); not touching it") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} does not hold a JSON object; not touching it")
+    return data
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    tmp = path.with_name(path.name + ".agentcoord.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+_OURS = re.compile(r"(^|/)agentcoord hook ")
+
+
+def _is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and bool(_OURS.search(str(hook.get("command", ""))))
+
+
+def _copy(data: dict[str, Any]) -> dict[str, Any]:
+    copied: dict[str, Any] = json.loads(json.dumps(data))
+    return copied
+
+
+def with_hooks(settings: dict[str, Any], command: str) -> dict[str, Any]:
+    """``settings`` with our hook groups present exactly once (pure)."""
+    out = without_hooks(settings)
+    hooks = out.setdefault("hooks", {})
+    for event, (matcher, sub, timeout) in HOOKS.items():
+        group: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": f"{command} {sub}", "timeout": timeout}]
+        }
+        if matcher:
+            group = {"matcher": matcher, **group}
+        hooks.setdefault(event, []).append(group)
+    return out
+
+
+def without_hooks(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with every hook of ours removed, and groups/events left empty dropped (pure)."""
+    out = _copy(settings)
+    hooks = out.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                inner = [h for h in group["hooks"] if not _is_ours(h)]
+                if not inner and group["hooks"]:
+                    continue
+                group = {**group, "hooks": inner}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks:
+        del out["hooks"]
+    return out
+
+
+def with_server(config: dict[str, Any], command: str) -> dict[str, Any]:
+    out = _copy(config)
+    servers = out.setdefault("mcpServers", {})
+    servers[SERVER_NAME] = {"type": "stdio", "command": command, "args": ["mcp"]}
+    return out
+
+
+def without_server(config: dict[str, Any]) -> dict[str, Any]:
+    out = _copy(config)
+    servers = out.get("mcpServers")
+    if isinstance(servers, dict):
+        servers.pop(SERVER_NAME, None)
+    return out
+
+
+def _paths(home: Path, claude_dir: Path, project: Path | None) -> tuple[Path, Path]:
+    if project is not None:
+        return project / ".mcp.json", project / ".claude" / "settings.json"
+    return home / ".claude.json", claude_dir / "settings.json"
+
+
+def _apply(path: Path, change: Any, report: SetupReport) -> None:
+    before = _load(path)
+    after = change(before)
+    if after == before:
+        report.unchanged.append(path)
+        return
+    _save(path, after)
+    report.changed.append(path)
+
+
+def setup_claude(
+    home: Path, claude_dir: Path, command: str = "agentcoord", project: Path | None = None
+) -> SetupReport:
+    """Register ``agent-coord`` and install our hooks (idempotent)."""
+    server_file, settings_file = _paths(home, claude_dir, project)
+    report = SetupReport([], [])
+    _apply(server_file, lambda c: with_server(c, command), report)
+    _apply(settings_file, lambda s: with_hooks(s, f"{command} hook"), report)
+    return report
+
+
+def remove_claude(home: Path, claude_dir: Path, project: Path | None = None) -> SetupReport:
+    """Undo :func:`setup_claude`, leaving everything else as it was."""
+    server_file, settings_file = _paths(home, claude_dir, project)
+    report = SetupReport([], [])
+    for path, change in ((server_file, without_server), (settings_file, without_hooks)):
+        if path.exists():
+            _apply(path, change, report)
+    return report
