@@ -57,7 +57,7 @@ def test_remove_restores_exactly() -> None:
 
 
 def test_setup_and_remove_on_files(tmp_path: Path) -> None:
-    """setup writes agent-coord into ~/.claude.json and hooks into settings.json; remove undoes it."""
+    """setup adds agent-coord to ~/.claude.json and hooks to settings.json; remove undoes it."""
     home, claude_dir = tmp_path, tmp_path / ".claude"
     claude_dir.mkdir()
     (home / ".claude.json").write_text(json.dumps(USER_CLAUDE_JSON))
