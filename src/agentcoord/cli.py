@@ -50,6 +50,9 @@ def _main_full(args: list[str]) -> int:
     _common(p_status)
     p_status.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("version", help="print the version")
+    p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
+    _common(p_doctor)
+    p_doctor.add_argument("--json", action="store_true", help="machine-readable output")
     p_setup = sub.add_parser("setup", help="connect a client (claude) to this daemon")
     p_setup.add_argument("client", choices=["claude"])
     p_setup.add_argument("--project", action="store_true", help="this project's .mcp.json")
@@ -94,10 +97,29 @@ def _main_full(args: list[str]) -> int:
             return _serve(cfg)
         if ns.command == "status":
             return _status(cfg, ns.json)
+        if ns.command == "doctor":
+            return _doctor(cfg, ns.json)
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1
     return 2
+
+
+def _doctor(cfg: Any, as_json: bool) -> int:
+    import json
+
+    from agentcoord.doctor import run_checks
+
+    checks = run_checks(cfg)
+    if as_json:
+        print(json.dumps([c.as_dict() for c in checks], indent=2))
+    else:
+        for check in checks:
+            mark = "ok  " if check.ok else "FAIL"
+            print(f"{mark}  {check.name:<12} {check.detail}")
+            if not check.ok and check.fix:
+                print(f"      fix: {check.fix}")
+    return 0 if all(c.ok for c in checks) else 1
 
 
 def _setup(project: bool, remove: bool) -> int:

