@@ -53,6 +53,9 @@ def _main_full(args: list[str]) -> int:
     p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
     _common(p_doctor)
     p_doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    p_console = sub.add_parser("console", help="print (or open) the web console's login link")
+    _common(p_console)
+    p_console.add_argument("--open", action="store_true", help="open it in a browser")
     p_setup = sub.add_parser("setup", help="connect a client (claude) to this daemon")
     p_setup.add_argument("client", choices=["claude"])
     p_setup.add_argument("--project", action="store_true", help="this project's .mcp.json")
@@ -88,7 +91,17 @@ def _main_full(args: list[str]) -> int:
             k: v
             for k, v in vars(ns).items()
             if k
-            not in ("command", "json", "user", "remove", "no_enable", "client", "project", "event")
+            not in (
+                "command",
+                "json",
+                "user",
+                "remove",
+                "no_enable",
+                "client",
+                "project",
+                "event",
+                "open",
+            )
         }
         from agentcoord.config import load_config
 
@@ -99,10 +112,31 @@ def _main_full(args: list[str]) -> int:
             return _status(cfg, ns.json)
         if ns.command == "doctor":
             return _doctor(cfg, ns.json)
+        if ns.command == "console":
+            return _console(cfg, ns.open)
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1
     return 2
+
+
+def _console(cfg: Any, open_browser: bool) -> int:
+    from agentcoord.errors import DaemonUnreachable
+
+    try:
+        addr = cfg.http_addr_file.read_text().strip()
+        token = (cfg.state_dir / "human.token").read_text().strip()
+    except OSError:
+        raise DaemonUnreachable(
+            "no running daemon found (start it with `agentcoord serve`)"
+        ) from None
+    link = f"http://{addr}/console/login?token={token}"
+    print(link)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(link)
+    return 0
 
 
 def _doctor(cfg: Any, as_json: bool) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,10 @@ class App:
     nats_url: str = ""
     http_server: HttpServer | None = None
     hooks: HookHandlers = field(default_factory=default_handlers)
+    # Console sections (agents, claims, channels, prompts, waits) contributed by each part.
+    console_sections: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
+    # Answers a HumanPrompt: (prompt id, answer, answered by); set by the prompts part.
+    prompt_answerer: Callable[[str, Any, str], Awaitable[None]] | None = None
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0

@@ -117,6 +117,7 @@ class HttpServer:
         self._name = name
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.connections_total = 0
 
     @property
@@ -141,11 +142,19 @@ class HttpServer:
         self._server.close()
         for writer in list(self._writers):
             writer.close()
+        # Long-lived responses (SSE, watches) end with the server, not after it.
+        for task in list(self._tasks):
+            task.cancel("server stopping")
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=2)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(2):
                 await self._server.wait_closed()
 
     async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
         self._writers.add(writer)
         self.connections_total += 1
         peer = writer.get_extra_info("peername") or ("", 0)
@@ -164,9 +173,13 @@ class HttpServer:
                     break
         except (ConnectionError, TimeoutError, _ssl.SSLError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # server stopping
         except Exception:
             log.exception("%s connection from %s failed", self._name, peer)
         finally:
+            if task is not None:
+                self._tasks.discard(task)
             self._writers.discard(writer)
             writer.close()
             with contextlib.suppress(Exception):

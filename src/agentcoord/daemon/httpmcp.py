@@ -13,6 +13,7 @@ import collections
 import logging
 from typing import Any
 
+from agentcoord.console.routes import ConsoleRoutes
 from agentcoord.daemon.app import App
 from agentcoord.daemon.caller import Caller
 from agentcoord.daemon.http import HttpRequest, HttpResponse, json_response
@@ -41,6 +42,7 @@ class HttpRoutes:
         self._core = core
         self._sessions: collections.OrderedDict[str, McpSession] = collections.OrderedDict()
         self._sessionless: dict[str, McpSession] = {}
+        self._console = ConsoleRoutes(app)
 
     async def __call__(self, req: HttpRequest) -> HttpResponse:
         if not host_allowed(req.headers.get("host")):
@@ -51,6 +53,8 @@ class HttpRoutes:
         if path == "/healthz":
             ok, why = self._app.healthy()
             return HttpResponse(200 if ok else 503, (why + "\n").encode() if not ok else b"ok")
+        if path == "/console" or path.startswith("/console/"):
+            return await self._console(req)
         if path == "/mcp":
             if req.method == "POST":
                 return await self._post(req)

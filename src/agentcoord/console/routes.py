@@ -1,0 +1,177 @@
+"""Console endpoints under ``/console``: page, login link, state snapshot, answers, audit SSE.
+
+Auth is the HTTP API's: the human's bearer token, carried after ``/console/login?token=...``
+in an HttpOnly, SameSite=Strict cookie scoped to ``/console``. State-changing requests also
+need the ``X-Agentcoord`` header, which a cross-site form cannot set (CSRF).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from agentcoord.daemon.caller import Caller
+from agentcoord.daemon.http import HttpRequest, HttpResponse, json_response
+from agentcoord.errors import AgentCoordError, IdentityError, NotFound
+
+if TYPE_CHECKING:
+    from agentcoord.daemon.app import App
+
+__all__ = ["COOKIE", "ConsoleRoutes"]
+
+log = logging.getLogger(__name__)
+
+COOKIE = "agentcoord_console"
+_SSE_QUEUE = 256
+_SSE_KEEPALIVE = 15.0
+_LOGIN_PAGE = b"""<!doctype html><meta charset="utf-8"><title>agentcoord</title>
+<body style="font-family:system-ui;background:#0f1115;color:#d7dbe3;padding:40px">
+<h1>agentcoord console</h1><p>Run <code>agentcoord console</code> in a terminal and open the
+login link it prints.</p></body>"""
+
+
+def _cookie(headers: dict[str, str]) -> str | None:
+    for part in headers.get("cookie", "").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE and value:
+            return unquote(value)
+    return None
+
+
+class ConsoleRoutes:
+    """Handles every path under ``/console``."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+        self._page = (resources.files("agentcoord.console") / "static" / "index.html").read_bytes()
+
+    async def _human(self, req: HttpRequest) -> Caller | None:
+        auth = req.headers.get("authorization", "")
+        token = auth[7:].strip() if auth.lower().startswith("bearer ") else _cookie(req.headers)
+        if not token:
+            return None
+        try:
+            caller = await self._app.identity.from_tcp(req.conn.peer, req.conn.local, token)
+        except IdentityError:
+            return None
+        return caller if caller.kind == "human" else None
+
+    async def __call__(self, req: HttpRequest) -> HttpResponse:
+        path = req.path.removeprefix("/console")
+        if path == "/login" and req.method == "GET":
+            return await self._login(req)
+        human = await self._human(req)
+        if path in ("", "/", "/index.html") and req.method == "GET":
+            if human is None:
+                return HttpResponse(
+                    401, _LOGIN_PAGE, [("content-type", "text/html; charset=utf-8")]
+                )
+            if path == "":
+                return HttpResponse(308, b"", [("location", "/console/")])
+            return HttpResponse(
+                200,
+                self._page,
+                [
+                    ("content-type", "text/html; charset=utf-8"),
+                    (
+                        "content-security-policy",
+                        "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'",
+                    ),
+                    ("x-frame-options", "DENY"),
+                ],
+            )
+        if human is None:
+            return json_response(401, b'{"error":"log in with the link from `agentcoord console`"}')
+        if path == "/api/state" and req.method == "GET":
+            return json_response(200, json.dumps(await self.snapshot()).encode())
+        if path == "/api/events" and req.method == "GET":
+            return await self._events()
+        if path.startswith("/api/prompts/") and path.endswith("/answer"):
+            if req.method != "POST":
+                return HttpResponse(405, b"", [("allow", "POST")])
+            return await self._answer(req, path.split("/")[3], human)
+        return HttpResponse(404, b"not found\n")
+
+    async def _login(self, req: HttpRequest) -> HttpResponse:
+        token = (req.query.get("token") or [""])[0]
+        try:
+            caller = await self._app.identity.from_tcp(req.conn.peer, req.conn.local, token)
+        except IdentityError:
+            caller = None
+        if caller is None or caller.kind != "human":
+            return HttpResponse(403, b"invalid or expired login link\n")
+        cookie = f"{COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict"
+        return HttpResponse(303, b"", [("location", "/console/"), ("set-cookie", cookie)])
+
+    async def snapshot(self) -> dict[str, Any]:
+        """Every section the daemon's parts contribute, plus the daemon's status."""
+        out: dict[str, Any] = {"status": self._app.status()}
+        for name, provider in self._app.console_sections.items():
+            try:
+                out[name] = await provider()
+            except Exception:
+                log.exception("console section %s failed", name)
+                out[name] = []
+        return out
+
+    async def _answer(self, req: HttpRequest, prompt_id: str, human: Caller) -> HttpResponse:
+        if req.headers.get("x-agentcoord") != "1":
+            return json_response(403, b'{"error":"missing X-Agentcoord header"}')
+        try:
+            body = json.loads(req.body or b"{}")
+            answer = body["answer"]
+        except (ValueError, KeyError, TypeError):
+            return json_response(400, b'{"error":"body must be {\\"answer\\": ...}"}')
+        if self._app.prompt_answerer is None:
+            return json_response(503, b'{"error":"prompts are not available"}')
+        try:
+            await self._app.prompt_answerer(unquote(prompt_id), answer, human.agent)
+        except NotFound as exc:
+            return json_response(404, json.dumps({"error": str(exc)}).encode())
+        except AgentCoordError as exc:
+            return json_response(409, json.dumps({"error": str(exc)}).encode())
+        return json_response(200, b'{"answered":true}')
+
+    async def _events(self) -> HttpResponse:
+        nc = self._app.nc
+        if nc is None:
+            return HttpResponse(503, b"no NATS connection\n")
+        queue: asyncio.Queue[bytes] = asyncio.Queue(_SSE_QUEUE)
+
+        async def on_msg(msg: Any) -> None:
+            with contextlib.suppress(asyncio.QueueFull):  # a slow browser drops, never blocks NATS
+                queue.put_nowait(_sse_data(msg.subject, msg.data))
+
+        sub = await nc.subscribe("events.>", cb=on_msg)
+
+        async def stream() -> AsyncIterator[bytes]:
+            try:
+                yield b": connected\n\n"
+                while True:
+                    try:
+                        async with asyncio.timeout(_SSE_KEEPALIVE):
+                            yield await queue.get()
+                    except TimeoutError:
+                        yield b": keepalive\n\n"
+            finally:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
+
+        return HttpResponse(200, headers=[("content-type", "text/event-stream")], stream=stream())
+
+
+def _sse_data(subject: str, data: bytes) -> bytes:
+    try:
+        event = json.loads(data)
+        if not isinstance(event, dict):
+            event = {"data": event}
+    except ValueError:
+        event = {"data": data.decode("utf-8", "replace")}
+    event.setdefault("subject", subject)
+    return b"data: " + json.dumps(event).encode() + b"\n\n"

@@ -1,0 +1,138 @@
+"""The console's auth, page, state snapshot, CSRF guard and live audit stream, on the wire."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import time
+
+from tests.conftest import Daemon
+
+
+def _conn(d: Daemon) -> http.client.HTTPConnection:
+    host, port = d.http_addr.rsplit(":", 1)
+    return http.client.HTTPConnection(host, int(port), timeout=10)
+
+
+def _get(d: Daemon, path: str, cookie: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    conn = _conn(d)
+    conn.request("GET", path, headers={"cookie": cookie} if cookie else {})
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+
+
+def _login_link(d: Daemon) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "console"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def _login(d: Daemon) -> str:
+    link = _login_link(d)
+    status, headers, _ = _get(d, link.split(d.http_addr, 1)[1])
+    assert status == 303
+    return headers["set-cookie"].split(";")[0]
+
+
+def test_console_requires_login(daemon: Daemon) -> None:
+    """Without the login cookie the page is a 401 telling how to log in; the API is 401."""
+    status, _, body = _get(daemon, "/console/")
+    assert status == 401
+    assert b"agentcoord console" in body
+    assert _get(daemon, "/console/api/state")[0] == 401
+    assert _get(daemon, "/console/login?token=forged")[0] == 403
+
+
+def test_login_link_sets_strict_cookie_and_serves_page(daemon: Daemon) -> None:
+    """The link from `agentcoord console` sets an HttpOnly SameSite=Strict cookie; page loads."""
+    link = _login_link(daemon)
+    assert link.startswith(f"http://{daemon.http_addr}/console/login?token=")
+    status, headers, _ = _get(daemon, link.split(daemon.http_addr, 1)[1])
+    assert status == 303
+    assert "HttpOnly" in headers["set-cookie"]
+    assert "SameSite=Strict" in headers["set-cookie"]
+    cookie = headers["set-cookie"].split(";")[0]
+    status, headers, body = _get(daemon, "/console/", cookie)
+    assert status == 200
+    assert b"<title>agentcoord</title>" in body
+    assert headers["x-frame-options"] == "DENY"
+
+
+def test_state_snapshot_has_status(daemon: Daemon) -> None:
+    """/console/api/state returns the daemon status with the logged-in cookie."""
+    status, _, body = _get(daemon, "/console/api/state", _login(daemon))
+    assert status == 200
+    state = json.loads(body)
+    assert daemon.proc is not None
+    assert state["status"]["pid"] == daemon.proc.pid
+
+
+def test_answer_needs_csrf_header(daemon: Daemon) -> None:
+    """A POST answer without X-Agentcoord (what a cross-site form sends) is refused."""
+    conn = _conn(daemon)
+    conn.request(
+        "POST",
+        "/console/api/prompts/p1/answer",
+        body=b'{"answer":"yes"}',
+        headers={"cookie": _login(daemon), "content-type": "application/json"},
+    )
+    resp = conn.getresponse()
+    assert resp.status == 403
+    assert b"X-Agentcoord" in resp.read()
+    conn.close()
+
+
+def test_audit_stream_relays_events(daemon: Daemon) -> None:
+    """/console/api/events streams each `events.>` message as an SSE data line."""
+    cookie = _login(daemon)
+    host, port = daemon.http_addr.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    sock.sendall(
+        f"GET /console/api/events HTTP/1.1\r\nHost: {daemon.http_addr}\r\nCookie: {cookie}\r\n\r\n".encode()
+    )
+    buf = b""
+    while b": connected" not in buf:
+        buf += sock.recv(4096)
+    conf = (daemon.state_dir / "nats" / "nats.conf").read_text()
+    password = conf.split("password: ")[1].split('"')[1]
+    status = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "agentcoord", "status", "--json"],
+            env=daemon.env,
+            capture_output=True,
+            check=True,
+            timeout=20,
+        ).stdout
+    )
+    nats_port = int(status["nats_url"].rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", nats_port), timeout=5) as nats_sock:
+        nats_sock.recv(4096)
+        connect = {"verbose": False, "pedantic": False, "user": "agentcoord", "pass": password}
+        payload = json.dumps({"type": "TEST_EVENT", "agent": "a-1"}).encode()
+        nats_sock.sendall(
+            b"CONNECT "
+            + json.dumps(connect).encode()
+            + b"\r\n"
+            + f"PUB events.test {len(payload)}\r\n".encode()
+            + payload
+            + b"\r\nPING\r\n"
+        )
+        deadline = time.monotonic() + 10
+        while b"TEST_EVENT" not in buf and time.monotonic() < deadline:
+            buf += sock.recv(4096)
+    sock.close()
+    line = next(part for part in buf.split(b"\n") if b"TEST_EVENT" in part)
+    assert line.startswith(b"data: ")
+    event = json.loads(line.split(b"data: ", 1)[1])
+    assert event == {"type": "TEST_EVENT", "agent": "a-1", "subject": "events.test"}
