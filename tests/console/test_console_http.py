@@ -98,9 +98,8 @@ def test_audit_stream_relays_events(daemon: Daemon) -> None:
     cookie = _login(daemon)
     host, port = daemon.http_addr.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)), timeout=10)
-    sock.sendall(
-        f"GET /console/api/events HTTP/1.1\r\nHost: {daemon.http_addr}\r\nCookie: {cookie}\r\n\r\n".encode()
-    )
+    head = f"GET /console/api/events HTTP/1.1\r\nHost: {daemon.http_addr}\r\nCookie: {cookie}\r\n"
+    sock.sendall(head.encode() + b"\r\n")
     buf = b""
     while b": connected" not in buf:
         buf += sock.recv(4096)
