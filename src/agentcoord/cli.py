@@ -26,6 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _main_full(args)
 
 
+# argparse dests that are Config fields; every other option belongs to its command.
+_CONFIG_FLAGS = ("state_dir", "runtime_dir", "config_file", "http_addr", "nats_url", "log_level")
+
+
 def _common(parser: Any) -> None:
     parser.add_argument("--state-dir", dest="state_dir", help="state directory")
     parser.add_argument("--runtime-dir", dest="runtime_dir", help="runtime directory (socket)")
@@ -87,22 +91,7 @@ def _main_full(args: list[str]) -> int:
             from agentcoord.shim import run_shim
 
             return run_shim(Path(ns.runtime_dir) if ns.runtime_dir else None)
-        flags = {
-            k: v
-            for k, v in vars(ns).items()
-            if k
-            not in (
-                "command",
-                "json",
-                "user",
-                "remove",
-                "no_enable",
-                "client",
-                "project",
-                "event",
-                "open",
-            )
-        }
+        flags = {k: getattr(ns, k) for k in _CONFIG_FLAGS if hasattr(ns, k)}
         from agentcoord.config import load_config
 
         cfg = load_config(flags)
