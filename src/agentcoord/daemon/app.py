@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
 
     from agentcoord.daemon.http import HttpServer
+    from agentcoord.daemon.messaging import Messaging
     from agentcoord.daemon.natsd import NatsSupervisor
 
 __all__ = ["App"]
@@ -30,6 +31,7 @@ class App:
     nc: NatsClient | None = None
     nats_url: str = ""
     http_server: HttpServer | None = None
+    messaging: Messaging | None = None  # send/inbox/channels/handoff/prompts (issue 5)
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0

@@ -153,6 +153,10 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
     stack.push_async_callback(_close_nats, app)
+    # issue 5: JetStream inboxes, channels, handoff offers, human prompts.
+    from agentcoord.daemon.messaging import Messaging
+
+    app.messaging = await stack.enter_async_context(Messaging(app.nc))
 
     core = McpCore(default_registry(), app, cfg.tools_page_size)
     http = await stack.enter_async_context(
