@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -28,7 +29,13 @@ class AgentProc:
     def __init__(self, daemon: Daemon, claude_bin: Path, cwd: Path) -> None:
         cwd.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
-            [str(claude_bin), "--", sys.executable, str(FAKES / "mcp_proxy.py"), str(daemon.socket)],
+            [
+                str(claude_bin),
+                "--",
+                sys.executable,
+                str(FAKES / "mcp_proxy.py"),
+                str(daemon.socket),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=daemon.env,
@@ -123,3 +130,27 @@ def human_call(daemon: Daemon, tool: str, **arguments: Any) -> dict[str, Any]:
     if result.get("isError"):
         raise ToolFailed(result["content"][0]["text"])
     return result["structuredContent"]  # type: ignore[no-any-return]
+
+
+def nats_login(daemon: Daemon) -> tuple[str, str, str]:
+    """(url, user, password) of the daemon's embedded NATS, read as its owner can."""
+    from agentcoord.client import call_unix
+
+    url = call_unix(daemon.socket, "agentcoord/status", {})["nats_url"]
+    conf = (daemon.state_dir / "nats" / "nats.conf").read_text()
+    user = re.search(r'user: "([^"]+)"', conf)
+    password = re.search(r'password: "([^"]+)"', conf)
+    assert user
+    assert password
+    return url, user.group(1), password.group(1)
+
+
+def cli(daemon: Daemon, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``agentcoord ARGS`` as another process (the human at another terminal)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentcoord", *args],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
