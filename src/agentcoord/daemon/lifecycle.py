@@ -24,7 +24,7 @@ from agentcoord.daemon.httpmcp import HttpRoutes
 from agentcoord.daemon.identity import IdentityResolver, TokenStore
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.mcp import McpCore
-from agentcoord.daemon.natsd import NatsSupervisor
+from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
@@ -147,8 +147,9 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nats_url = cfg.nats_url
         app.nc = await _connect_nats(cfg.nats_url, None, None)
     else:
+        # issue 5: the supervisor also renders per-agent NATS users (daemon/natsusers.py).
         app.nats = await stack.enter_async_context(
-            NatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
+            ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
         )
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
@@ -156,7 +157,10 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     # issue 5: JetStream inboxes, channels, handoff offers, human prompts.
     from agentcoord.daemon.messaging import Messaging
 
-    app.messaging = await stack.enter_async_context(Messaging(app.nc))
+    access = app.nats if isinstance(app.nats, ScopedNatsSupervisor) else None
+    app.messaging = await stack.enter_async_context(
+        Messaging(app.nc, access=access, nats_url=app.nats_url)
+    )
 
     core = McpCore(default_registry(), app, cfg.tools_page_size)
     http = await stack.enter_async_context(

@@ -25,6 +25,7 @@ from agentcoord.stores.records import (
 
 if TYPE_CHECKING:
     from agentcoord.daemon.app import App
+    from agentcoord.daemon.natsusers import AgentAccess
 
 __all__ = ["Messaging", "Offer", "OfferBook", "audit", "require"]
 
@@ -80,6 +81,8 @@ class Messaging:
     prompts: PromptRecords = field(default_factory=MemoryPromptRecords)
     tasks: TaskRecords = field(default_factory=MemoryTaskRecords)
     offers: OfferBook = field(default_factory=OfferBook)
+    access: AgentAccess | None = None  # per-agent NATS users (embedded NATS only)
+    nats_url: str = ""
     bus: MessageBus = field(init=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +94,12 @@ class Messaging:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.bus.__aexit__(*exc)
+
+    async def join(self, agent: str, subjects: list[str]) -> None:
+        """Route ``subjects`` (channels) to ``agent``: its inbox, and its NATS permissions."""
+        await self.bus.subscribe_subjects(agent, subjects)
+        if self.access is not None:
+            await self.access.allow(agent, subjects)
 
 
 def require(app: App) -> Messaging:

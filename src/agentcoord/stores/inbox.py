@@ -223,32 +223,40 @@ class MessageBus:
         await self.ensure_inbox(agent)
         async with self._read_locks[agent]:
             raw = await self._pull(agent, limit, None)
-            if not raw and wait > 0:
+            live = not raw and wait > 0
+            if live:
+                # Counted until the ack lands, so a concurrent send waits for it (delivered).
                 self._waiting[agent] += 1
-                try:
+            try:
+                if live:
                     raw = await self._pull(agent, 1, wait)
-                finally:
+                    if raw and limit > 1:
+                        raw += await self._pull(agent, limit - 1, None)
+                if not raw:
+                    return []
+                return await self._take(agent, raw)
+            finally:
+                if live:
                     self._waiting[agent] -= 1
-                if raw and limit > 1:
-                    raw += await self._pull(agent, limit - 1, None)
-            if not raw:
-                return []
-            await raw[-1].ack_sync()  # AckAll: acknowledges everything up to it
-            floor = self._acked.get(agent, 0)
-            out = []
-            for m in raw:
-                seq = m.metadata.sequence.stream
-                if seq <= floor:
-                    continue  # a redelivery of something already returned
-                floor = seq
-                try:
-                    out.append(Received(seq, m.subject, wire.decode(m.data)))
-                except ValueError:
-                    log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
-            async with self._progress:
-                self._acked[agent] = max(floor, self._acked.get(agent, 0))
-                self._progress.notify_all()
-            return out
+
+    async def _take(self, agent: str, raw: list[Any]) -> list[Received]:
+        """Acknowledge ``raw`` (AckAll on the last) and decode what was not returned before."""
+        await raw[-1].ack_sync()
+        floor = self._acked.get(agent, 0)
+        out = []
+        for m in raw:
+            seq = m.metadata.sequence.stream
+            if seq <= floor:
+                continue  # a redelivery of something already returned
+            floor = seq
+            try:
+                out.append(Received(seq, m.subject, wire.decode(m.data)))
+            except ValueError:
+                log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
+        async with self._progress:
+            self._acked[agent] = max(floor, self._acked.get(agent, 0))
+            self._progress.notify_all()
+        return out
 
     async def _pull(self, agent: str, batch: int, wait: float | None) -> list[Any]:
         """One pull request: ``no_wait`` when ``wait`` is None, else linger up to ``wait``."""

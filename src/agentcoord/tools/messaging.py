@@ -176,14 +176,14 @@ async def _open_channel(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any
     out: dict[str, Any] = {"channel": name, "subject": rec.subject, "created": created}
     if created:
         for agent in members:
-            await m.bus.subscribe_subjects(agent, [rec.subject])
+            await m.join(agent, [rec.subject])
         rec = await m.channels.set_phase(name, "Open")
     else:
         rec = await live_channel(m, name, me)
         missing = [a for a in members if a not in rec.participants]
         if missing and args.get("add"):
             for agent in missing:
-                await m.bus.subscribe_subjects(agent, [rec.subject])
+                await m.join(agent, [rec.subject])
             rec = await m.channels.add_participants(name, missing)
             out["added"] = missing
         elif missing:
@@ -210,6 +210,17 @@ async def _close_channel(ctx: ToolContext, args: dict[str, Any]) -> dict[str, An
     rec = await live_channel(m, args["name"], me)
     rec = await m.channels.set_phase(rec.name, "Closed")
     return {"channel": rec.name, "phase": rec.phase}
+
+
+async def _nats_credentials(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    from agentcoord.daemon.natsusers import credentials_view
+
+    me = check_agent_id(acting_agent(ctx, args))
+    m = require(ctx.app)
+    if m.access is None:
+        raise ToolError("per-agent NATS users need the embedded NATS server")
+    await m.bus.ensure_inbox(me)
+    return credentials_view(await m.access.credentials(me), m.nats_url)
 
 
 TOOLS = [
@@ -272,5 +283,15 @@ TOOLS = [
         obj_schema(("name",), name=_STR, agent=_STR),
         _close_channel,
         lambda r: f"channel {r['channel']} is {r['phase'].lower()}",
+    ),
+    Tool(
+        "nats_credentials",
+        "Your own NATS login for reading your inbox, broadcasts and channels live "
+        "(subscribe only; send with the tools).",
+        obj_schema(agent=_STR),
+        _nats_credentials,
+        lambda r: (
+            f"nats user {r['user']} at {r['url']}; may subscribe to {', '.join(r['subscribe'])}"
+        ),
     ),
 ]
