@@ -104,15 +104,14 @@ async def _send(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _render_send(r: dict[str, Any]) -> str:
-    if "channel" in r:
-        where = f"channel {r['channel']}"
-        how = "posted"
-    else:
-        where, how = r.get("to", ""), r.get("delivery", "sent")
     if r.get("answered"):
         return f"{'accepted' if r.get('accepted') else 'rejected'} handoff offer {r['offer']}"
+    if "channel" in r:
+        where, how = f"channel {r['channel']}", "posted"
+    else:
+        where, how = r["to"], r["delivery"]
     dup = " (duplicate of an earlier send)" if r.get("duplicate") else ""
-    return f"{how}: {where}, seq {r.get('seq')}{dup}"
+    return f"{how}: {where}, seq {r['seq']}{dup}"
 
 
 async def _inbox(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
