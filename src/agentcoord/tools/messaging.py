@@ -178,6 +178,11 @@ async def _open_channel(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any
             await m.join(agent, [rec.subject])
         rec = await m.channels.set_phase(name, "Open")
     else:
+        if rec.phase == "Pending" and me in rec.participants:
+            # A create that stopped half way (daemon restart): finish it now.
+            for agent in rec.participants:
+                await m.join(agent, [rec.subject])
+            await m.channels.set_phase(name, "Open")
         rec = await live_channel(m, name, me)
         missing = [a for a in members if a not in rec.participants]
         if missing and args.get("add"):
