@@ -6,6 +6,7 @@ Needs grpcio-tools (the ``dev`` extra); the runtime only needs protobuf.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -21,14 +22,8 @@ def generate(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     args = ["protoc", f"-I{ROOT}", f"--python_out={out}", f"--pyi_out={out}", *sources]
     # protoc resolves sources relative to the include path; run from ROOT.
-    import os
-
-    cwd = os.getcwd()
-    os.chdir(ROOT)
-    try:
+    with contextlib.chdir(ROOT):
         code = protoc.main(args)
-    finally:
-        os.chdir(cwd)
     if code != 0:
         raise SystemExit(f"protoc failed with code {code}")
     return sorted(p for p in out.rglob("*_pb2.py*"))
