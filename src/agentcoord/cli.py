@@ -1,4 +1,4 @@
-"""The ``agentcoord`` command: serve, mcp, status, version.
+"""The ``agentcoord`` command: serve, mcp, status, prompts, answer, version.
 
 Imports are deferred into each command so ``agentcoord mcp`` (started by every Claude Code
 session) loads only the shim.
@@ -53,6 +53,14 @@ def _main_full(args: list[str]) -> int:
     p_status = sub.add_parser("status", help="show the running daemon's status")
     _common(p_status)
     p_status.add_argument("--json", action="store_true", help="machine-readable output")
+    p_prompts = sub.add_parser("prompts", help="list the human prompts waiting for you")
+    _common(p_prompts)
+    p_prompts.add_argument("--all", action="store_true", help="include answered prompts")
+    p_prompts.add_argument("--json", action="store_true", help="machine-readable output")
+    p_answer = sub.add_parser("answer", help="answer a human prompt: answer ID TEXT")
+    _common(p_answer)
+    p_answer.add_argument("prompt", help="prompt id (from `agentcoord prompts`)")
+    p_answer.add_argument("text", nargs="+", help="the answer (yes/no, a choice, JSON, text)")
     sub.add_parser("version", help="print the version")
     p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
     _common(p_doctor)
@@ -103,6 +111,10 @@ def _main_full(args: list[str]) -> int:
             return _doctor(cfg, ns.json)
         if ns.command == "console":
             return _console(cfg, ns.open)
+        if ns.command == "prompts":
+            return _prompts(cfg, ns.all, ns.json)
+        if ns.command == "answer":
+            return _answer(cfg, ns.prompt, " ".join(ns.text))
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1
@@ -228,6 +240,32 @@ def _status(cfg: Any, as_json: bool) -> int:
     for key, value in rows:
         print(f"{key.ljust(width)}  {value}")
     return 0
+
+
+def _tool(cfg: Any, name: str, arguments: dict[str, Any]) -> tuple[bool, Any, str]:
+    """Call one tool over the unix socket as the human; (ok, structured result, text)."""
+    from agentcoord.client import call_unix
+
+    result = call_unix(cfg.socket_path, "tools/call", {"name": name, "arguments": arguments})
+    text = "\n".join(c.get("text", "") for c in result.get("content", []))
+    return not result.get("isError"), result.get("structuredContent"), text
+
+
+def _prompts(cfg: Any, include_answered: bool, as_json: bool) -> int:
+    import json
+
+    ok, data, text = _tool(cfg, "list_prompts", {"all": include_answered})
+    if not ok:
+        print(f"agentcoord: {text}", file=sys.stderr)
+        return 1
+    print(json.dumps(data, indent=2) if as_json else text)
+    return 0
+
+
+def _answer(cfg: Any, prompt: str, text: str) -> int:
+    ok, _data, out = _tool(cfg, "answer_prompt", {"prompt": prompt, "answer": text})
+    print(out if ok else f"agentcoord: {out}", file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
 
     from agentcoord.daemon.http import HttpServer
+    from agentcoord.daemon.messaging import Messaging
     from agentcoord.daemon.natsd import NatsSupervisor
 
 __all__ = ["App"]
@@ -37,6 +38,7 @@ class App:
     console_sections: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
     # Answers a HumanPrompt: (prompt id, answer, answered by); set by the prompts part.
     prompt_answerer: Callable[[str, Any, str], Awaitable[None]] | None = None
+    messaging: Messaging | None = None  # send/inbox/channels/handoff/prompts (issue 5)
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0

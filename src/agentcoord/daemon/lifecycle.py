@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.config import Config
+from agentcoord.console.sections import install_sections
 from agentcoord.daemon.app import App
 from agentcoord.daemon.directory import MemoryDirectory
 from agentcoord.daemon.http import HttpServer
@@ -25,7 +26,7 @@ from agentcoord.daemon.httpmcp import HttpRoutes
 from agentcoord.daemon.identity import IdentityResolver, TokenStore, write_private
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.mcp import McpCore
-from agentcoord.daemon.natsd import NatsSupervisor
+from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
@@ -164,13 +165,22 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nats_url = cfg.nats_url
         app.nc = await _connect_nats(cfg.nats_url, None, None)
     else:
+        # issue 5: the supervisor also renders per-agent NATS users (daemon/natsusers.py).
         app.nats = await stack.enter_async_context(
-            NatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
+            ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
         )
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
     stack.push_async_callback(_close_nats, app)
+    # issue 5: JetStream inboxes, channels, handoff offers, human prompts.
+    from agentcoord.daemon.messaging import Messaging
 
+    access = app.nats if isinstance(app.nats, ScopedNatsSupervisor) else None
+    app.messaging = await stack.enter_async_context(
+        Messaging(app.nc, access=access, nats_url=app.nats_url)
+    )
+
+    install_sections(app)
     core = McpCore(default_registry(), app, cfg.tools_page_size)
     http = await stack.enter_async_context(
         HttpServer(

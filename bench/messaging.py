@@ -1,0 +1,257 @@
+"""send -> inbox through the daemon's MCP tools, against raw nats-py in the same run.
+
+    PYTHONPATH=src python bench/messaging.py [--n 2000] [--window 64]
+
+Starts a real daemon (embedded NATS) on temp dirs, then measures over its unix socket:
+  latency    one message at a time: ``send`` start -> the reader's ``inbox`` reply (p50/p99)
+  throughput ``send`` with a window of requests in flight while a reader drains ``inbox``
+and the same two things with raw nats-py on the same server: core publish/subscribe, and
+JetStream publish + pull consumer. Prints each figure and the ratio MCP / raw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+class Mcp:
+    """Pipelined JSON-RPC over the daemon's unix socket."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._r, self._w = reader, writer
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._task = asyncio.create_task(self._pump())
+
+    @classmethod
+    async def connect(cls, path: Path) -> Mcp:
+        reader, writer = await asyncio.open_unix_connection(str(path), limit=16 * 1024 * 1024)
+        return cls(reader, writer)
+
+    async def _pump(self) -> None:
+        while line := await self._r.readline():
+            reply = json.loads(line)
+            self._pending.pop(reply["id"]).set_result(reply)
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        rid = next(self._ids)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        req = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        self._w.write(json.dumps(req).encode() + b"\n")
+        result = (await fut)["result"]
+        if result.get("isError"):
+            raise RuntimeError(result["content"][0]["text"])
+        return result["structuredContent"]  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        self._w.close()
+        self._task.cancel()
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def mcp_latency(send: Mcp, recv: Mcp, me: str, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        poll = asyncio.create_task(recv.call("inbox", wait_secs=5, limit=1))
+        await asyncio.sleep(0)
+        t0 = time.perf_counter()
+        await send.call("send", to=me, text=str(i))
+        got = await poll
+        while not got["messages"]:
+            got = await recv.call("inbox", wait_secs=5, limit=1)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+async def mcp_throughput(send: Mcp, recv: Mcp, me: str, n: int, window: int) -> float:
+    sem = asyncio.Semaphore(window)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await send.call("send", to=me, text=str(i))
+
+    async def drain() -> None:
+        got = 0
+        while got < n:
+            got += len((await recv.call("inbox", wait_secs=5, limit=1000))["messages"])
+
+    t0 = time.perf_counter()
+    await asyncio.gather(drain(), *(one(i) for i in range(n)))
+    return n / (time.perf_counter() - t0)
+
+
+async def core_latency(nc_a: Any, nc_b: Any, n: int) -> list[float]:
+    got: asyncio.Queue[float] = asyncio.Queue()
+
+    async def on_msg(msg: Any) -> None:
+        got.put_nowait(time.perf_counter())
+
+    await nc_b.subscribe("bench.core", cb=on_msg)
+    await nc_b.flush()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await nc_a.publish("bench.core", b"x" * 64)
+        await nc_a.flush()
+        out.append(await got.get() - t0)
+    return out
+
+
+async def core_throughput(nc_a: Any, nc_b: Any, n: int) -> float:
+    done = asyncio.Event()
+    count = 0
+
+    async def on_msg(msg: Any) -> None:
+        nonlocal count
+        count += 1
+        if count == n:
+            done.set()
+
+    await nc_b.subscribe("bench.tput", cb=on_msg)
+    await nc_b.flush()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        await nc_a.publish("bench.tput", b"x" * 64)
+    await nc_a.flush()
+    await done.wait()
+    return n / (time.perf_counter() - t0)
+
+
+async def js_latency(nc: Any, n: int) -> tuple[list[float], float]:
+    from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="BENCH", subjects=["bench.js"]))
+    await js.add_consumer("BENCH", ConsumerConfig(durable_name="b", ack_policy=AckPolicy.ALL))
+    psub = await js.pull_subscribe_bind("b", "BENCH")
+    lat = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await js.publish("bench.js", b"x" * 64)
+        (msg,) = await psub.fetch(1, timeout=5)
+        await msg.ack_sync()
+        lat.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        await js.publish("bench.js", b"x" * 64)
+    got = 0
+    while got < n:
+        msgs = await psub.fetch(1000, timeout=5)
+        await msgs[-1].ack_sync()
+        got += len(msgs)
+    return lat, n / (time.perf_counter() - t0)
+
+
+def start_daemon(root: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCOORD_", "CLAUDE"))}
+    env.update(
+        AGENTCOORD_STATE_DIR=str(root / "state"),
+        AGENTCOORD_RUNTIME_DIR=str(root / "run"),
+        AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
+        CLAUDE_CONFIG_DIR=str(root / "claude"),
+        AGENTCOORD_LOG_LEVEL="WARNING",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentcoord", "serve"], env=env, stderr=subprocess.DEVNULL
+    )
+    from agentcoord.client import call_unix
+    from agentcoord.errors import DaemonUnreachable
+
+    deadline = time.monotonic() + 20
+    while True:  # ready when the socket answers (it is the last listener to open)
+        try:
+            call_unix(root / "run" / "agentcoord.sock", "ping", {})
+            return proc, env
+        except DaemonUnreachable:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit("daemon did not start") from None
+            time.sleep(0.02)
+
+
+async def run(n: int, window: int) -> None:
+    import nats
+
+    from agentcoord.client import call_unix
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        proc, _env = start_daemon(root)
+        try:
+            sock = root / "run" / "agentcoord.sock"
+            url = call_unix(sock, "agentcoord/status", {})["nats_url"]
+            conf = (root / "state" / "nats" / "nats.conf").read_text()
+            user = re.search(r'user: "([^"]+)"', conf).group(1)  # type: ignore[union-attr]
+            pw = re.search(r'password: "([^"]+)"', conf).group(1)  # type: ignore[union-attr]
+            send, recv = await Mcp.connect(sock), await Mcp.connect(sock)
+            me = (await send.call("whoami"))["agent"]
+            await recv.call("inbox")
+            await mcp_latency(send, recv, me, 50)  # warm up
+            lat = await mcp_latency(send, recv, me, n)
+            tput = await mcp_throughput(send, recv, me, n, window)
+            await send.close()
+            await recv.close()
+            nc_a = await nats.connect(url, user=user, password=pw)
+            nc_b = await nats.connect(url, user=user, password=pw)
+            core_lat = await core_latency(nc_a, nc_b, n)
+            core_tput = await core_throughput(nc_a, nc_b, n)
+            js_lat, js_tput = await js_latency(nc_a, n)
+            await nc_a.close()
+            await nc_b.close()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+    def ms(v: float) -> str:
+        return f"{v * 1000:.3f} ms"
+
+    rows = [
+        ("p50 latency", lat, core_lat, js_lat, 0.5),
+        ("p99 latency", lat, core_lat, js_lat, 0.99),
+    ]
+    print(f"messages: {n}, send window: {window}")
+    print(
+        f"{'':14}{'MCP send->inbox':>18}{'raw core pub/sub':>18}{'raw JetStream':>16}"
+        f"{'MCP/core':>10}{'MCP/JS':>9}"
+    )
+    for label, a, c, j, q in rows:
+        pa, pc, pj = pct(a, q), pct(c, q), pct(j, q)
+        print(f"{label:14}{ms(pa):>18}{ms(pc):>18}{ms(pj):>16}{pa / pc:>9.1f}x{pa / pj:>8.1f}x")
+    print(
+        f"{'throughput':14}{tput:>14,.0f}/s  {core_tput:>14,.0f}/s  {js_tput:>12,.0f}/s"
+        f"{tput / core_tput:>10.3f}{tput / js_tput:>9.2f}"
+    )
+    print(f"mean latency MCP {ms(statistics.fmean(lat))}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--window", type=int, default=64)
+    args = parser.parse_args()
+    asyncio.run(run(args.n, args.window))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Generated protobuf code for the agent.v1 wire format (see proto/)."""

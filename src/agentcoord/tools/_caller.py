@@ -1,0 +1,20 @@
+"""Shared checks for tools that act as the caller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentcoord.errors import IdentityMismatch
+from agentcoord.tools._base import ToolContext
+
+__all__ = ["acting_agent"]
+
+
+def acting_agent(ctx: ToolContext, args: dict[str, Any], *keys: str) -> str:
+    """The caller's id; an ``agent``/``from`` argument that names someone else is an error."""
+    me = ctx.caller.agent
+    for key in keys or ("agent", "from"):
+        claimed = args.get(key)
+        if claimed and claimed != me:
+            raise IdentityMismatch(f"identity mismatch: you are {me}, not {claimed}")
+    return me
