@@ -89,3 +89,19 @@ def local_daemon(
         return d, hub, lambda name, args: unix_call(d, name, args)
 
     return start
+
+
+def listed(call: Call, timeout: float = 2.0) -> list[str]:
+    """Ids discover_local_agents shows, waiting (up to ``timeout``) for the index to settle."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    ids: list[str] = []
+    while True:
+        err, res = call("discover_local_agents", {})
+        assert not err, res
+        new = [a["agent_id"] for a in res["agents"]]
+        if (new == ids and new) or time.monotonic() > deadline:
+            return new
+        ids = new
+        time.sleep(0.1)

@@ -15,4 +15,7 @@ class DispatchFailed(ToolError):
 
     def __init__(self, error: str, *, retry: bool, **extra: Any) -> None:
         self.data: dict[str, Any] = {"success": False, "error": error, "retry": retry, **extra}
-        super().__init__(json.dumps(self.data, separators=(",", ":")))
+        super().__init__(error)
+
+    def __str__(self) -> str:  # rendered late: handlers add ``agent_id``/``job_id`` on the way up
+        return json.dumps(self.data, separators=(",", ":"))
