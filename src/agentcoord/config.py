@@ -38,6 +38,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_LOCAL_SESSION_TTL": "local_session_ttl",
     "AGENTCOORD_RUNNER_COMMAND": "runner_command",
     "AGENTCOORD_RUNNER_TIMEOUT": "runner_timeout",
+    "AGENTCOORD_RUNNER_SANDBOX": "runner_sandbox",
     # --- end local agents ---
 }
 
@@ -66,6 +67,7 @@ class Config:
     runner_allowed_tools: str = "Read,Edit,Write,Glob,Grep,mcp__agent-coord"
     runner_max_turns: int = 20
     runner_timeout: int = 900  # seconds, then the runner's process group is killed
+    runner_sandbox: str = "auto"  # "auto" (bwrap if found), "none", or a bwrap path
     # --- end local agents ---
 
     @property

@@ -49,7 +49,12 @@ def runner_bin(tmp_path: Path) -> Path:
 
 def unix_call(d: Daemon, name: str, args: dict[str, Any]) -> tuple[bool, Any]:
     """One ``tools/call`` over the unix socket: (isError, structuredContent or the text)."""
-    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}}
+    msg = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": args},
+    }
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(60)
         s.connect(str(d.socket))

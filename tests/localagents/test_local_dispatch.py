@@ -30,9 +30,11 @@ def test_runner_calls_back_and_is_the_dispatched_agent(local_daemon: Any) -> Non
     pkg = make_package(hub, "alpha")
     err, res = call("run_agent", {"agent_id": "alpha", "task": "whoami", "wait": True})
     assert not err, res
-    assert res["success"] is True and res["transport"] == "local"
+    assert res["success"] is True
+    assert res["transport"] == "local"
     job = res["job"]
-    assert job["status"] == "succeeded" and job["sandbox"] == "bwrap"
+    assert job["status"] == "succeeded"
+    assert job["sandbox"] == "bwrap"
     inner = _inner(res)
     assert inner["whoami"]["agent"] == "alpha"
     assert inner["whoami"]["kind"] == "runner"
@@ -96,7 +98,8 @@ def test_runner_dies_with_the_daemon(local_daemon: Any) -> None:
     make_package(hub, "alpha")
     marker = "sleep 31.4159"
     err, res = call("run_agent", {"agent_id": "alpha", "task": marker})
-    assert not err and res["job"]["status"] == "running", res
+    assert not err, res
+    assert res["job"]["status"] == "running", res
     assert _wait_for(lambda: len(_marked(marker)) >= 2, 10), "runner never started"
     nats = [p for p in psutil.Process(d.proc.pid).children() if "nats-server" in p.name()]
     d.proc.send_signal(signal.SIGKILL)
@@ -116,7 +119,8 @@ def test_timeout_kills_the_process_group(local_daemon: Any) -> None:
     err, res = call("run_agent", {"agent_id": "alpha", "task": marker, "wait": True})
     assert time.monotonic() - t0 < 10
     assert not err
-    assert res["success"] is False and res["job"]["status"] == "timed_out"
+    assert res["success"] is False
+    assert res["job"]["status"] == "timed_out"
     assert not _marked(marker)
 
 
@@ -127,7 +131,8 @@ def test_is_error_with_exit_zero_is_a_failure(local_daemon: Any) -> None:
     err, res = call("run_agent", {"agent_id": "alpha", "task": "is_error", "wait": True})
     assert not err
     assert res["success"] is False
-    assert res["job"]["exit_code"] == 0 and res["job"]["result"]["is_error"] is True
+    assert res["job"]["exit_code"] == 0
+    assert res["job"]["result"]["is_error"] is True
     assert "reported an error" in res["job"]["error"]
 
 
@@ -136,7 +141,25 @@ def test_crash_without_result_json_keeps_stderr_in_the_log(local_daemon: Any) ->
     _, hub, call = local_daemon()
     make_package(hub, "alpha")
     err, res = call("run_agent", {"agent_id": "alpha", "task": "crash", "wait": True})
-    assert not err and res["success"] is False
+    assert not err
+    assert res["success"] is False
     assert res["job"]["exit_code"] == 3
     assert "crashed on purpose" in res["job"]["error"]
     assert "crashed on purpose" in (Path(res["job"]["log_dir"]) / "stderr").read_text()
+
+
+def test_weaker_mode_without_bwrap_is_reported(local_daemon: Any) -> None:
+    """With the sandbox off the job still runs and calls back, and says it was not sandboxed."""
+    d, hub, call = local_daemon(AGENTCOORD_RUNNER_SANDBOX="none")
+    make_package(hub, "alpha")
+    err, res = call("run_agent", {"agent_id": "alpha", "task": "whoami", "wait": True})
+    assert not err, res
+    assert res["job"]["sandbox"].startswith("none: bubblewrap not found")
+    assert _inner(res)["whoami"]["agent"] == "alpha"
+    err, found = call("discover_local_agents", {})
+    assert found["sandbox"].startswith("none")
+    from agentcoord.client import call_unix
+
+    status = call_unix(d.socket, "agentcoord/status", {})
+    assert status["local_agents"]["sandbox"] == "none"
+    assert status["local_agents"]["enabled"] is True

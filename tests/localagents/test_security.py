@@ -28,16 +28,27 @@ def test_flag_off_refuses_local_dispatch_even_with_a_persisted_record(
     d, hub, call = local_daemon(enabled=False)
     make_package(hub, "alpha")
     d.stop()
-    _forge(d, {"alpha": {"agent_id": "alpha", "transport": "local",
-                         "metadata": {"package_path": str(hub / "agents/alpha/package")}}})
+    _forge(
+        d,
+        {
+            "alpha": {
+                "agent_id": "alpha",
+                "transport": "local",
+                "metadata": {"package_path": str(hub / "agents/alpha/package")},
+            }
+        },
+    )
     d.start()
     err, text = call("run_agent", {"agent_id": "alpha", "task": "whoami", "wait": True})
-    assert err and "disabled" in text
+    assert err
+    assert "disabled" in text
     assert json.loads(text)["retry"] is False
     err, text = call("run_agent", {"agent_id": "beta", "task": "whoami"})
-    assert err and "disabled" in text
+    assert err
+    assert "disabled" in text
     err, text = call("discover_local_agents", {})
-    assert err and "disabled" in text
+    assert err
+    assert "disabled" in text
     assert not list((d.state_dir / "jobs").glob("*")) if (d.state_dir / "jobs").exists() else True
 
 
@@ -49,12 +60,21 @@ def test_forged_package_path_is_ignored(local_daemon: Any, visible_root: Path) -
     victim = visible_root / "victim"
     victim.mkdir()
     d.stop()
-    _forge(d, {
-        "alpha": {"agent_id": "alpha", "transport": "local",
-                  "metadata": {"package_path": str(victim)}},
-        "ghost": {"agent_id": "ghost", "transport": "local",
-                  "metadata": {"package_path": str(victim)}},
-    })
+    _forge(
+        d,
+        {
+            "alpha": {
+                "agent_id": "alpha",
+                "transport": "local",
+                "metadata": {"package_path": str(victim)},
+            },
+            "ghost": {
+                "agent_id": "ghost",
+                "transport": "local",
+                "metadata": {"package_path": str(victim)},
+            },
+        },
+    )
     d.start()
     err, res = call("run_agent", {"agent_id": "alpha", "task": f"write {victim}/x", "wait": True})
     assert not err, res
@@ -62,7 +82,8 @@ def test_forged_package_path_is_ignored(local_daemon: Any, visible_root: Path) -
     assert inner["cwd"] == str(alpha.resolve())
     assert not (victim / "x").exists()
     err, text = call("run_agent", {"agent_id": "ghost", "task": "whoami", "wait": True})
-    assert err and "no local package 'ghost'" in text
+    assert err
+    assert "no local package 'ghost'" in text
     assert os.listdir(victim) == []
 
 
@@ -77,7 +98,8 @@ def test_unsafe_ids_are_rejected(local_daemon: Any, bad: str) -> None:
         ("heartbeat_agent", {"agent_id": bad}),
     ):
         err, text = call(tool, args)
-        assert err and "safe path component" in text, (tool, text)
+        assert err, (tool, text)
+        assert "safe path component" in text, (tool, text)
 
 
 def test_symlinked_package_escaping_the_hub_is_rejected(
@@ -93,5 +115,6 @@ def test_symlinked_package_escaping_the_hub_is_rejected(
     make_package(hub, "alpha")
     assert listed(call) == ["alpha"]
     err, text = call("run_agent", {"agent_id": "evil", "task": "write x", "wait": True})
-    assert err and "no local package 'evil'" in text
+    assert err
+    assert "no local package 'evil'" in text
     assert not (outside / "x").exists()

@@ -90,21 +90,34 @@ def hub_daemon(daemon_factory: Any, tmp_path: Path) -> tuple[Daemon, Path]:
     return d, hub
 
 
-def test_register_heartbeat_deregister(hub_daemon: tuple[Daemon, Path], agent_server: AgentServer) -> None:
+def test_register_heartbeat_deregister(
+    hub_daemon: tuple[Daemon, Path], agent_server: AgentServer
+) -> None:
     """Register upserts (JSON-text arguments too), heartbeat merges metadata, deregister removes."""
     d, _ = hub_daemon
-    err, res = unix_call(d, "register_agent", {
-        "agent_id": "pod-1", "endpoint": agent_server.url, "agent_type": "executor",
-        "capabilities": '["cost-analysis", "profile:coding"]', "metadata": '{"zone": "a"}',
-    })
+    err, res = unix_call(
+        d,
+        "register_agent",
+        {
+            "agent_id": "pod-1",
+            "endpoint": agent_server.url,
+            "agent_type": "executor",
+            "capabilities": '["cost-analysis", "profile:coding"]',
+            "metadata": '{"zone": "a"}',
+        },
+    )
     assert not err, res
     agent = res["agent"]
-    assert agent["effective_status"] == "online" and agent["transport"] == "http"
+    assert agent["effective_status"] == "online"
+    assert agent["transport"] == "http"
     assert agent["capabilities"] == ["cost-analysis", "profile:coding"]
     assert agent["registered_by"].startswith(("human:", "session"))  # from the transport
     first = agent["registered_at"]
-    err, res = unix_call(d, "heartbeat_agent", {
-        "agent_id": "pod-1", "status": "degraded", "metadata": {"available_capacity": 3}})
+    err, res = unix_call(
+        d,
+        "heartbeat_agent",
+        {"agent_id": "pod-1", "status": "degraded", "metadata": {"available_capacity": 3}},
+    )
     assert not err, res
     assert res["agent"]["effective_status"] == "degraded"
     assert res["agent"]["metadata"] == {"zone": "a", "available_capacity": 3}
@@ -113,7 +126,8 @@ def test_register_heartbeat_deregister(hub_daemon: tuple[Daemon, Path], agent_se
     err, res = unix_call(d, "deregister_agent", {"agent_id": "pod-1"})
     assert res == {"success": True, "agent_id": "pod-1", "removed": True}
     err, text = unix_call(d, "heartbeat_agent", {"agent_id": "pod-1"})
-    assert err and "register_agent first" in text
+    assert err
+    assert "register_agent first" in text
 
 
 def test_offline_agent_refused_with_retry_then_back(
@@ -121,19 +135,27 @@ def test_offline_agent_refused_with_retry_then_back(
 ) -> None:
     """Past its heartbeat TTL an HTTP agent is offline: dispatch is refused with retry=true."""
     d, _ = hub_daemon
-    unix_call(d, "register_agent", {"agent_id": "pod-1", "endpoint": agent_server.url, "heartbeat_ttl": 1})
+    unix_call(
+        d, "register_agent", {"agent_id": "pod-1", "endpoint": agent_server.url, "heartbeat_ttl": 1}
+    )
     time.sleep(1.3)
     err, text = unix_call(d, "run_agent", {"agent_id": "pod-1", "task": "count the costs"})
     assert err
     refusal = json.loads(text)
-    assert refusal == {"success": False, "error": "agent 'pod-1' is offline", "retry": True,
-                       "agent_id": "pod-1"}
+    assert refusal == {
+        "success": False,
+        "error": "agent 'pod-1' is offline",
+        "retry": True,
+        "agent_id": "pod-1",
+    }
     assert agent_server.posts == []
     unix_call(d, "heartbeat_agent", {"agent_id": "pod-1"})
     err, res = unix_call(d, "run_agent", {"agent_id": "pod-1", "task": "count the costs"})
     assert not err, res
-    assert res["success"] is True and res["routed_by"] == "agent_id"
-    assert res["job"]["remote_job_id"] == "j1" and res["job"]["status"] == "running"
+    assert res["success"] is True
+    assert res["routed_by"] == "agent_id"
+    assert res["job"]["remote_job_id"] == "j1"
+    assert res["job"]["status"] == "running"
     assert agent_server.posts[0]["task"] == "count the costs"
     assert agent_server.posts[0]["request_id"] == res["job"]["job_id"]
 
@@ -146,33 +168,61 @@ def test_dispatch_by_capability_picks_the_warm_agent_with_capacity(
     make_package(hub, "local-analyst", "capabilities: [cost-analysis]\n")
     assert listed(lambda n, a: unix_call(d, n, a)) == ["local-analyst"]
     with AgentServer() as full, AgentServer() as sick, AgentServer() as good, AgentServer() as gone:
-        reg = [("full", full, {"available_capacity": 0}), ("sick", sick, {}),
-               ("good", good, {"available_capacity": 2}), ("gone", gone, {"available_capacity": 9})]
+        reg = [
+            ("full", full, {"available_capacity": 0}),
+            ("sick", sick, {}),
+            ("good", good, {"available_capacity": 2}),
+            ("gone", gone, {"available_capacity": 9}),
+        ]
         for name, srv, meta in reg:
-            unix_call(d, "register_agent", {
-                "agent_id": name, "endpoint": srv.url, "capabilities": ["cost-analysis"],
-                "metadata": meta, "heartbeat_ttl": 1 if name == "gone" else 300})
+            unix_call(
+                d,
+                "register_agent",
+                {
+                    "agent_id": name,
+                    "endpoint": srv.url,
+                    "capabilities": ["cost-analysis"],
+                    "metadata": meta,
+                    "heartbeat_ttl": 1 if name == "gone" else 300,
+                },
+            )
         unix_call(d, "heartbeat_agent", {"agent_id": "sick", "status": "degraded"})
         time.sleep(1.3)  # "gone" misses its heartbeat
         err, res = unix_call(d, "dispatch_to_agent", {"capability": "cost-analysis", "task": "q3"})
         assert not err, res
-        assert res["agent_id"] == "good" and res["routed_by"] == "capability"
-        assert len(good.posts) == 1 and not (full.posts or sick.posts or gone.posts)
+        assert res["agent_id"] == "good"
+        assert res["routed_by"] == "capability"
+        assert len(good.posts) == 1
+        assert not (full.posts)
+        assert not (sick.posts)
+        assert not (gone.posts)
 
 
 def test_dispatch_with_no_candidate_says_whether_to_retry(hub_daemon: tuple[Daemon, Path]) -> None:
     """No agent has the tag: retry=false; only offline ones have it: retry=true."""
     d, _ = hub_daemon
     err, text = unix_call(d, "dispatch_to_agent", {"capability": "video-editing", "task": "cut"})
-    assert err and json.loads(text)["retry"] is False
-    unix_call(d, "register_agent", {"agent_id": "v", "endpoint": "http://127.0.0.1:9",
-                                    "capabilities": ["video-editing"], "heartbeat_ttl": 1})
+    assert err
+    assert json.loads(text)["retry"] is False
+    unix_call(
+        d,
+        "register_agent",
+        {
+            "agent_id": "v",
+            "endpoint": "http://127.0.0.1:9",
+            "capabilities": ["video-editing"],
+            "heartbeat_ttl": 1,
+        },
+    )
     time.sleep(1.3)
     err, text = unix_call(d, "dispatch_to_agent", {"capability": "video-editing", "task": "cut"})
-    assert err and json.loads(text)["retry"] is True
+    assert err
+    assert json.loads(text)["retry"] is True
 
 
-def test_wait_true_polls_until_done(hub_daemon: tuple[Daemon, Path], agent_server: AgentServer) -> None:
+def test_wait_true_polls_until_done(
+    hub_daemon: tuple[Daemon, Path], agent_server: AgentServer
+) -> None:
     """wait=true polls GET {endpoint}/jobs/{id} until a terminal status and returns it."""
     d, _ = hub_daemon
     unix_call(d, "register_agent", {"agent_id": "pod-1", "endpoint": agent_server.url})
@@ -192,4 +242,6 @@ def test_unreachable_endpoint_fails_with_retry(hub_daemon: tuple[Daemon, Path]) 
     err, text = unix_call(d, "run_agent", {"agent_id": "pod-x", "task": "x"})
     assert err
     body = json.loads(text)
-    assert body["retry"] is True and body["agent_id"] == "pod-x" and body["job_id"]
+    assert body["retry"] is True
+    assert body["agent_id"] == "pod-x"
+    assert body["job_id"]

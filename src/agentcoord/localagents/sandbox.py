@@ -48,11 +48,14 @@ class Sandbox:
         return {"sandbox": "bwrap" if self.bwrap else "none", "path": self.bwrap, "note": self.mode}
 
 
-def detect_sandbox(explicit: str | None = None) -> Sandbox:
-    """bubblewrap from ``explicit`` or PATH; the weaker mode when it is missing."""
-    if explicit == "":
+def detect_sandbox(choice: str = "auto") -> Sandbox:
+    """``auto``: bubblewrap from PATH, else the weaker mode; ``none``: the weaker mode;
+    anything else is the path of a bwrap binary."""
+    if choice == "none":
         return Sandbox(None)
-    return Sandbox(explicit or shutil.which("bwrap"))
+    if choice in ("auto", ""):
+        return Sandbox(shutil.which("bwrap"))
+    return Sandbox(choice if shutil.which(choice) else None)
 
 
 def bwrap_argv(

@@ -106,7 +106,6 @@ class LocalAgents:
         *,
         runners: MutableMapping[tuple[int, float], RunnerInfo],
         base_env: Mapping[str, str],
-        bwrap: str | None = None,
     ) -> LocalAgents:
         """Build from the daemon's Config (the one place config becomes this service)."""
         spec = RunnerSpec.from_command(
@@ -125,7 +124,7 @@ class LocalAgents:
             runtime_dir=cfg.runtime_dir,
             claude_dir=cfg.claude_dir,
             spec=spec,
-            sandbox=detect_sandbox(bwrap),
+            sandbox=detect_sandbox(cfg.runner_sandbox),
             base_env=base_env,
             runners=runners,
         )
