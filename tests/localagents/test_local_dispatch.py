@@ -163,3 +163,17 @@ def test_weaker_mode_without_bwrap_is_reported(local_daemon: Any) -> None:
     status = call_unix(d.socket, "agentcoord/status", {})
     assert status["local_agents"]["sandbox"] == "none"
     assert status["local_agents"]["enabled"] is True
+
+
+def test_daemon_stop_cancels_running_jobs(local_daemon: Any) -> None:
+    """SIGTERM on the daemon kills a running runner and records the job as cancelled."""
+    d, hub, call = local_daemon()
+    make_package(hub, "alpha")
+    marker = "sleep 16.1803"
+    err, res = call("run_agent", {"agent_id": "alpha", "task": marker})
+    assert not err, res
+    assert _wait_for(lambda: len(_marked(marker)) >= 2, 10), "runner never started"
+    assert d.stop() == 0
+    assert not _marked(marker)
+    tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
+    assert tasks[res["job"]["job_id"]]["status"] == "cancelled"

@@ -238,3 +238,57 @@ def test_runner_above_its_claude_wins() -> None:
     ]
     assert decide(chain, {(10, 1.0): "r"}).kind == "runner"
     assert decide(chain, {}).kind == "session"
+
+
+async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
+    """merged/get/find: registered shadows local, get falls back to local, find ranks warm first."""
+    from agentcoord.daemon.caller import Caller
+    from agentcoord.localagents import LocalAgents
+    from agentcoord.localagents.runner import RunnerSpec
+    from agentcoord.localagents.sandbox import Sandbox
+
+    hub = tmp_path / "hub"
+    make_package(hub, "loc", "capabilities: [x]\n")
+    make_package(hub, "both")
+
+    class NoSessions:
+        def sessions(self) -> list[LiveSession]:
+            return []
+
+    svc = LocalAgents(
+        enabled=True,
+        hub=hub,
+        session_ttl=3600,
+        state_dir=tmp_path,
+        runtime_dir=tmp_path,
+        claude_dir=tmp_path / "c",
+        spec=RunnerSpec(),
+        sandbox=Sandbox(None),
+        base_env={},
+        runners={},
+        probe=NoSessions(),
+    )
+    async with svc:
+        me = Caller("human", "human:me", "internal")
+        svc.register({"agent_id": "both", "endpoint": "http://h", "capabilities": ["x"]}, me)
+        svc.register(
+            {
+                "agent_id": "full",
+                "endpoint": "http://h",
+                "capabilities": ["x"],
+                "metadata": {"available_capacity": 0},
+            },
+            me,
+        )
+        rows = svc.merged()
+        assert [(r["agent_id"], r["transport"]) for r in rows] == [
+            ("both", "http"),
+            ("full", "http"),
+            ("loc", "local"),
+        ]
+        assert svc.get("loc")["transport"] == "local"  # type: ignore[index]
+        assert svc.get("both")["transport"] == "http"  # type: ignore[index]
+        assert svc.get("nope") is None
+        assert svc.get("..") is None
+        assert [r["agent_id"] for r in svc.find("x")] == ["both", "full", "loc"]
+        assert (tmp_path / "agents.json").stat().st_mode & 0o777 == 0o600

@@ -26,6 +26,7 @@ from agentcoord.localagents._errors import DispatchFailed
 from agentcoord.localagents.index import PackageIndex
 from agentcoord.localagents.merge import (
     effective_status,
+    find_by_capability,
     iso,
     local_records,
     merged_records,
@@ -201,6 +202,16 @@ class LocalAgents:
         return registered_view(record, self._clock())
 
     # -- views (the discovery tools call these) ----------------------------------------------
+    async def refresh_sessions(self) -> None:
+        """Walk the process table off the event loop; the views then read the probe's cache."""
+        if self.enabled:
+            await asyncio.to_thread(self.probe.sessions)
+
+    def find(self, capability: str, limit: int = 50) -> list[dict[str, Any]]:
+        """``find_agents(capability=...)`` rows: registered + local, ranked for routing."""
+        rows = self.merged(capability=capability, limit=10_000)
+        return find_by_capability(rows, capability)[: max(0, limit)]
+
     def local_rows(self) -> list[dict[str, Any]]:
         """Computed local agents; empty while the feature flag is off."""
         if not self.enabled:
@@ -272,6 +283,7 @@ class LocalAgents:
     async def dispatch(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """``dispatch_to_agent``: the best agent for a capability, then route by id."""
         capability = args["capability"]
+        await self.refresh_sessions()
         rows = self.merged(capability=capability, limit=10_000)
         best = pick_for_capability(rows, capability)
         if best is None:

@@ -72,7 +72,9 @@ async def _heartbeat(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _discover(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    return _service(ctx).discover(args.get("status"))
+    service = _service(ctx)
+    await service.refresh_sessions()
+    return service.discover(args.get("status"))
 
 
 async def _run(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
