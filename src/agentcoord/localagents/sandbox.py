@@ -91,9 +91,13 @@ def bwrap_argv(
 def child_setup(limits: Limits) -> Callable[[], None]:
     """A ``preexec_fn``: die with the daemon, and apply the rlimits."""
 
+    # dlopen in the parent: between fork and exec in a threaded daemon only plain syscalls
+    # are safe (the loader's lock may be held by a thread that does not exist in the child).
+    libc = ctypes.CDLL(None, use_errno=True)
+    prctl = libc.prctl
+
     def setup() -> None:  # runs in the child between fork and exec: no locks, no logging
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         for which, value in (
             (resource.RLIMIT_CPU, limits.cpu_s),
             (resource.RLIMIT_FSIZE, limits.fsize_bytes),
