@@ -29,6 +29,17 @@ _ENV_FIELDS = {
     "AGENTCOORD_HTTP_ADDR": "http_addr",
     "AGENTCOORD_NATS_URL": "nats_url",
     "AGENTCOORD_LOG_LEVEL": "log_level",
+    # --- local agents (issue 6): seed 001's names first, ours win when both are set ---
+    "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
+    "AGENTIHUB_DIR": "agentihub_dir",
+    "AGENTIBRIDGE_LOCAL_SESSION_TTL": "local_session_ttl",
+    "AGENTCOORD_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
+    "AGENTCOORD_AGENTIHUB_DIR": "agentihub_dir",
+    "AGENTCOORD_LOCAL_SESSION_TTL": "local_session_ttl",
+    "AGENTCOORD_RUNNER_COMMAND": "runner_command",
+    "AGENTCOORD_RUNNER_TIMEOUT": "runner_timeout",
+    "AGENTCOORD_RUNNER_SANDBOX": "runner_sandbox",
+    # --- end local agents ---
 }
 
 
@@ -51,6 +62,17 @@ class Config:
     notify_socket: str | None = None
     watchdog_interval: float | None = None
     listen_fds: tuple[tuple[int, str], ...] = ()
+    # --- local agents (issue 6, seed 001 "Configuration"); off by default ---
+    local_agents_enabled: bool = False
+    agentihub_dir: Path | None = None  # None: sibling-directory discovery at start
+    local_session_ttl: int = 3600  # seconds a session stays "online" after its last activity
+    runner_command: str = "claude -p --output-format json"  # shlex-split; flags appended
+    runner_permission_mode: str = "acceptEdits"
+    runner_allowed_tools: str = "Read,Edit,Write,Glob,Grep,mcp__agent-coord"
+    runner_max_turns: int = 20
+    runner_timeout: int = 900  # seconds, then the runner's process group is killed
+    runner_sandbox: str = "auto"  # "auto" (bwrap if found), "none", or a bwrap path
+    # --- end local agents ---
 
     @property
     def socket_path(self) -> Path:
@@ -121,9 +143,22 @@ def _coerce(name: str, value: Any) -> Any:
             return None if value in (None, "") else Path(str(value)).expanduser()
         if kind == "int":
             return int(value)
+        if kind == "bool":
+            return _truthy(value)
         return None if value is None else str(value)
     except (TypeError, ValueError):
         raise ConfigError(f"config key {name!r} has a bad value {value!r}") from None
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(text)
 
 
 def load_config(

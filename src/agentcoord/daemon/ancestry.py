@@ -47,15 +47,18 @@ def is_claude_process(proc: ProcInfo) -> bool:
 
 
 def decide(chain: Sequence[ProcInfo], runners: Mapping[tuple[int, float], object]) -> Decision:
-    """Walk from the peer upward; the nearest runner or ``claude`` process wins.
+    """Walk from the peer upward; the nearest runner wins, else the nearest ``claude`` process.
 
     ``runners`` maps ``(pid, create_time)`` of processes the daemon started; keying on the
     start time too means a recycled pid is never mistaken for a runner.
     """
+    # A runner's own ``claude -p`` sits between the runner and the shim: everything below a
+    # runner belongs to that runner's agent, so runners are looked for first (issue 6).
     for proc in chain:
         key = (proc.pid, proc.create_time)
         if key in runners:
             return Decision("runner", proc, key)
+    for proc in chain:
         if is_claude_process(proc):
             return Decision("session", proc)
     return Decision("none")

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agentcoord.daemon.http import HttpServer
     from agentcoord.daemon.messaging import Messaging
     from agentcoord.daemon.natsd import NatsSupervisor
+    from agentcoord.localagents import LocalAgents
 
 __all__ = ["App"]
 
@@ -42,6 +43,7 @@ class App:
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0
+    local_agents: LocalAgents | None = None  # issue 6: registry, package index, dispatch
 
     def healthy(self) -> tuple[bool, str]:
         """Readiness for ``/healthz``: NATS is up and our client is connected."""
@@ -70,4 +72,5 @@ class App:
                 "unix": self.unix_connections,
                 "http": self.http_server.open_connections if self.http_server else 0,
             },
+            "local_agents": self.local_agents.describe() if self.local_agents else None,
         }

@@ -172,6 +172,13 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
     stack.push_async_callback(_close_nats, app)
+    # Issue 6: the package index watcher and local jobs; closed after the listeners stop.
+    from agentcoord.localagents import LocalAgents
+
+    app.local_agents = await stack.enter_async_context(
+        LocalAgents.from_config(cfg, runners=identity.runners, base_env=dict(os.environ))
+    )
+
     # issue 5: JetStream inboxes, channels, handoff offers, human prompts.
     from agentcoord.daemon.messaging import Messaging
 

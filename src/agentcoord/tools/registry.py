@@ -31,6 +31,8 @@ class ToolRegistry:
 
 def default_registry() -> ToolRegistry:
     """Every tool family the daemon ships."""
-    from agentcoord.tools import handoff, humans, identity, messaging
+    from agentcoord.tools import agents, handoff, humans, identity, messaging
 
-    return ToolRegistry([*identity.TOOLS, *messaging.TOOLS, *handoff.TOOLS, *humans.TOOLS])
+    return ToolRegistry(
+        [*identity.TOOLS, *agents.TOOLS, *messaging.TOOLS, *handoff.TOOLS, *humans.TOOLS]
+    )

@@ -1,0 +1,142 @@
+"""Registered agents and dispatch jobs as records, behind small Protocols.
+
+Seed 001's :class:`AgentRecord` shape, and an :class:`AgentTaskRecord` per job. Both persist
+through a Protocol so the object store (Agent and AgentTask objects) can take over; until then
+:class:`JsonFileRecords` keeps them in one 0600 JSON file each under the state dir.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from agentcoord.daemon.identity import write_private
+
+__all__ = [
+    "AgentRecord",
+    "AgentRecords",
+    "AgentTaskRecord",
+    "JsonFileRecords",
+    "TaskRecords",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AgentRecord:
+    """A registered agent (seed 001 "AgentRecord Schema")."""
+
+    agent_id: str
+    agent_name: str = ""
+    agent_type: str = ""
+    capabilities: list[str] = field(default_factory=list)
+    endpoint: str = ""
+    transport: str = "http"  # "http" or "local"
+    status: str = "online"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    registered_at: str = ""
+    last_heartbeat: str = ""
+    heartbeat_ttl: int = 300
+    registered_by: str = ""  # the resolved caller that registered it (never an argument)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentRecord:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class AgentTaskRecord:
+    """One dispatched job: who asked, which agent, how it went, where its log is."""
+
+    job_id: str
+    agent_id: str
+    transport: str
+    task: str
+    requested_by: str
+    status: str = "pending"  # pending, running, succeeded, failed, timed_out, cancelled
+    created_at: str = ""
+    finished_at: str = ""
+    sandbox: str = ""  # "bwrap" or "none (weaker: ...)" for local jobs
+    log_dir: str = ""
+    exit_code: int | None = None
+    remote_job_id: str = ""
+    result: Any = None
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgentTaskRecord:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+R = TypeVar("R", AgentRecord, AgentTaskRecord)
+
+
+class AgentRecords(Protocol):
+    """Where registered agents live (Agent objects once the store lands)."""
+
+    def upsert(self, record: AgentRecord) -> None: ...
+    def get(self, key: str) -> AgentRecord | None: ...
+    def delete(self, key: str) -> bool: ...
+    def list(self) -> list[AgentRecord]: ...
+
+
+class TaskRecords(Protocol):
+    """Where dispatch jobs live (AgentTask objects once the store lands)."""
+
+    def upsert(self, record: AgentTaskRecord) -> None: ...
+    def get(self, key: str) -> AgentTaskRecord | None: ...
+    def delete(self, key: str) -> bool: ...
+    def list(self) -> list[AgentTaskRecord]: ...
+
+
+class JsonFileRecords(Generic[R]):
+    """Records in one JSON object file (0600), rewritten atomically on every change."""
+
+    def __init__(self, path: Path, kind: type[R], key: str) -> None:
+        self._path = path
+        self._kind: type[R] = kind
+        self._key = key
+        self._lock = threading.Lock()
+        self._items: dict[str, R] = {}
+        if path.exists():
+            try:
+                raw = json.loads(path.read_text())
+                for k, v in dict(raw).items():
+                    self._items[k] = kind.from_dict(v)
+            except (OSError, ValueError, TypeError):
+                log.warning("records file %s is unreadable; starting empty", path)
+
+    def upsert(self, record: R) -> None:
+        with self._lock:
+            self._items[getattr(record, self._key)] = record
+            self._save()
+
+    def get(self, key: str) -> R | None:
+        return self._items.get(key)
+
+    def delete(self, key: str) -> bool:
+        with self._lock:
+            gone = self._items.pop(key, None) is not None
+            if gone:
+                self._save()
+            return gone
+
+    def list(self) -> list[R]:
+        return list(self._items.values())
+
+    def _save(self) -> None:
+        data = {k: v.as_dict() for k, v in self._items.items()}
+        write_private(self._path, json.dumps(data, separators=(",", ":"), default=str))

@@ -1,0 +1,474 @@
+"""The local-agents service: registry, live index, session probe and dispatch, in one place.
+
+An async context manager entered on the daemon's exit stack. It owns the package watcher and
+the background tasks of ``wait=false`` local jobs (cancelled, and their runners killed, on exit).
+Routing follows seed 001 "Routing"; the security model ("both checks mandatory") is enforced
+in :meth:`LocalAgents._local_package`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping, MutableMapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from agentcoord.daemon.caller import Caller
+from agentcoord.daemon.directory import RunnerInfo
+from agentcoord.errors import InvalidArguments, NotFound
+from agentcoord.localagents import httpjobs
+from agentcoord.localagents._errors import DispatchFailed
+from agentcoord.localagents.index import PackageIndex
+from agentcoord.localagents.merge import (
+    effective_status,
+    find_by_capability,
+    iso,
+    local_records,
+    merged_records,
+    pick_for_capability,
+    registered_view,
+)
+from agentcoord.localagents.paths import is_safe_agent_id, package_dir, resolve_agentihub_dir
+from agentcoord.localagents.records import (
+    AgentRecord,
+    AgentRecords,
+    AgentTaskRecord,
+    JsonFileRecords,
+    TaskRecords,
+)
+from agentcoord.localagents.runner import RunnerSpec, run_local
+from agentcoord.localagents.sandbox import Limits, Sandbox, detect_sandbox
+from agentcoord.localagents.sessions import PsutilSessionProbe, SessionProbe
+
+if TYPE_CHECKING:
+    from agentcoord.config import Config
+
+__all__ = ["MAX_DEPTH", "LocalAgents"]
+
+log = logging.getLogger(__name__)
+
+MAX_DEPTH = 4  # seed 004: more agents in a row than this is refused
+DISABLED = "local agents are disabled (set AGENTIBRIDGE_LOCAL_AGENTS_ENABLED=true)"
+
+
+class LocalAgents:
+    """Registered HTTP agents + computed local agents, and dispatch to either."""
+
+    def __init__(
+        self,
+        *,
+        enabled: bool,
+        hub: Path | None,
+        session_ttl: float,
+        state_dir: Path,
+        runtime_dir: Path,
+        claude_dir: Path,
+        spec: RunnerSpec,
+        sandbox: Sandbox,
+        base_env: Mapping[str, str],
+        runners: MutableMapping[tuple[int, float], RunnerInfo],
+        probe: SessionProbe | None = None,
+        records: AgentRecords | None = None,
+        tasks: TaskRecords | None = None,
+        wait_deadline_s: float = 600.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.enabled = enabled
+        self.hub = hub
+        self.session_ttl = session_ttl
+        self._state_dir = state_dir
+        self._runtime_dir = runtime_dir
+        self._claude_dir = claude_dir
+        self.spec = spec
+        self.sandbox = sandbox
+        self._base_env = dict(base_env)
+        self._runners = runners
+        self.probe = probe or PsutilSessionProbe(claude_dir)
+        self.records: AgentRecords = records or JsonFileRecords(
+            state_dir / "agents.json", AgentRecord, "agent_id"
+        )
+        self.tasks: TaskRecords = tasks or JsonFileRecords(
+            state_dir / "agent-tasks.json", AgentTaskRecord, "job_id"
+        )
+        self.index = PackageIndex(hub if enabled else None)
+        self._wait_deadline_s = wait_deadline_s
+        self._clock = clock
+        self._jobs: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: Config,
+        *,
+        runners: MutableMapping[tuple[int, float], RunnerInfo],
+        base_env: Mapping[str, str],
+    ) -> LocalAgents:
+        """Build from the daemon's Config (the one place config becomes this service)."""
+        spec = RunnerSpec.from_command(
+            cfg.runner_command,
+            permission_mode=cfg.runner_permission_mode,
+            allowed_tools=cfg.runner_allowed_tools,
+            max_turns=cfg.runner_max_turns,
+            timeout_s=float(cfg.runner_timeout),
+            limits=Limits(cpu_s=max(60, 2 * cfg.runner_timeout)),
+        )
+        return cls(
+            enabled=cfg.local_agents_enabled,
+            hub=resolve_agentihub_dir(cfg.agentihub_dir),
+            session_ttl=float(cfg.local_session_ttl),
+            state_dir=cfg.state_dir,
+            runtime_dir=cfg.runtime_dir,
+            claude_dir=cfg.claude_dir,
+            spec=spec,
+            sandbox=detect_sandbox(cfg.runner_sandbox),
+            base_env=base_env,
+            runners=runners,
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def __aenter__(self) -> LocalAgents:
+        await self.index.__aenter__()
+        if self.enabled and self.sandbox.bwrap is None:
+            log.warning("local agents: %s", self.sandbox.mode)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for task in list(self._jobs):
+            task.cancel("daemon stopping")
+        for task in list(self._jobs):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.index.__aexit__(exc_type, exc, tb)
+
+    def describe(self) -> dict[str, Any]:
+        """Status for ``agentcoord status`` (and doctor): flag, hub, packages, sandbox."""
+        return {
+            "enabled": self.enabled,
+            "agentihub_dir": str(self.hub) if self.hub else None,
+            "packages": len(self.index),
+            "watching": self.index.watching,
+            "running_jobs": len(self._jobs),
+            **self.sandbox.describe(),
+        }
+
+    # -- registered agents -------------------------------------------------------------------
+    def register(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """``register_agent``: upsert, keeping ``registered_at`` of an existing record."""
+        agent_id = _checked_id(args["agent_id"])
+        transport = args.get("transport", "http")
+        endpoint = str(args.get("endpoint", ""))
+        if transport == "http" and not endpoint.startswith(("http://", "https://")):
+            raise InvalidArguments("`endpoint` must be an http(s) URL for transport=http")
+        now = iso(self._clock())
+        old = self.records.get(agent_id)
+        record = AgentRecord(
+            agent_id=agent_id,
+            agent_name=str(args.get("agent_name") or agent_id),
+            agent_type=str(args.get("agent_type", "")),
+            capabilities=list(dict.fromkeys(args.get("capabilities", []))),
+            endpoint=endpoint,
+            transport=transport,
+            status="online",
+            metadata=dict(args.get("metadata", {})),
+            registered_at=old.registered_at if old else now,
+            last_heartbeat=now,
+            heartbeat_ttl=int(args.get("heartbeat_ttl", 300)),
+            registered_by=caller.agent,
+        )
+        self.records.upsert(record)
+        return registered_view(record, self._clock())
+
+    def deregister(self, agent_id: str) -> bool:
+        return self.records.delete(_checked_id(agent_id))
+
+    def heartbeat(self, agent_id: str, status: str, metadata: dict[str, Any]) -> dict[str, Any]:
+        record = self.records.get(_checked_id(agent_id))
+        if record is None:
+            raise NotFound(f"no registered agent {agent_id!r}; call register_agent first")
+        record.status = status
+        record.metadata = {**record.metadata, **metadata}
+        record.last_heartbeat = iso(self._clock())
+        self.records.upsert(record)
+        return registered_view(record, self._clock())
+
+    # -- views (the discovery tools call these) ----------------------------------------------
+    async def refresh_sessions(self) -> None:
+        """Walk the process table off the event loop; the views then read the probe's cache."""
+        if self.enabled:
+            await asyncio.to_thread(self.probe.sessions)
+
+    def find(self, capability: str, limit: int = 50) -> list[dict[str, Any]]:
+        """``find_agents(capability=...)`` rows: registered + local, ranked for routing."""
+        rows = self.merged(capability=capability, limit=10_000)
+        return find_by_capability(rows, capability)[: max(0, limit)]
+
+    def local_rows(self) -> list[dict[str, Any]]:
+        """Computed local agents; empty while the feature flag is off."""
+        if not self.enabled:
+            return []
+        return local_records(
+            self.index.packages(), self.probe.sessions(), self.session_ttl, self._clock()
+        )
+
+    def merged(
+        self,
+        *,
+        agent_type: str | None = None,
+        capability: str | None = None,
+        status: str | None = None,
+        limit: int = 50,
+    ) -> list[dict[str, Any]]:
+        """``list_agents`` rows: registered + local, filtered."""
+        return merged_records(
+            self.records.list(),
+            self.local_rows(),
+            now=self._clock(),
+            agent_type=agent_type,
+            capability=capability,
+            status=status,
+            limit=limit,
+        )
+
+    def get(self, agent_id: str) -> dict[str, Any] | None:
+        """``get_agent``: registered first, computed local agent as fallback."""
+        if not is_safe_agent_id(agent_id):
+            return None
+        record = self.records.get(agent_id)
+        if record is not None:
+            return registered_view(record, self._clock())
+        if not self.enabled or self.index.get(agent_id) is None:
+            return None
+        pkg = self.index.get(agent_id)
+        assert pkg is not None
+        rows = local_records([pkg], self.probe.sessions(), self.session_ttl, self._clock())
+        return rows[0]
+
+    def discover(self, status: str | None = None) -> dict[str, Any]:
+        """``discover_local_agents``: local agents only, with ``shadowed_by_registered``."""
+        if not self.enabled:
+            raise InvalidArguments(DISABLED)
+        registered = {r.agent_id for r in self.records.list()}
+        agents = []
+        for row in self.local_rows():
+            if status and row["effective_status"] != status:
+                continue
+            row["shadowed_by_registered"] = row["agent_id"] in registered
+            agents.append(row)
+        return {
+            "enabled": True,
+            "agentihub_dir": str(self.hub) if self.hub else None,
+            "sandbox": self.sandbox.mode,
+            "count": len(agents),
+            "agents": agents,
+        }
+
+    # -- dispatch ----------------------------------------------------------------------------
+    async def run_agent(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """``run_agent``: route by id (seed 001 ``route_to_agent``)."""
+        agent_id = args["agent_id"]
+        if not is_safe_agent_id(agent_id):
+            raise InvalidArguments(f"`agent_id` {agent_id!r} is not a single safe path component")
+        return await self._route(agent_id, args, caller, routed_by="agent_id")
+
+    async def dispatch(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """``dispatch_to_agent``: the best agent for a capability, then route by id."""
+        capability = args["capability"]
+        await self.refresh_sessions()
+        rows = self.merged(capability=capability, limit=10_000)
+        best = pick_for_capability(rows, capability)
+        if best is None:
+            known = len(rows)
+            why = (
+                f"no online agent with capacity advertises {capability!r}"
+                if known
+                else f"no agent advertises {capability!r}"
+            )
+            raise DispatchFailed(why, retry=bool(known), capability=capability)
+        result = await self._route(str(best["agent_id"]), args, caller, routed_by="capability")
+        result["capability"] = capability
+        return result
+
+    async def _route(
+        self, agent_id: str, args: dict[str, Any], caller: Caller, *, routed_by: str
+    ) -> dict[str, Any]:
+        if caller.depth >= MAX_DEPTH:
+            raise DispatchFailed("too many agents in a row", retry=False, agent_id=agent_id)
+        record = self.records.get(agent_id)
+        if record is None or record.transport == "local":
+            # Local branch first: liveness never gates a cold start (seed 001 "Routing" 2).
+            if record is None and not self.enabled:
+                raise NotFound(f"no agent {agent_id!r} ({DISABLED})")
+            package = self._local_package(agent_id)
+            job = await self._run_local(agent_id, package, args, caller)
+        else:
+            job = await self._run_http(record, args, caller)
+        return {
+            "success": job.get("status") not in ("failed", "timed_out", "cancelled"),
+            "agent_id": agent_id,
+            "routed_by": routed_by,
+            "transport": "local" if record is None else record.transport,
+            "job": job,
+        }
+
+    def _local_package(self, agent_id: str) -> Path:
+        """Both checks of seed 001's security model; the path never comes from a record."""
+        if not self.enabled:
+            raise DispatchFailed(DISABLED, retry=False, agent_id=agent_id)
+        if self.hub is None:
+            raise DispatchFailed("no AgentiHub directory (AGENTIHUB_DIR)", retry=False)
+        live = self.index.get(agent_id)
+        path = package_dir(self.hub, agent_id)  # re-checked on disk now, not trusted from cache
+        if path is None or (live is not None and live.path != path):
+            raise NotFound(f"no local package {agent_id!r} under {self.hub}")
+        return path
+
+    def _new_task(
+        self, agent_id: str, transport: str, args: dict[str, Any], caller: Caller
+    ) -> AgentTaskRecord:
+        job_id = f"{int(self._clock())}-{secrets.token_hex(4)}"
+        task = AgentTaskRecord(
+            job_id=job_id,
+            agent_id=agent_id,
+            transport=transport,
+            task=str(args["task"]),
+            requested_by=caller.agent,
+            status="pending",
+            created_at=iso(self._clock()),
+        )
+        self.tasks.upsert(task)
+        return task
+
+    def _finish(self, task: AgentTaskRecord, status: str, **changes: Any) -> dict[str, Any]:
+        task.status = status
+        task.finished_at = iso(self._clock())
+        for key, value in changes.items():
+            setattr(task, key, value)
+        self.tasks.upsert(task)
+        return task.as_dict()
+
+    async def _run_local(
+        self, agent_id: str, package: Path, args: dict[str, Any], caller: Caller
+    ) -> dict[str, Any]:
+        task = self._new_task(agent_id, "local", args, caller)
+        job_dir = self._state_dir / "jobs" / task.job_id
+        task.log_dir = str(job_dir)
+        task.sandbox = self.sandbox.mode
+        task.status = "running"
+        self.tasks.upsert(task)
+        prompt = _prompt(args)
+
+        async def job() -> dict[str, Any]:
+            try:
+                outcome = await run_local(
+                    spec=self.spec,
+                    sandbox=self.sandbox,
+                    prompt=prompt,
+                    package=package,
+                    job_dir=job_dir,
+                    runtime_dir=self._runtime_dir,
+                    claude_dir=self._claude_dir,
+                    base_env=self._base_env,
+                    runners=self._runners,
+                    runner_info=RunnerInfo(agent_id, caller.depth + 1),
+                )
+            except asyncio.CancelledError:
+                self._finish(task, "cancelled", error="the daemon stopped")
+                raise
+            except OSError as exc:
+                return self._finish(task, "failed", error=f"cannot start the runner: {exc}")
+            out = outcome.as_dict()
+            status = (
+                "succeeded" if outcome.success else "timed_out" if outcome.timed_out else "failed"
+            )
+            error = "" if outcome.success else _why(outcome.as_dict(), outcome.stderr_tail)
+            done = self._finish(task, status, exit_code=outcome.exit_code, result=out, error=error)
+            return done
+
+        if args.get("wait"):
+            return await job()
+        bg = asyncio.create_task(job(), name=f"local-job-{task.job_id}")
+        self._jobs.add(bg)
+        bg.add_done_callback(self._jobs.discard)
+        return task.as_dict()
+
+    async def _run_http(
+        self, record: AgentRecord, args: dict[str, Any], caller: Caller
+    ) -> dict[str, Any]:
+        now = self._clock()
+        status = effective_status(record, now)
+        view = registered_view(record, now)
+        if status != "online":
+            raise DispatchFailed(
+                f"agent {record.agent_id!r} is {status}", retry=True, agent_id=record.agent_id
+            )
+        if view["available_capacity"] <= 0:
+            raise DispatchFailed(
+                f"agent {record.agent_id!r} has no free capacity",
+                retry=True,
+                agent_id=record.agent_id,
+            )
+        task = self._new_task(record.agent_id, "http", args, caller)
+        body = {
+            "task": args["task"],
+            "profile": args.get("profile", ""),
+            "repo_url": args.get("repo_url", ""),
+            "file_path": args.get("file_path", ""),
+            "requested_by": caller.agent,
+            "request_id": task.job_id,
+        }
+        try:
+            reply = await httpjobs.post_job(record.endpoint, body)
+            task.remote_job_id = reply["job_id"]
+            task.status = "running"
+            self.tasks.upsert(task)
+            if not args.get("wait"):
+                task.result = reply
+                self.tasks.upsert(task)
+                return task.as_dict()
+            final = await httpjobs.wait_job(
+                record.endpoint, reply["job_id"], deadline_s=self._wait_deadline_s
+            )
+        except DispatchFailed as exc:
+            self._finish(task, "failed", error=str(exc.data.get("error")))
+            exc.data.setdefault("agent_id", record.agent_id)
+            exc.data["job_id"] = task.job_id
+            raise
+        ok = str(final.get("status", "")).lower() in ("done", "succeeded", "completed")
+        return self._finish(task, "succeeded" if ok else "failed", result=final)
+
+
+def _checked_id(agent_id: str) -> str:
+    if not is_safe_agent_id(agent_id):
+        raise InvalidArguments(f"`agent_id` {agent_id!r} is not a single safe path component")
+    return agent_id
+
+
+def _prompt(args: dict[str, Any]) -> str:
+    parts = [str(args["task"])]
+    for key in ("profile", "repo_url", "file_path"):
+        if args.get(key):
+            parts.append(f"{key}: {args[key]}")
+    return "\n\n".join(parts)
+
+
+def _why(result: dict[str, Any], stderr_tail: str) -> str:
+    if result.get("timed_out"):
+        return "the runner timed out and was killed"
+    if result.get("is_error"):
+        return f"the runner reported an error ({result.get('subtype')}): {result.get('result')}"
+    if result.get("subtype") is None:
+        tail = stderr_tail.strip().splitlines()[-3:]
+        return f"the runner exited {result.get('exit_code')} without a result JSON: " + " | ".join(
+            tail
+        )
+    return f"the runner exited {result.get('exit_code')}"

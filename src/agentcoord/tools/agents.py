@@ -1,0 +1,173 @@
+"""Agent registry and dispatch tools (seed 001): register/deregister/heartbeat an HTTP agent,
+discover local packages, run an agent by id, dispatch by capability.
+
+``list_agents``/``get_agent``/``find_agents`` live with the discovery tools, which call
+:class:`agentcoord.localagents.LocalAgents` (``merged``, ``get``) and the pure functions of
+:mod:`agentcoord.localagents.merge`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentcoord.errors import ToolError
+from agentcoord.localagents import LocalAgents
+from agentcoord.tools._base import Tool, ToolContext, obj_schema
+
+__all__ = ["TOOLS"]
+
+_S: dict[str, Any] = {"type": "string"}
+_ID: dict[str, Any] = {"type": "string", "maxLength": 128}
+_TAGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_JOB = {
+    "task": {"type": "string", "maxLength": 100_000},
+    "profile": _S,
+    "repo_url": _S,
+    "wait": {"type": "boolean"},
+    "file_path": _S,
+}
+
+
+def _service(ctx: ToolContext) -> LocalAgents:
+    service = getattr(ctx.app, "local_agents", None)
+    if service is None:
+        raise ToolError("the local-agents service is not running in this daemon")
+    return service  # type: ignore[no-any-return]
+
+
+def _json_arg(args: dict[str, Any], key: str, kind: type) -> Any:
+    """Seed 001 passes ``capabilities``/``metadata`` as JSON text; accept that or the value."""
+    value = args.get(key)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else kind()
+        except ValueError:
+            if kind is list:  # a comma-separated list is accepted too (DESIGN.md)
+                return [v.strip() for v in value.split(",") if v.strip()]
+            raise ToolError(f"`{key}` is not valid JSON") from None
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise ToolError(f"`{key}` must be a JSON {'array' if kind is list else 'object'}")
+    return value
+
+
+async def _register(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    args = dict(args)
+    args["capabilities"] = [str(c) for c in _json_arg(args, "capabilities", list)]
+    args["metadata"] = _json_arg(args, "metadata", dict)
+    return {"success": True, "agent": _service(ctx).register(args, ctx.caller)}
+
+
+async def _deregister(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    removed = _service(ctx).deregister(args["agent_id"])
+    return {"success": removed, "agent_id": args["agent_id"], "removed": removed}
+
+
+async def _heartbeat(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    meta = _json_arg(args, "metadata", dict)
+    agent = _service(ctx).heartbeat(args["agent_id"], args.get("status", "online"), meta)
+    return {"success": True, "agent": agent}
+
+
+async def _discover(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    service = _service(ctx)
+    await service.refresh_sessions()
+    return service.discover(args.get("status"))
+
+
+async def _run(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    return await _service(ctx).run_agent(args, ctx.caller)
+
+
+async def _dispatch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    return await _service(ctx).dispatch(args, ctx.caller)
+
+
+def _render_agent(result: dict[str, Any]) -> str:
+    a = result.get("agent", {})
+    return (
+        f"{a.get('agent_id')}: {a.get('effective_status')} ({a.get('transport')}), "
+        f"capabilities {', '.join(a.get('capabilities', [])) or '-'}"
+    )
+
+
+def _render_discover(result: dict[str, Any]) -> str:
+    lines = [f"{result['count']} local agent(s) in {result['agentihub_dir']}"]
+    for a in result["agents"]:
+        shadow = " (shadowed by a registered agent)" if a["shadowed_by_registered"] else ""
+        lines.append(f"- {a['agent_id']}: {a['status']}; {', '.join(a['capabilities'])}{shadow}")
+    return "\n".join(lines)
+
+
+def _render_job(result: dict[str, Any]) -> str:
+    job = result.get("job", {})
+    head = f"{result['agent_id']} ({result['transport']}, by {result['routed_by']}): "
+    head += f"job {job.get('job_id')} {job.get('status')}"
+    res = job.get("result")
+    if isinstance(res, dict) and res.get("result") is not None:
+        head += f"\n{res['result']}"
+    elif job.get("error"):
+        head += f"\n{job['error']}"
+    return head
+
+
+TOOLS = [
+    Tool(
+        "register_agent",
+        "Register or update an HTTP agent for discovery and dispatch (idempotent).",
+        obj_schema(
+            ("agent_id",),
+            agent_id=_ID,
+            agent_name=_S,
+            agent_type=_S,
+            capabilities={"type": ["array", "string"]},
+            endpoint=_S,
+            metadata={"type": ["object", "string"]},
+            heartbeat_ttl={"type": "integer", "minimum": 1, "maximum": 86400},
+            transport={"type": "string", "enum": ["http", "local"]},
+        ),
+        _register,
+        _render_agent,
+    ),
+    Tool(
+        "deregister_agent",
+        "Remove a registered agent.",
+        obj_schema(("agent_id",), agent_id=_ID),
+        _deregister,
+    ),
+    Tool(
+        "heartbeat_agent",
+        "Refresh a registered agent's heartbeat; status online or degraded; metadata is merged.",
+        obj_schema(
+            ("agent_id",),
+            agent_id=_ID,
+            status={"type": "string", "enum": ["online", "degraded"]},
+            metadata={"type": ["object", "string"]},
+        ),
+        _heartbeat,
+        _render_agent,
+    ),
+    Tool(
+        "discover_local_agents",
+        "Local AgentiHub package agents on this machine (online or idle, never offline).",
+        obj_schema(status={"type": "string", "enum": ["online", "idle"]}),
+        _discover,
+        _render_discover,
+    ),
+    Tool(
+        "run_agent",
+        "Send a task to one agent by id; local agents are cold-started in a sandbox.",
+        obj_schema(("agent_id", "task"), agent_id=_ID, **_JOB),
+        _run,
+        _render_job,
+    ),
+    Tool(
+        "dispatch_to_agent",
+        "Send a task to the best agent advertising a capability (warm, with capacity, first).",
+        obj_schema(("capability", "task"), capability=_S, **_JOB),
+        _dispatch,
+        _render_job,
+    ),
+]

@@ -1,0 +1,179 @@
+"""Local dispatch end to end: a real daemon cold-starts the stand-in ``claude -p`` in real
+bubblewrap; it calls back through the shim and the daemon knows it as the dispatched agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.localagents.conftest import make_package
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+
+
+def _inner(result: dict[str, Any]) -> dict[str, Any]:
+    """The stand-in's own report, carried in the result JSON's ``result`` string."""
+    return json.loads(result["job"]["result"]["result"])
+
+
+def test_runner_calls_back_and_is_the_dispatched_agent(local_daemon: Any) -> None:
+    """whoami from inside the sandbox resolves as the agent run_agent dispatched (a runner)."""
+    d, hub, call = local_daemon()
+    pkg = make_package(hub, "alpha")
+    err, res = call("run_agent", {"agent_id": "alpha", "task": "whoami", "wait": True})
+    assert not err, res
+    assert res["success"] is True
+    assert res["transport"] == "local"
+    job = res["job"]
+    assert job["status"] == "succeeded"
+    assert job["sandbox"] == "bwrap"
+    inner = _inner(res)
+    assert inner["whoami"]["agent"] == "alpha"
+    assert inner["whoami"]["kind"] == "runner"
+    assert inner["whoami"]["depth"] == 1
+    assert inner["cwd"] == str(pkg.resolve())
+    flags = inner["flags"]
+    assert flags["--strict-mcp-config"] is True
+    assert flags["--permission-mode"] == "acceptEdits"
+    assert "mcp__agent-coord" in flags["--allowedTools"]
+    assert flags["--max-turns"] == "20"
+    log_dir = Path(job["log_dir"])
+    assert json.loads((log_dir / "stdout").read_text())["type"] == "result"
+    tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
+    assert tasks[job["job_id"]]["status"] == "succeeded"
+    assert os.stat(d.state_dir / "agent-tasks.json").st_mode & 0o777 == 0o600
+
+
+def test_sandbox_confines_writes_and_hides_processes(local_daemon: Any, visible_root: Path) -> None:
+    """Writes land only in the package (not a sibling, $HOME or /etc); no daemon pids visible."""
+    d, hub, call = local_daemon()
+    pkg = make_package(hub, "alpha")
+    sibling = make_package(hub, "beta")
+    home = visible_root / "home"
+    targets = [pkg / "out.txt", sibling / "pwned.txt", home / "pwned.txt", Path("/etc/pwned")]
+    script = "\n".join([*(f"write {t}" for t in targets), "ps"])
+    err, res = call("run_agent", {"agent_id": "alpha", "task": script, "wait": True})
+    assert not err, res
+    writes = _inner(res)["write"]
+    assert writes[str(pkg / "out.txt")] == "ok"
+    assert (pkg / "out.txt").exists()
+    for bad in targets[1:]:
+        assert writes[str(bad)] == "Read-only file system", bad
+        assert not bad.exists()
+    seen = _inner(res)["ps"]
+    assert d.proc is not None
+    assert str(d.proc.pid) not in seen or "agentcoord" not in seen[str(d.proc.pid)]
+    assert not any("agentcoord serve" in cmd or "nats-server" in cmd for cmd in seen.values())
+    assert len(seen) < 10  # its own pid namespace: bwrap's init, the runner, a few children
+
+
+def _marked(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(marker in part for part in proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+def _wait_for(pred: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def test_runner_dies_with_the_daemon(local_daemon: Any) -> None:
+    """SIGKILL on the daemon takes the sandboxed runner with it (die-with-parent)."""
+    d, hub, call = local_daemon()
+    make_package(hub, "alpha")
+    marker = "sleep 31.4159"
+    err, res = call("run_agent", {"agent_id": "alpha", "task": marker})
+    assert not err, res
+    assert res["job"]["status"] == "running", res
+    assert _wait_for(lambda: len(_marked(marker)) >= 2, 10), "runner never started"
+    nats = [p for p in psutil.Process(d.proc.pid).children() if "nats-server" in p.name()]
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait(5)
+    assert _wait_for(lambda: not _marked(marker), 5), [p.cmdline() for p in _marked(marker)]
+    for p in nats:
+        with __import__("contextlib").suppress(psutil.Error):
+            p.wait(5)
+
+
+def test_timeout_kills_the_process_group(local_daemon: Any) -> None:
+    """A runner past its timeout is killed with its group and the job says timed_out."""
+    _, hub, call = local_daemon(AGENTCOORD_RUNNER_TIMEOUT="1")
+    make_package(hub, "alpha")
+    marker = "sleep 27.1828"
+    t0 = time.monotonic()
+    err, res = call("run_agent", {"agent_id": "alpha", "task": marker, "wait": True})
+    assert time.monotonic() - t0 < 10
+    assert not err
+    assert res["success"] is False
+    assert res["job"]["status"] == "timed_out"
+    assert not _marked(marker)
+
+
+def test_is_error_with_exit_zero_is_a_failure(local_daemon: Any) -> None:
+    """is_error true in the result JSON fails the job although the runner exited 0."""
+    _, hub, call = local_daemon()
+    make_package(hub, "alpha")
+    err, res = call("run_agent", {"agent_id": "alpha", "task": "is_error", "wait": True})
+    assert not err
+    assert res["success"] is False
+    assert res["job"]["exit_code"] == 0
+    assert res["job"]["result"]["is_error"] is True
+    assert "reported an error" in res["job"]["error"]
+
+
+def test_crash_without_result_json_keeps_stderr_in_the_log(local_daemon: Any) -> None:
+    """A runner that dies without result JSON fails; its stderr is kept in the job log."""
+    _, hub, call = local_daemon()
+    make_package(hub, "alpha")
+    err, res = call("run_agent", {"agent_id": "alpha", "task": "crash", "wait": True})
+    assert not err
+    assert res["success"] is False
+    assert res["job"]["exit_code"] == 3
+    assert "crashed on purpose" in res["job"]["error"]
+    assert "crashed on purpose" in (Path(res["job"]["log_dir"]) / "stderr").read_text()
+
+
+def test_weaker_mode_without_bwrap_is_reported(local_daemon: Any) -> None:
+    """With the sandbox off the job still runs and calls back, and says it was not sandboxed."""
+    d, hub, call = local_daemon(AGENTCOORD_RUNNER_SANDBOX="none")
+    make_package(hub, "alpha")
+    err, res = call("run_agent", {"agent_id": "alpha", "task": "whoami", "wait": True})
+    assert not err, res
+    assert res["job"]["sandbox"].startswith("none: bubblewrap not found")
+    assert _inner(res)["whoami"]["agent"] == "alpha"
+    err, found = call("discover_local_agents", {})
+    assert found["sandbox"].startswith("none")
+    from agentcoord.client import call_unix
+
+    status = call_unix(d.socket, "agentcoord/status", {})
+    assert status["local_agents"]["sandbox"] == "none"
+    assert status["local_agents"]["enabled"] is True
+
+
+def test_daemon_stop_cancels_running_jobs(local_daemon: Any) -> None:
+    """SIGTERM on the daemon kills a running runner and records the job as cancelled."""
+    d, hub, call = local_daemon()
+    make_package(hub, "alpha")
+    marker = "sleep 16.1803"
+    err, res = call("run_agent", {"agent_id": "alpha", "task": marker})
+    assert not err, res
+    assert _wait_for(lambda: len(_marked(marker)) >= 2, 10), "runner never started"
+    assert d.stop() == 0
+    assert not _marked(marker)
+    tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
+    assert tasks[res["job"]["job_id"]]["status"] == "cancelled"
