@@ -406,9 +406,10 @@ class ClaimStore:
         esc, rev = str(entry.key), int(entry.revision)
         if entry.operation in ("DEL", "PURGE"):
             before = self._records.get(esc)
-            if self._apply(esc, None, rev) and before is not None:
-                # Nobody here deleted it: the server's per-key TTL ran out (the daemon was
-                # down or late), or another client removed it.
+            if self._apply(esc, None, rev) and before is not None and entry.operation == "PURGE":
+                # A server limit marker (nats-py reports it as PURGE): the per-key TTL ran out
+                # before the reaper got there (the daemon was down or late). Our own deletes
+                # are DEL and are audited by whoever made them, even if the echo wins the race.
                 for h in before.holders:
                     self._released(before.key, h, "expired")
             return
