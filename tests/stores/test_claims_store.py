@@ -13,8 +13,15 @@ import pytest
 from nats.js import api
 
 from agentcoord.daemon.natsd import NatsSupervisor
-from agentcoord.stores.kv import ClaimPolicy, ClaimStore, Contention, Granted, NotHolder, StaleToken
-from agentcoord.stores.kv import _natskv
+from agentcoord.stores.kv import (
+    ClaimPolicy,
+    ClaimStore,
+    Contention,
+    Granted,
+    NotHolder,
+    StaleToken,
+    _natskv,
+)
 from agentcoord.stores.kv._procwatch import proc_key
 from tests.stores.conftest import Recorder
 
@@ -35,7 +42,6 @@ async def test_marker_regression_nats_py_create(js: Any) -> None:
     )
     await kv.create("k", b"1", msg_ttl=1)
     stream, subject = "KV_marker-test", "$KV.marker-test.k"
-    await _until(lambda: False if True else True, 0) if False else None
     deadline = time.monotonic() + 5
     while True:
         value, _ = await _natskv.fetch(js, stream, subject)
@@ -55,14 +61,17 @@ async def test_write_excludes_read_shares(js: Any, audit: Recorder) -> None:
     """write excludes another writer and readers; reads share; intent coexists with all."""
     async with ClaimStore(js, audit) as store:
         g = await store.claim("a", "file:x", "write", 60)
-        assert isinstance(g, Granted) and g.holder.token == g.revision
+        assert isinstance(g, Granted)
+        assert g.holder.token == g.revision
         c = await store.claim("b", "file:x", "write", 60)
-        assert isinstance(c, Contention) and c.holder.agent == "a"
+        assert isinstance(c, Contention)
+        assert c.holder.agent == "a"
         assert isinstance(await store.claim("b", "file:x", "read", 60), Contention)
         assert isinstance(await store.claim("c", "file:x", "intent", 60), Granted)
         r1 = await store.claim("a", "file:y", "read", 60)
         r2 = await store.claim("b", "file:y", "read", 60)
-        assert isinstance(r1, Granted) and isinstance(r2, Granted)
+        assert isinstance(r1, Granted)
+        assert isinstance(r2, Granted)
         assert r2.holder.token > r1.holder.token  # type: ignore[operator]
         assert isinstance(await store.claim("c", "file:y", "write", 60), Contention)
         assert {h.agent for _, h in store.check("file:y")} == {"a", "b"}
@@ -79,9 +88,10 @@ async def test_two_stores_race_with_cas(natsd: NatsSupervisor, audit: Recorder) 
     """Two stores (two daemons' worth of views) racing on keys never both win a write."""
     ncs = [await nats.connect(natsd.url, user=natsd.user, password=natsd.password) for _ in "ab"]
     try:
-        async with ClaimStore(ncs[0].jetstream(), audit) as s1, ClaimStore(
-            ncs[1].jetstream(), audit
-        ) as s2:
+        async with (
+            ClaimStore(ncs[0].jetstream(), audit) as s1,
+            ClaimStore(ncs[1].jetstream(), audit) as s2,
+        ):
             for i in range(20):
                 a, b = await asyncio.gather(
                     s1.claim("a", f"k{i}", "write", 60), s2.claim("b", f"k{i}", "write", 60)
@@ -96,7 +106,8 @@ async def test_release_rules_and_tokens(js: Any, audit: Recorder) -> None:
     """Only the holder with its current token releases; others get the seed's text."""
     async with ClaimStore(js, audit) as store:
         g = await store.claim("a", "r", "write", 60)
-        assert isinstance(g, Granted) and g.holder.token is not None
+        assert isinstance(g, Granted)
+        assert g.holder.token is not None
         with pytest.raises(NotHolder, match="claim on r is held by a, not b"):
             await store.release("b", "r", g.holder.token)
         with pytest.raises(StaleToken):
@@ -104,7 +115,8 @@ async def test_release_rules_and_tokens(js: Any, audit: Recorder) -> None:
         assert await store.release("a", "r", g.holder.token) is True
         assert await store.release("a", "r", g.holder.token) is False
         again = await store.claim("b", "r", "write", 60)
-        assert isinstance(again, Granted) and again.holder.token > g.holder.token  # type: ignore[operator]
+        assert isinstance(again, Granted)
+        assert again.holder.token > g.holder.token
         assert audit.reasons() == ["released"]
 
 
@@ -124,7 +136,8 @@ async def test_renew_and_heartbeat_extend(js: Any, audit: Recorder) -> None:
     async with ClaimStore(js, audit) as store:
         g = await store.claim("a", "k1", "write", 1)
         await store.claim("a", "k2", "read", 2)
-        assert isinstance(g, Granted) and g.holder.token is not None
+        assert isinstance(g, Granted)
+        assert g.holder.token is not None
         h = await store.renew("a", "k1", g.holder.token, 30)
         assert h.expires > g.holder.expires + 20
         with pytest.raises(StaleToken):
@@ -151,7 +164,7 @@ async def test_heartbeat_silence_and_max_age(js: Any, audit: Recorder) -> None:
 
 async def test_holder_exit_releases(js: Any, audit: Recorder) -> None:
     """When the holder process exits, its claims go with reason holder-exited."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # noqa: ASYNC220
     try:
         key = proc_key(proc.pid)
         assert key is not None
@@ -161,7 +174,8 @@ async def test_holder_exit_releases(js: Any, audit: Recorder) -> None:
             proc.kill()
             proc.wait()
             took = await _until(lambda: len(audit.reasons()) == 2, 3)
-            assert set(audit.reasons()) == {"holder-exited"} and took < 2
+            assert set(audit.reasons()) == {"holder-exited"}
+            assert took < 2
             assert store.check() == []
     finally:
         proc.kill()

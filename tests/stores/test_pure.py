@@ -50,7 +50,9 @@ def test_parse_duration_go_forms(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "5", "5x", "m", "1h 30m", "1h-5m", ".", "five minutes", "--1s"])
+@pytest.mark.parametrize(
+    "text", ["", "5", "5x", "m", "1h 30m", "1h-5m", ".", "five minutes", "--1s"]
+)
 def test_parse_duration_rejects_bad_values(text: str) -> None:
     """A malformed duration is an error, never a silent "no expiry" (seed 000 sharp edge)."""
     with pytest.raises(InvalidArguments, match="invalid duration"):
@@ -75,7 +77,8 @@ def test_escape_round_trips(key: str) -> None:
     esc = escape_key(key)
     assert unescape_key(esc) == key
     assert all(c.isascii() and (c.isalnum() or c in "_/-=") for c in esc)
-    assert not esc.startswith(".") and not esc.endswith(".")
+    assert not esc.startswith(".")
+    assert not esc.endswith(".")
 
 
 @given(st.text(min_size=1, max_size=60), st.text(min_size=1, max_size=60))
@@ -114,7 +117,8 @@ def test_compatibility_matrix() -> None:
     assert not compatible("read", "write")
     assert compatible("read", "read")
     for mode in ("write", "read", "intent"):
-        assert compatible("intent", mode) and compatible(mode, "intent")  # type: ignore[arg-type]
+        assert compatible("intent", mode)
+        assert compatible(mode, "intent")
 
 
 def _h(agent: str, mode: str = "write", now: float = 0, ttl: float = 60, **kw: object) -> Holder:
@@ -125,7 +129,8 @@ def test_grant_contention_names_the_holder() -> None:
     """A write against a live write holder is contention carrying that holder."""
     cur = ClaimRecord("k", (_h("a", token=5),))
     out = grant(cur, "k", _h("b", now=1), 1, POLICY)
-    assert isinstance(out, Contention) and out.holder.agent == "a"
+    assert isinstance(out, Contention)
+    assert out.holder.agent == "a"
 
 
 def test_grant_reads_share_and_expired_holders_drop() -> None:

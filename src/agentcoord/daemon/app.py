@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
     from agentcoord.daemon.http import HttpServer
     from agentcoord.daemon.natsd import NatsSupervisor
+    from agentcoord.stores.agentsource import AgentSource
+    from agentcoord.stores.audit import AuditLog
+    from agentcoord.stores.kv import ClaimStore, FocusStore
 
 __all__ = ["App"]
 
@@ -33,6 +36,11 @@ class App:
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0
+    # issue 4: claims, focus and audit (NATS KV / JetStream), agent rows for list_agents
+    audit: AuditLog | None = None
+    claims: ClaimStore | None = None
+    focus: FocusStore | None = None
+    agents: AgentSource | None = None
 
     def healthy(self) -> tuple[bool, str]:
         """Readiness for ``/healthz``: NATS is up and our client is connected."""

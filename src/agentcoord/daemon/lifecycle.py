@@ -153,6 +153,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
     stack.push_async_callback(_close_nats, app)
+    await _start_coordination(app, stack, directory)
 
     core = McpCore(default_registry(), app, cfg.tools_page_size)
     http = await stack.enter_async_context(
@@ -168,6 +169,25 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     stack.callback(_unlink, cfg.http_addr_file)
     await stack.enter_async_context(UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes))
     return app
+
+
+async def _start_coordination(
+    app: App, stack: contextlib.AsyncExitStack, directory: MemoryDirectory
+) -> None:
+    """Issue 4: the audit stream, then the claim and focus buckets with their watchers.
+
+    Entered after the NATS client, so they close before it: the audit queue drains last.
+    """
+    from agentcoord.stores.agentsource import DirectoryAgents
+    from agentcoord.stores.audit import AuditLog
+    from agentcoord.stores.kv import ClaimStore, FocusStore
+
+    assert app.nc is not None
+    js = app.nc.jetstream()
+    app.audit = await stack.enter_async_context(AuditLog(js))
+    app.claims = await stack.enter_async_context(ClaimStore(js, app.audit))
+    app.focus = await stack.enter_async_context(FocusStore(js, app.audit))
+    app.agents = DirectoryAgents(directory)
 
 
 def _with_addr(cfg: Config, addr: str) -> Config:

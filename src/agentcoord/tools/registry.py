@@ -31,6 +31,6 @@ class ToolRegistry:
 
 def default_registry() -> ToolRegistry:
     """Every tool family the daemon ships."""
-    from agentcoord.tools import identity
+    from agentcoord.tools import claims, discovery, identity
 
-    return ToolRegistry([*identity.TOOLS])
+    return ToolRegistry([*identity.TOOLS, *discovery.TOOLS, *claims.TOOLS])

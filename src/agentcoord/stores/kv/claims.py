@@ -22,12 +22,11 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nats.js import api
 
 from agentcoord.errors import ToolError
-from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.kv import _natskv
 from agentcoord.stores.kv._keys import escape_key
 from agentcoord.stores.kv._procwatch import ProcessWatch, ProcKey
@@ -41,6 +40,9 @@ from agentcoord.stores.kv._rules import (
     due_reason,
     grant,
 )
+
+if TYPE_CHECKING:
+    from agentcoord.stores.audit import AuditSink
 
 __all__ = [
     "BUCKET",

@@ -16,12 +16,14 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nats.js import api
 
-from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.kv._keys import escape_key
+
+if TYPE_CHECKING:
+    from agentcoord.stores.audit import AuditSink
 
 __all__ = ["BUCKET", "Focus", "FocusStore", "rank"]
 
