@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 STREAM = "AGENT_EVENTS"
 _MAX_AGE = 30 * 24 * 3600.0
 _DRAIN_DEADLINE = 2.0
-_QUERY_IDLE = 0.5
+_QUERY_IDLE = 2.0
+_QUERY_CONSUMER_IDLE = 30.0
 
 
 class AuditSink(Protocol):
@@ -138,28 +139,33 @@ class AuditLog:
     ) -> list[Event]:
         """The newest ``limit`` events at or after ``since`` (wall time), oldest first."""
         subject = f"events.{type_ or '*'}.{escape_key(agent) if agent else '*'}"
+        # A pull consumer: nothing is delivered before we fetch, so num_pending is exact.
         config = api.ConsumerConfig(
             deliver_policy=api.DeliverPolicy.ALL,
             ack_policy=api.AckPolicy.NONE,
+            inactive_threshold=_QUERY_CONSUMER_IDLE,
+            mem_storage=True,
         )
         if since is not None:
             config.deliver_policy = api.DeliverPolicy.BY_START_TIME
             config.opt_start_time = dt.datetime.fromtimestamp(since, dt.UTC)
-        sub = await self._js.subscribe(subject, stream=STREAM, ordered_consumer=True, config=config)
+        sub = await self._js.pull_subscribe(subject, stream=STREAM, config=config)
         out: deque[Event] = deque(maxlen=max(1, limit))
+        name = ""
         try:
             info = await sub.consumer_info()
-            pending = info.num_pending
+            name, pending = info.name, info.num_pending
             while pending > 0:
-                try:
-                    msg = await sub.next_msg(timeout=_QUERY_IDLE)
-                except Exception:
-                    break
-                pending = msg.metadata.num_pending
-                out.append(_decode(msg.data, msg.metadata.sequence.stream))
+                msgs = await sub.fetch(min(pending, 256), timeout=_QUERY_IDLE)
+                for msg in msgs:
+                    out.append(_decode(msg.data, msg.metadata.sequence.stream))
+                pending = msgs[-1].metadata.num_pending if msgs else 0
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+            if name:
+                with contextlib.suppress(Exception):
+                    await self._js.delete_consumer(STREAM, name)
         return list(out)
 
 

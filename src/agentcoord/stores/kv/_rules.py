@@ -38,8 +38,8 @@ class ClaimPolicy:
     """Limits of the claim plane; seed 003: heartbeat every 30 s, silence for 2 min releases."""
 
     default_ttl: float = 300.0  # seed 003: short-lived locks, 5 minutes, renewable
-    max_ttl: float = 3600.0  # one grant or renewal may not ask for more
-    max_age: float = 4 * 3600.0  # hard limit on a claim's life, renewals included
+    max_ttl: float = 2 * 3600.0  # one grant or renewal may not ask for more
+    max_age: float = 8 * 3600.0  # hard limit on a claim's life, renewals included
     heartbeat_grace: float = 120.0
 
 
