@@ -21,7 +21,7 @@ from agentcoord.stores.kv import (
 from agentcoord.stores.kv._keys import MAX_KEY_CHARS
 from agentcoord.stores.kv._natskv import is_absent
 from agentcoord.stores.kv._rules import compatible, due_reason, grant, wire_ttl
-from agentcoord.stores.kv.focus import Focus, rank
+from agentcoord.stores.kv.focus import Focus, by_recency, rank
 
 POLICY = ClaimPolicy(default_ttl=60, max_ttl=600, max_age=1000, heartbeat_grace=120)
 
@@ -178,13 +178,16 @@ def test_is_absent_recognises_markers() -> None:
 
 def test_rank_orders_and_bounds() -> None:
     """Exact tags outrank substrings and free text; results are bounded by limit."""
-    recs = [
-        Focus.make("a", intent="refactor the auth flow", updated=1),
-        Focus.make("b", files=("src/auth.rs",), updated=2),
-        Focus.make("c", concepts=("auth",), updated=3),
-        Focus.make("d", intent="docs", updated=4),
-    ]
+    recs = by_recency(
+        [
+            Focus.make("a", intent="refactor the auth flow", updated=1),
+            Focus.make("b", files=("src/auth.rs",), updated=2),
+            Focus.make("c", concepts=("auth",), updated=3),
+            Focus.make("d", intent="docs", updated=4),
+            Focus.make("e", intent="auth again", updated=5),
+        ]
+    )
     got = [f.agent for f, _ in rank(recs, "AUTH", 10)]
-    assert got == ["c", "b", "a"]
+    assert got == ["c", "b", "e", "a"]  # same score: newest first
     assert len(rank(recs, "auth", 2)) == 2
     assert rank(recs, "   ", 10) == []

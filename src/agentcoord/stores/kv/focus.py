@@ -25,7 +25,7 @@ from agentcoord.stores.kv._keys import escape_key
 if TYPE_CHECKING:
     from agentcoord.stores.audit import AuditSink
 
-__all__ = ["BUCKET", "Focus", "FocusStore", "rank"]
+__all__ = ["BUCKET", "Focus", "FocusStore", "by_recency", "rank"]
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,10 @@ class Focus:
     symbols: tuple[str, ...] = ()
     concepts: tuple[str, ...] = ()
     updated: float = 0.0
-    _hay: tuple[str, tuple[str, ...]] = field(default=("", ()), compare=False, repr=False)
+    # (everything, NUL-joined tags, set of tags), lowercased: precomputed for find_agents
+    _hay: tuple[str, str, frozenset[str]] = field(
+        default=("", "", frozenset()), compare=False, repr=False
+    )
 
     @staticmethod
     def make(
@@ -53,8 +56,10 @@ class Focus:
         concepts: tuple[str, ...] = (),
         updated: float = 0.0,
     ) -> Focus:
-        tags = tuple(t.lower() for t in (*files, *symbols, *concepts))
-        return Focus(agent, intent, files, symbols, concepts, updated, (intent.lower(), tags))
+        tags = [t.lower() for t in (*files, *symbols, *concepts)]
+        joined = "\0".join(tags)
+        hay = (intent.lower() + "\0" + joined, joined, frozenset(tags))
+        return Focus(agent, intent, files, symbols, concepts, updated, hay)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -79,27 +84,45 @@ class Focus:
         )
 
 
-def _score(focus: Focus, terms: list[str]) -> int:
-    intent, tags = focus._hay
-    score = 0
-    for term in terms:
-        if term in tags:
-            score += 5  # an exact tag
-        elif any(term in tag for tag in tags):
-            score += 3
-        elif term in intent:
-            score += 2
-    return score
+def by_recency(records: list[Focus]) -> list[Focus]:
+    """Newest first, then by name: the order :func:`rank` keeps within one score."""
+    return sorted(records, key=lambda f: (-f.updated, f.agent))
 
 
 def rank(records: list[Focus], query: str, limit: int) -> list[tuple[Focus, int]]:
-    """The best ``limit`` matches of ``query`` (pure; see the module doc for the order)."""
-    terms = [t for t in query.lower().split() if t]
+    """The best ``limit`` matches of ``query``; ``records`` must be in :func:`by_recency`
+    order (pure; see the module doc for the order).
+
+    Per term: an exact tag scores 5, a substring of a tag 3, a substring of the intent 2.
+    Matches are bucketed by score, so no sort runs per query.
+    """
+    terms = [t for t in query.lower().replace("\0", "").split() if t]
     if not terms:
         return []
-    scored = [(f, s) for f in records if (s := _score(f, terms)) > 0]
-    scored.sort(key=lambda item: (-item[1], -item[0].updated, item[0].agent))
-    return scored[: max(0, limit)]
+    buckets: dict[int, list[Focus]] = {}
+    for f in records:
+        everything, joined, tags = f._hay
+        score = 0
+        for term in terms:
+            if term in everything:  # the cheap test first: most records miss
+                if term in tags:
+                    score += 5
+                elif term in joined:  # terms hold no NUL, so no hit spans two tags
+                    score += 3
+                else:
+                    score += 2
+        if score:
+            bucket = buckets.get(score)
+            if bucket is None:
+                buckets[score] = [f]
+            else:
+                bucket.append(f)
+    out: list[tuple[Focus, int]] = []
+    for score in sorted(buckets, reverse=True):
+        out.extend((f, score) for f in buckets[score][: limit - len(out)])
+        if len(out) >= limit:
+            break
+    return out
 
 
 class FocusStore:
@@ -114,6 +137,7 @@ class FocusStore:
         self._kv: Any = None
         self._watcher: Any = None
         self._view: dict[str, Focus] = {}
+        self._ordered: list[Focus] | None = None  # the view by recency, rebuilt after changes
         self._revs: dict[str, int] = {}
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -164,12 +188,15 @@ class FocusStore:
         return list(self._view.values())
 
     def find(self, query: str, limit: int) -> list[tuple[Focus, int]]:
-        return rank(list(self._view.values()), query, limit)
+        if self._ordered is None:
+            self._ordered = by_recency(list(self._view.values()))
+        return rank(self._ordered, query, limit)
 
     def _apply(self, esc: str, focus: Focus | None, rev: int) -> None:
         if rev <= self._revs.get(esc, 0):
             return
         self._revs[esc] = rev
+        self._ordered = None
         if focus is None:
             self._view.pop(esc, None)
         else:
