@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -46,7 +48,11 @@ def spawn_session(
     if hold:
         argv.append("--hold")
     return subprocess.Popen(
-        [*argv, json.dumps(calls)], env=d.env, cwd=d.root, stdout=subprocess.PIPE
+        [*argv, json.dumps(calls)],
+        env=d.env,
+        cwd=d.root,
+        stdout=subprocess.PIPE,
+        start_new_session=True,  # so finish() also reaps the client under the stand-in
     )
 
 
@@ -72,9 +78,9 @@ def own_call(d: Daemon, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def finish(proc: subprocess.Popen[bytes]) -> None:
-    """Kill (if still running), reap and close a spawned session process."""
-    if proc.poll() is None:
-        proc.kill()
+    """Kill a spawned session's process group, reap it and close its pipe."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(10)
     if proc.stdout is not None:
         proc.stdout.close()

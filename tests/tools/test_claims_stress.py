@@ -11,6 +11,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import FAKES, Daemon
 
 WORKER = FAKES / "claim_worker.py"
@@ -101,8 +103,5 @@ def test_shadow_log_check_catches_overlap() -> None:
         {**base, "agent": "a", "token": 1, "sent": 0.0, "got": 1.0, "release_sent": 3.0},
         {**base, "agent": "b", "token": 2, "sent": 0.0, "got": 2.0, "release_sent": 4.0},
     ]
-    try:
+    with pytest.raises(AssertionError, match="overlapped"):
         check_shadow_log(bad)
-    except AssertionError:
-        return
-    raise AssertionError("overlapping writes were not detected")
