@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from agentcoord.errors import InvalidArguments
@@ -102,7 +102,7 @@ class ClaimRecord:
         )
 
     def encode(self) -> bytes:
-        body = {"key": self.key, "holders": [_compact(asdict(h)) for h in self.holders]}
+        body = {"key": self.key, "holders": [_compact(h.__dict__) for h in self.holders]}
         return json.dumps(body, separators=(",", ":")).encode()
 
     @staticmethod

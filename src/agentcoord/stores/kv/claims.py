@@ -415,7 +415,8 @@ class ClaimStore:
                 for h in before.holders:
                     self._released(before.key, h, "expired")
             return
-        self._apply(esc, _decode(entry.value, rev), rev)
+        if rev > self._revs.get(esc, 0):  # our own writes echo back: skip decoding them
+            self._apply(esc, _decode(entry.value, rev), rev)
 
     # ---- automatic release ---------------------------------------------------------------
 
