@@ -63,10 +63,15 @@ def read_results(proc: subprocess.Popen[bytes]) -> list[dict[str, Any]]:
 
 def own_call(d: Daemon, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A tools/call from this test process (whoever the daemon says it is)."""
+    req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    req["params"] = {"name": name, "arguments": arguments}
+    return unix_request(d, req)["result"]  # type: ignore[no-any-return]
+
+
+def unix_request(d: Daemon, req: dict[str, Any]) -> dict[str, Any]:
+    """One JSON-RPC request over the unix socket from this process; the reply."""
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(str(d.socket))
-        req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
-        req["params"] = {"name": name, "arguments": arguments}
         s.sendall(json.dumps(req).encode() + b"\n")
         buf = b""
         while not buf.endswith(b"\n"):
@@ -74,7 +79,7 @@ def own_call(d: Daemon, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             if not chunk:
                 break
             buf += chunk
-    return json.loads(buf)["result"]  # type: ignore[no-any-return]
+    return json.loads(buf)  # type: ignore[no-any-return]
 
 
 def finish(proc: subprocess.Popen[bytes]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from tests.tools.conftest import (
     read_results,
     session_call,
     spawn_session,
+    unix_request,
 )
 
 
@@ -37,9 +39,17 @@ def _wait_for(pred: Any, timeout: float) -> float:
 
 
 def test_tools_listed_with_descriptions(daemon: Daemon) -> None:
-    """tools/list carries every claim and discovery tool, each with a description."""
-    listed = own_call(daemon, "check_claims", {})  # the tool exists and answers
-    assert _sc(listed) == {"claims": [], "total": 0}
+    """tools/list carries every claim and discovery tool, each with a short description."""
+    reply = unix_request(daemon, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    tools = {t["name"]: t for t in reply["result"]["tools"]}
+    ours = [
+        "claim", "release", "renew", "heartbeat", "check_claims", "audit",
+        "annotate", "find_agents", "list_agents", "get_agent",
+    ]  # fmt: skip
+    for name in ours:
+        assert 0 < len(tools[name]["description"]) <= 200
+    assert len(json.dumps([tools[n] for n in ours])) < 4000  # the listing stays cheap
+    assert _sc(own_call(daemon, "check_claims", {})) == {"claims": [], "total": 0}
 
 
 def test_two_sessions_race_one_write_key(daemon: Daemon, claude_bin: Path) -> None:

@@ -197,9 +197,9 @@ _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
 TOOLS = [
     Tool(
         "claim",
-        "Lease a resource key before touching it. mode write (exclusive, default), read "
+        "Lease a resource key before touching it. mode: write (exclusive, default), read "
         "(shared), intent (advisory). ttl: Go duration, default 5m. Returns a token for "
-        "release/renew; contention returns the holder.",
+        "release/renew, or the holder.",
         obj_schema(
             ("resource_key",),
             resource_key=_KEY,
