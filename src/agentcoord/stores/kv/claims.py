@@ -28,7 +28,7 @@ from nats.js import api
 
 from agentcoord.errors import ToolError
 from agentcoord.stores.kv import _natskv
-from agentcoord.stores.kv._keys import escape_key
+from agentcoord.stores.kv._keys import escape_key, unescape_key
 from agentcoord.stores.kv._procwatch import ProcessWatch, ProcKey
 from agentcoord.stores.kv._rules import (
     ClaimPolicy,
@@ -61,6 +61,7 @@ _PREFIX = f"$KV.{BUCKET}."
 # How long the server keeps the marker of an expired key; the watch needs it to see expiry.
 LIMIT_MARKER_TTL = 5.0
 _CAS_ATTEMPTS = 8
+_SYNC_TIMEOUT = 10.0
 
 
 class NotHolder(ToolError):
@@ -122,20 +123,24 @@ class ClaimStore:
     # ---- lifecycle -----------------------------------------------------------------------
 
     async def __aenter__(self) -> ClaimStore:
-        kv = await self._js.create_key_value(
-            api.KeyValueConfig(bucket=BUCKET, history=1, limit_marker_ttl=LIMIT_MARKER_TTL)
-        )
-        await self._procs.__aenter__()
-        self._watcher = await kv.watchall()
-        loop = asyncio.get_running_loop()
-        self._tasks.append(loop.create_task(self._watch(), name="claims-watch"))
-        await self._synced.wait()
-        self._tasks.append(loop.create_task(self._reap_loop(), name="claims-reaper"))
-        self._tasks.append(loop.create_task(self._exit_loop(), name="claims-exits"))
-        for record in list(self._records.values()):
-            for h in record.holders:
-                if h.pid is not None and h.pid_start is not None:
-                    self._procs.watch((h.pid, h.pid_start))
+        try:
+            kv = await self._js.create_key_value(
+                api.KeyValueConfig(bucket=BUCKET, history=1, limit_marker_ttl=LIMIT_MARKER_TTL)
+            )
+            await self._procs.__aenter__()
+            self._watcher = await kv.watchall()
+            loop = asyncio.get_running_loop()
+            self._tasks.append(loop.create_task(self._watch(), name="claims-watch"))
+            # Serve nothing before the view holds every live claim (after a restart too).
+            async with asyncio.timeout(_SYNC_TIMEOUT):
+                await self._synced.wait()
+            self._tasks.append(loop.create_task(self._reap_loop(), name="claims-reaper"))
+            self._tasks.append(loop.create_task(self._exit_loop(), name="claims-exits"))
+            for key in set(self.processes()):
+                self._procs.watch(key)
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -356,10 +361,9 @@ class ClaimStore:
                     fresh = True
                     continue
                 self._apply(esc, plan.record.with_tokens(new_rev) if plan.record else None, new_rev)
+                resource = unescape_key(esc)
                 for holder, reason in plan.released:
-                    self._released(
-                        plan.record.key if plan.record else cur.key if cur else esc, holder, reason
-                    )
+                    self._released(resource, holder, reason)
                 return plan.result(new_rev)
         raise ClaimConflict(f"{esc} kept changing; try again")
 
