@@ -18,9 +18,17 @@ from agentcoord.stores.kv import (
     parse_mode,
     unescape_key,
 )
+from agentcoord.stores.kv import _rules as rules
 from agentcoord.stores.kv._keys import MAX_KEY_CHARS
 from agentcoord.stores.kv._natskv import is_absent
-from agentcoord.stores.kv._rules import compatible, due_reason, grant, wire_ttl
+from agentcoord.stores.kv._rules import (
+    NotHolder,
+    StaleToken,
+    compatible,
+    due_reason,
+    grant,
+    wire_ttl,
+)
 from agentcoord.stores.kv.focus import Focus, by_recency, rank
 
 POLICY = ClaimPolicy(default_ttl=60, max_ttl=600, max_age=1000, heartbeat_grace=120)
@@ -191,3 +199,35 @@ def test_rank_orders_and_bounds() -> None:
     assert got == ["c", "b", "e", "a"]  # same score: newest first
     assert len(rank(recs, "auth", 2)) == 2
     assert rank(recs, "   ", 10) == []
+
+
+def test_release_rule_errors_and_result() -> None:
+    """release: seed text for another's claim, StaleToken for a wrong token, None when free."""
+    cur = ClaimRecord("k", (_h("a", "read", token=3), _h("b", "read", token=4)))
+    with pytest.raises(NotHolder, match="claim on k is held by a, not c"):
+        rules.release(cur, "k", "c", 3, 1, POLICY)
+    with pytest.raises(StaleToken):
+        rules.release(cur, "k", "b", 3, 1, POLICY)
+    out = rules.release(cur, "k", "b", 4, 1, POLICY)
+    assert out is not None
+    assert [h.agent for h in out[0].holders] == ["a"]  # type: ignore[union-attr]
+    assert rules.release(None, "k", "b", 4, 1, POLICY) is None
+
+
+def test_renew_beat_and_drop_rules() -> None:
+    """renew extends one grant; beat renews and marks an agent's grants; drop removes by reason."""
+    cur = ClaimRecord("k", (_h("a", "read", token=3, ttl=10), _h("b", "read", token=4, ttl=10)))
+    rec, new = rules.renew(cur, "k", "a", 3, 100, 5, POLICY)
+    assert new.expires == 105
+    assert rec.holders[1] == cur.holders[1]
+    with pytest.raises(NotHolder, match="you hold no claim"):
+        rules.renew(None, "k", "a", 3, None, 5, POLICY)
+    beaten = rules.beat(cur, "b", 5, POLICY)
+    assert beaten is not None
+    assert (beaten.holders[1].heartbeat, beaten.holders[1].expires) == (5, 15)
+    assert rules.beat(cur, "nobody", 5, POLICY) is None
+    out = rules.drop(cur, lambda h: "holder-exited" if h.agent == "a" else None)
+    assert out is not None
+    assert [h.agent for h in out[0].holders] == ["b"]  # type: ignore[union-attr]
+    assert [r for _, r in out[1]] == ["holder-exited"]
+    assert rules.drop(cur, lambda h: None) is None

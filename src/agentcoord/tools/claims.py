@@ -55,7 +55,7 @@ def _store(ctx: ToolContext) -> ClaimStore:
     return running(ctx.app.claims, "claims")
 
 
-def _ttl(ctx: ToolContext, args: dict[str, Any], default: float | None) -> float | None:
+def _ttl(args: dict[str, Any], default: float | None) -> float | None:
     text = args.get("ttl")
     if not text:
         return default
@@ -79,7 +79,7 @@ async def _claim(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     agent = acting_agent(ctx, args)
     store = _store(ctx)
     mode = parse_mode(args.get("mode") or "write")
-    ttl = _ttl(ctx, args, store.policy.default_ttl)
+    ttl = _ttl(args, store.policy.default_ttl)
     assert ttl is not None
     key = args["resource_key"]
     out = await store.claim(
@@ -118,7 +118,7 @@ async def _release(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 async def _renew(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     agent = acting_agent(ctx, args)
     key = args["resource_key"]
-    holder = await _store(ctx).renew(agent, key, args["token"], _ttl(ctx, args, None))
+    holder = await _store(ctx).renew(agent, key, args["token"], _ttl(args, None))
     return {"renewed": True, "claim": claim_row(key, holder)}
 
 

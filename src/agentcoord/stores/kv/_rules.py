@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from agentcoord.errors import InvalidArguments
+from agentcoord.errors import InvalidArguments, ToolError
 
 __all__ = [
     "MODES",
@@ -20,17 +21,31 @@ __all__ = [
     "Contention",
     "Holder",
     "Mode",
+    "NotHolder",
     "ReleaseReason",
+    "StaleToken",
+    "beat",
     "compatible",
+    "drop",
     "due_reason",
     "grant",
     "parse_mode",
+    "release",
+    "renew",
     "wire_ttl",
 ]
 
 Mode = Literal["write", "read", "intent"]
 MODES: tuple[Mode, ...] = ("write", "read", "intent")
 ReleaseReason = Literal["released", "expired", "holder-exited", "heartbeat-lost", "max-age"]
+
+
+class NotHolder(ToolError):
+    """Releasing or renewing a claim that someone else holds (seed 000's wording)."""
+
+
+class StaleToken(ToolError):
+    """The fencing token is not the one of the caller's current grant."""
 
 
 @dataclass(frozen=True)
@@ -179,3 +194,87 @@ def grant(
         if not compatible(h.mode, wanted.mode):
             return Contention(h)
     return ClaimRecord(key=key, holders=(*kept, wanted)), dropped
+
+
+def _live(cur: ClaimRecord | None, now: float, policy: ClaimPolicy) -> list[Holder]:
+    return [h for h in (cur.holders if cur else ()) if due_reason(h, now, policy) is None]
+
+
+def release(
+    cur: ClaimRecord | None, key: str, agent: str, token: int, now: float, policy: ClaimPolicy
+) -> tuple[ClaimRecord | None, Holder] | None:
+    """The record without ``agent``'s grant ``token`` (None when empty) and that grant; None
+    when nothing live is held. Someone else's claim raises seed 000's error."""
+    live = _live(cur, now, policy)
+    mine = [h for h in live if h.agent == agent]
+    if not mine:
+        if live:
+            raise NotHolder(f"claim on {key} is held by {live[0].agent}, not {agent}")
+        return None
+    gone = next((h for h in mine if h.token == token), None)
+    if gone is None or cur is None:
+        raise StaleToken(
+            f"token {token} is not your current grant on {key} (yours is {mine[0].token})"
+        )
+    rest = tuple(h for h in cur.holders if h is not gone)
+    return (replace(cur, holders=rest) if rest else None), gone
+
+
+def renew(
+    cur: ClaimRecord | None,
+    key: str,
+    agent: str,
+    token: int,
+    ttl: float | None,
+    now: float,
+    policy: ClaimPolicy,
+) -> tuple[ClaimRecord, Holder]:
+    """The record with ``agent``'s grant ``token`` extended to ``now + ttl`` (default: its own
+    ttl), and the renewed grant."""
+    live = _live(cur, now, policy)
+    mine = next((h for h in live if h.agent == agent and h.token == token), None)
+    if mine is None or cur is None:
+        if any(h.agent == agent for h in live):
+            raise StaleToken(f"token {token} is not your current grant on {key}")
+        if live:
+            raise NotHolder(f"claim on {key} is held by {live[0].agent}, not {agent}")
+        raise NotHolder(f"you hold no claim on {key}")
+    span = ttl if ttl is not None else mine.ttl
+    new = replace(mine, expires=now + span, ttl=span)
+    return replace(cur, holders=tuple(new if h is mine else h for h in cur.holders)), new
+
+
+def beat(
+    cur: ClaimRecord | None, agent: str, now: float, policy: ClaimPolicy
+) -> ClaimRecord | None:
+    """The record with each of ``agent``'s live grants renewed by its ttl and marked as
+    heartbeating (seed 003), or None when nothing changes."""
+    if cur is None:
+        return None
+    holders = tuple(
+        replace(h, heartbeat=now, expires=now + h.ttl)
+        if h.agent == agent and due_reason(h, now, policy) is None
+        else h
+        for h in cur.holders
+    )
+    return None if holders == cur.holders else replace(cur, holders=holders)
+
+
+def drop(
+    cur: ClaimRecord | None, why: Callable[[Holder], ReleaseReason | None]
+) -> tuple[ClaimRecord | None, list[tuple[Holder, ReleaseReason]]] | None:
+    """The record without the holders ``why`` gives a reason for (None when empty), and
+    those holders with their reasons; None when nobody goes."""
+    if cur is None:
+        return None
+    gone: list[tuple[Holder, ReleaseReason]] = []
+    kept: list[Holder] = []
+    for h in cur.holders:
+        reason = why(h)
+        if reason is None:
+            kept.append(h)
+        else:
+            gone.append((h, reason))
+    if not gone:
+        return None
+    return (replace(cur, holders=tuple(kept)) if kept else None), gone

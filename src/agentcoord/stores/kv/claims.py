@@ -21,13 +21,13 @@ import heapq
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nats.js import api
 
 from agentcoord.errors import ToolError
-from agentcoord.stores.kv import _natskv
+from agentcoord.stores.kv import _natskv, _rules
 from agentcoord.stores.kv._keys import escape_key, unescape_key
 from agentcoord.stores.kv._procwatch import ProcessWatch, ProcKey
 from agentcoord.stores.kv._rules import (
@@ -36,7 +36,9 @@ from agentcoord.stores.kv._rules import (
     Contention,
     Holder,
     Mode,
+    NotHolder,
     ReleaseReason,
+    StaleToken,
     due_reason,
     grant,
 )
@@ -62,14 +64,6 @@ _PREFIX = f"$KV.{BUCKET}."
 LIMIT_MARKER_TTL = 5.0
 _CAS_ATTEMPTS = 8
 _SYNC_TIMEOUT = 10.0
-
-
-class NotHolder(ToolError):
-    """Releasing or renewing a claim that someone else holds (seed 000's wording)."""
-
-
-class StaleToken(ToolError):
-    """The fencing token is not the one of the caller's current grant."""
 
 
 class ClaimConflict(ToolError):
@@ -228,79 +222,37 @@ class ClaimStore:
 
     async def release(self, agent: str, key: str, token: int) -> bool:
         """Drop ``agent``'s grant ``token`` on ``key``; False when nothing was held."""
-        esc = escape_key(key)
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
-            live = [
-                h for h in (cur.holders if cur else ()) if due_reason(h, now, self.policy) is None
-            ]
-            mine = [h for h in live if h.agent == agent]
-            if not mine:
-                if live:
-                    other = live[0].agent
-                    raise NotHolder(f"claim on {key} is held by {other}, not {agent}")
+            out = _rules.release(cur, key, agent, token, now, self.policy)
+            if out is None:
                 return _Plan(cur, False, lambda _rev: False)
-            if not any(h.token == token for h in mine):
-                raise StaleToken(
-                    f"token {token} is not your current grant on {key} (yours is {mine[0].token})"
-                )
-            assert cur is not None
-            gone = [(h, "released") for h in cur.holders if h.agent == agent and h.token == token]
-            rest = tuple(h for h in cur.holders if not (h.agent == agent and h.token == token))
-            return _Plan(
-                replace(cur, holders=rest) if rest else None,
-                True,
-                lambda _rev: True,
-                tuple(gone),  # type: ignore[arg-type]
-            )
+            record, gone = out
+            return _Plan(record, True, lambda _rev: True, ((gone, "released"),))
 
-        return bool(await self._mutate(esc, plan))
+        return bool(await self._mutate(escape_key(key), plan))
 
     async def renew(self, agent: str, key: str, token: int, ttl: float | None = None) -> Holder:
         """Extend ``agent``'s grant ``token`` on ``key`` by ``ttl`` (default: its own ttl)."""
         if ttl is not None:
             self._check_ttl(ttl)
-        esc = escape_key(key)
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
-            live = [
-                h for h in (cur.holders if cur else ()) if due_reason(h, now, self.policy) is None
-            ]
-            mine = next((h for h in live if h.agent == agent and h.token == token), None)
-            if mine is None:
-                if any(h.agent == agent for h in live):
-                    raise StaleToken(f"token {token} is not your current grant on {key}")
-                if live:
-                    raise NotHolder(f"claim on {key} is held by {live[0].agent}, not {agent}")
-                raise NotHolder(f"you hold no claim on {key}")
-            assert cur is not None
-            span = ttl if ttl is not None else mine.ttl
-            new = replace(mine, expires=now + span, ttl=span)
-            holders = tuple(new if h is mine else h for h in cur.holders)
-            return _Plan(replace(cur, holders=holders), True, lambda _rev: new)
+            record, new = _rules.renew(cur, key, agent, token, ttl, now, self.policy)
+            return _Plan(record, True, lambda _rev: new)
 
-        return await self._mutate(esc, plan)  # type: ignore[no-any-return]
+        return await self._mutate(escape_key(key), plan)  # type: ignore[no-any-return]
 
     async def heartbeat(self, agent: str) -> list[str]:
         """Renew every claim ``agent`` holds and mark it as a heartbeating holder (seed 003)."""
-        now = self._clock()
-        self._heartbeats[agent] = now
+        self._heartbeats[agent] = self._clock()
+
+        def plan(cur: ClaimRecord | None, now: float) -> _Plan:
+            record = _rules.beat(cur, agent, now, self.policy)
+            return _Plan(record, record is not None, lambda _rev: record is not None)
+
         renewed: list[str] = []
         for key in sorted({key for key, _ in self.held_by(agent)}):
-
-            def plan(cur: ClaimRecord | None, now: float) -> _Plan:
-                if cur is None:
-                    return _Plan(None, False, lambda _rev: False)
-                holders = tuple(
-                    replace(h, heartbeat=now, expires=now + h.ttl)
-                    if h.agent == agent and due_reason(h, now, self.policy) is None
-                    else h
-                    for h in cur.holders
-                )
-                if holders == cur.holders:
-                    return _Plan(cur, False, lambda _rev: False)
-                return _Plan(replace(cur, holders=holders), True, lambda _rev: True)
-
             if await self._mutate(escape_key(key), plan):
                 renewed.append(key)
         return renewed
@@ -458,20 +410,10 @@ class ClaimStore:
 
     async def _drop(self, esc: str, why: Callable[[Holder, float], ReleaseReason | None]) -> None:
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
-            if cur is None:
-                return _Plan(None, False, lambda _rev: None)
-            gone: list[tuple[Holder, ReleaseReason]] = []
-            kept: list[Holder] = []
-            for h in cur.holders:
-                reason = why(h, now)
-                if reason is None:
-                    kept.append(h)
-                else:
-                    gone.append((h, reason))
-            if not gone:
+            out = _rules.drop(cur, lambda h: why(h, now))
+            if out is None:
                 return _Plan(cur, False, lambda _rev: None)
-            record = replace(cur, holders=tuple(kept)) if kept else None
-            return _Plan(record, True, lambda _rev: None, tuple(gone))
+            return _Plan(out[0], True, lambda _rev: None, tuple(out[1]))
 
         await self._mutate(esc, plan)
 
