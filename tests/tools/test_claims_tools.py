@@ -199,28 +199,34 @@ def test_holder_exit_releases_within_two_seconds(daemon: Daemon, claude_bin: Pat
 
 
 def test_daemon_kill_restart_keeps_live_claims(daemon: Daemon, claude_bin: Path) -> None:
-    """After kill -9 and restart, a live claim (holder still running) is intact, an expired
-    one is gone."""
-    proc = spawn_session(
-        daemon,
-        claude_bin,
-        [
-            ("claim", {"resource_key": "live", "ttl": "10m"}),
-            ("claim", {"resource_key": "short", "ttl": "1s"}),
-        ],
-        hold=True,
-    )
+    """After kill -9 and restart, a live claim is intact, an expired one is gone, and the
+    holder's process is watched again (its exit still releases the claim)."""
+    calls = [
+        ("claim", {"resource_key": "live", "ttl": "10m"}),
+        ("claim", {"resource_key": "short", "ttl": "1s"}),
+    ]
+    proc = spawn_session(daemon, claude_bin, calls, hold=True)
     try:
         read_results(proc)
         daemon.stop(signal.SIGKILL)
         time.sleep(1.2)
         daemon.start()
-        _wait_for(
-            lambda: (
-                [r["resource_key"] for r in _sc(own_call(daemon, "check_claims", {}))["claims"]]
-                == ["live"]
-            ),
-            3,
-        )
+
+        def keys() -> list[str]:
+            return [r["resource_key"] for r in _sc(own_call(daemon, "check_claims", {}))["claims"]]
+
+        _wait_for(lambda: keys() == ["live"], 3)
+        proc.send_signal(signal.SIGKILL)  # the stand-in claude: the session dies
+        proc.wait(5)
+        assert _wait_for(lambda: keys() == [], 5) < 2.0
     finally:
         finish(proc)
+
+
+def test_clean_shutdown_keeps_queued_audit_events(daemon: Daemon, claude_bin: Path) -> None:
+    """Events emitted right before SIGTERM are in the stream after a restart."""
+    with holding(daemon, claude_bin, [("claim", {"resource_key": "a"})]):
+        assert daemon.stop() == 0
+    daemon.start()
+    events = _sc(own_call(daemon, "audit", {"type": "CLAIM_ACQUIRED"}))["events"]
+    assert [e["resource_key"] for e in events] == ["a"]
