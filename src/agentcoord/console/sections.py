@@ -13,6 +13,49 @@ __all__ = ["install_sections"]
 
 def install_sections(app: App) -> None:
     """Register the console sections and the prompt answerer for the parts ``app`` has."""
+    claim_store, focus, agent_source, local = app.claims, app.focus, app.agents, app.local_agents
+
+    if claim_store is not None:
+
+        async def claims() -> list[dict[str, Any]]:
+            return [
+                {
+                    "resource_key": key,
+                    "agent": h.agent,
+                    "mode": h.mode,
+                    "expires_at": time.strftime("%H:%M:%S", time.localtime(h.expires)),
+                    "purpose": h.purpose,
+                }
+                for key, h in claim_store.check("")
+            ]
+
+        app.console_sections["claims"] = claims
+
+    async def agents() -> list[dict[str, Any]]:
+        held: dict[str, list[str]] = {}
+        if claim_store is not None:
+            for key, h in claim_store.check(""):
+                held.setdefault(h.agent, []).append(key)
+        rows = []
+        for row in await agent_source.list_agents() if agent_source is not None else []:
+            f = focus.get(row["name"]) if focus is not None else None
+            rows.append(
+                {
+                    "name": row["name"],
+                    "status": row.get("phase", ""),
+                    "focus": f.intent if f else "",
+                    "claims": held.get(row["name"], []),
+                }
+            )
+        if local is not None:
+            await local.refresh_sessions()
+            rows += [
+                {"name": r["agent_id"], "status": r["effective_status"], "focus": "", "claims": []}
+                for r in local.merged(limit=200)
+            ]
+        return rows
+
+    app.console_sections["agents"] = agents
     messaging = app.messaging
     if messaging is not None:
         from agentcoord.tools.humans import answer_prompt

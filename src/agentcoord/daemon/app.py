@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from agentcoord.daemon.messaging import Messaging
     from agentcoord.daemon.natsd import NatsSupervisor
     from agentcoord.localagents import LocalAgents
+    from agentcoord.stores.agentsource import AgentSource
+    from agentcoord.stores.audit import AuditLog
+    from agentcoord.stores.kv import ClaimStore, FocusStore
 
 __all__ = ["App"]
 
@@ -44,6 +47,11 @@ class App:
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0
     local_agents: LocalAgents | None = None  # issue 6: registry, package index, dispatch
+    # issue 4: claims, focus and audit (NATS KV / JetStream), agent rows for list_agents
+    audit: AuditLog | None = None
+    claims: ClaimStore | None = None
+    focus: FocusStore | None = None
+    agents: AgentSource | None = None
 
     def healthy(self) -> tuple[bool, str]:
         """Readiness for ``/healthz``: NATS is up and our client is connected."""

@@ -44,6 +44,7 @@ class MemoryDirectory:
         self._by_key: dict[SessionKey, str] = {}
         self._by_session_id: dict[str, str] = {}
         self._names: set[str] = set()
+        self._meta: dict[str, tuple[str | None, str | None]] = {}  # name -> (session id, cwd)
         self._lock = asyncio.Lock()
 
     async def session_agent(self, key: SessionKey, session_id: str | None, cwd: str | None) -> str:
@@ -61,6 +62,7 @@ class MemoryDirectory:
             self._by_key[key] = name
             if session_id:
                 self._by_session_id[session_id] = name
+            self._meta[name] = (session_id, cwd)
             return name
 
     async def rename_session(self, key: SessionKey, name: str) -> None:
@@ -70,3 +72,9 @@ class MemoryDirectory:
                 self._names.discard(old)
             self._names.add(name)
             self._by_key[key] = name
+            if old is not None and old in self._meta:
+                self._meta[name] = self._meta.pop(old)
+
+    def listing(self) -> list[tuple[str, str | None, str | None]]:
+        """Known session agents as ``(name, session id, cwd)``, by name (list_agents, issue 4)."""
+        return sorted((name, *self._meta.get(name, (None, None))) for name in self._names)

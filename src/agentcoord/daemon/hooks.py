@@ -7,6 +7,7 @@ adding to :class:`HookHandlers`; outputs follow Claude Code's hook JSON (FACTS.m
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -54,8 +55,71 @@ async def _identify(app: App, caller: Caller, payload: dict[str, Any]) -> dict[s
     return {"context": text}
 
 
+def file_claim_keys(path: str, cwd: str | None) -> set[str]:
+    """The claim keys that name ``path``: absolute or relative to the session's cwd, with or
+    without the ``file:`` prefix (docs/claims.md, "Claiming files")."""
+    absolute = os.path.normpath(os.path.join(cwd or "/", path))
+    keys = {absolute}
+    if cwd:
+        rel = os.path.relpath(absolute, cwd)
+        if not rel.startswith(".."):
+            keys.add(rel)
+    return keys | {f"file:{k}" for k in keys}
+
+
+async def _guard_writes(app: App, caller: Caller, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """PreToolUse on Write/Edit/MultiEdit: deny when another agent holds a write claim."""
+    claims = app.claims
+    tool_input = payload.get("tool_input")
+    if claims is None or not isinstance(tool_input, dict):
+        return None
+    path = tool_input.get("file_path") or tool_input.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else caller.cwd
+    wanted = file_claim_keys(path, cwd)
+    for key, holder in claims.check(""):
+        if key in wanted and holder.mode == "write" and holder.agent != caller.agent:
+            focus = app.focus.get(holder.agent) if app.focus is not None else None
+            intent = holder.purpose or (focus.intent if focus else "")
+            why = f" ({intent})" if intent else ""
+            return {
+                "deny": f"{key} is claimed for writing by {holder.agent}{why}; ask them, "
+                "or wait for the claim to be released (check_claims)."
+            }
+    return None
+
+
+async def _inbox_context(
+    app: App, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """UserPromptSubmit/PostToolUse: hand pending messages to the model as context."""
+    messaging = app.messaging
+    if messaging is None or caller.kind == "human":
+        return None
+    from agentcoord import wire
+
+    got = await messaging.bus.read(caller.agent, 20, 0.0)
+    lines = []
+    for r in got:
+        view = wire.message_view(r.message, r.seq)
+        if view.get("from") == caller.agent:
+            continue
+        where = f" in #{view['channel']}" if view.get("channel") else ""
+        body = "a handoff offer (see the inbox tool)" if "handoff" in view else view.get("text", "")
+        lines.append(f"- from {view.get('from')}{where}: {body}")
+    if not lines:
+        return None
+    return {"context": "agentcoord messages for you:\n" + "\n".join(lines)}
+
+
 def default_handlers() -> HookHandlers:
-    return {"session-start": [_identify]}
+    return {
+        "session-start": [_identify],
+        "pre-tool-use": [_guard_writes],
+        "user-prompt-submit": [_inbox_context],
+        "post-tool-use": [_inbox_context],
+    }
 
 
 async def run_hook_event(

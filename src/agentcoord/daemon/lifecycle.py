@@ -172,6 +172,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
     stack.push_async_callback(_close_nats, app)
+    await _start_coordination(app, stack, directory)
+
     # Issue 6: the package index watcher and local jobs; closed after the listeners stop.
     from agentcoord.localagents import LocalAgents
 
@@ -217,6 +219,25 @@ def _inherited_socket(cfg: Config) -> socket.socket | None:
                 return sock
             sock.detach()
     return None
+
+
+async def _start_coordination(
+    app: App, stack: contextlib.AsyncExitStack, directory: MemoryDirectory
+) -> None:
+    """Issue 4: the audit stream, then the claim and focus buckets with their watchers.
+
+    Entered after the NATS client, so they close before it: the audit queue drains last.
+    """
+    from agentcoord.stores.agentsource import DirectoryAgents
+    from agentcoord.stores.audit import AuditLog
+    from agentcoord.stores.kv import ClaimStore, FocusStore
+
+    assert app.nc is not None
+    js = app.nc.jetstream()
+    app.audit = await stack.enter_async_context(AuditLog(js))
+    app.claims = await stack.enter_async_context(ClaimStore(js, app.audit))
+    app.focus = await stack.enter_async_context(FocusStore(js, app.audit))
+    app.agents = DirectoryAgents(directory)
 
 
 def _with_addr(cfg: Config, addr: str) -> Config:

@@ -1,1 +1,2 @@
-"""Durable state adapters: JetStream inboxes, and the record seams the object store backs."""
+"""Durable and lease state: the object store, NATS KV (claims, focus), the audit stream,
+JetStream inboxes, and the record seams the object store backs."""

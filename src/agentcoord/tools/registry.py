@@ -31,8 +31,16 @@ class ToolRegistry:
 
 def default_registry() -> ToolRegistry:
     """Every tool family the daemon ships."""
-    from agentcoord.tools import agents, handoff, humans, identity, messaging
+    from agentcoord.tools import agents, claims, discovery, handoff, humans, identity, messaging
 
     return ToolRegistry(
-        [*identity.TOOLS, *agents.TOOLS, *messaging.TOOLS, *handoff.TOOLS, *humans.TOOLS]
+        [
+            *identity.TOOLS,
+            *discovery.TOOLS,
+            *claims.TOOLS,
+            *agents.TOOLS,
+            *messaging.TOOLS,
+            *handoff.TOOLS,
+            *humans.TOOLS,
+        ]
     )

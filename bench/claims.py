@@ -1,0 +1,223 @@
+"""Claims benchmark: claim+release through the daemon's unix socket vs raw nats-py
+``kv.create`` + ``kv.delete`` on the same nats-server, in one run, printed as ratios; plus
+``find_agents`` over 10k annotations (issue 4 "Must show").
+
+Usage: PYTHONPATH=src python bench/claims.py [--pairs 1000] [--clients 16] [--focus 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.js import api
+
+from agentcoord.stores.kv.focus import Focus, by_recency, rank
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Mcp:
+    """One MCP connection over the unix socket (newline-delimited JSON-RPC)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer, self.n = reader, writer, 0
+
+    @classmethod
+    async def open(cls, path: Path) -> Mcp:
+        r, w = await asyncio.open_unix_connection(str(path), limit=1 << 24)
+        return cls(r, w)
+
+    async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        self.n += 1
+        req = {"jsonrpc": "2.0", "id": self.n, "method": "tools/call"}
+        req["params"] = {"name": name, "arguments": args}
+        self.writer.write(json.dumps(req).encode() + b"\n")
+        reply = json.loads(await self.reader.readline())
+        result: dict[str, Any] = reply["result"]
+        if result.get("isError"):
+            raise RuntimeError(result["content"][0]["text"])
+        return result["structuredContent"]  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()
+
+
+async def _raw_pair(kv: Any, key: str) -> float:
+    t = time.perf_counter()
+    rev = await kv.create(key, b'{"agent":"bench"}', msg_ttl=300)
+    await kv.delete(key, last=rev)
+    return time.perf_counter() - t
+
+
+async def _daemon_pair(c: Mcp, key: str) -> float:
+    t = time.perf_counter()
+    out = await c.call("claim", {"resource_key": key, "ttl": "5m"})
+    if not out["acquired"]:
+        raise RuntimeError(f"contention on {key}")
+    await c.call("release", {"resource_key": key, "token": out["token"]})
+    return time.perf_counter() - t
+
+
+async def _run(pairs: int, clients: int, focus: int, sock: Path, nats_url: str, pw: str) -> None:
+    nc = await nats.connect(nats_url, user="agentcoord", password=pw)
+    js = nc.jetstream()
+    kv = await js.create_key_value(
+        api.KeyValueConfig(bucket="bench-raw", history=1, limit_marker_ttl=5)
+    )
+    conns = [await Mcp.open(sock) for _ in range(clients)]
+    # Warm up both paths.
+    for i in range(50):
+        await _raw_pair(kv, f"w{i}")
+        await _daemon_pair(conns[0], f"w{i}")
+
+    raw1 = [await _raw_pair(kv, f"r1-{i}") for i in range(pairs)]
+    dmn1 = [await _daemon_pair(conns[0], f"d1-{i}") for i in range(pairs)]
+
+    per = max(1, pairs // clients) * 2
+
+    async def raw_worker(w: int) -> list[float]:
+        return [await _raw_pair(kv, f"rn-{w}-{i}") for i in range(per)]
+
+    async def dmn_worker(w: int) -> list[float]:
+        return [await _daemon_pair(conns[w], f"dn-{w}-{i}") for i in range(per)]
+
+    t = time.perf_counter()
+    rawn = [x for xs in await asyncio.gather(*(raw_worker(w) for w in range(clients))) for x in xs]
+    raw_n_s = time.perf_counter() - t
+    t = time.perf_counter()
+    dmnn = [x for xs in await asyncio.gather(*(dmn_worker(w) for w in range(clients))) for x in xs]
+    dmn_n_s = time.perf_counter() - t
+
+    def show(label: str, raw: list[float], dmn: list[float], raw_s: float, dmn_s: float) -> None:
+        rp50, rp99 = _pct(raw, 0.5) * 1e3, _pct(raw, 0.99) * 1e3
+        dp50, dp99 = _pct(dmn, 0.5) * 1e3, _pct(dmn, 0.99) * 1e3
+        rtp, dtp = len(raw) / raw_s, len(dmn) / dmn_s
+        print(
+            f"{label}: raw p50 {rp50:.2f} ms p99 {rp99:.2f} ms {rtp:,.0f}/s | "
+            f"daemon p50 {dp50:.2f} ms p99 {dp99:.2f} ms {dtp:,.0f}/s | "
+            f"ratio p50 {dp50 / rp50:.2f}x p99 {dp99 / rp99:.2f}x throughput {dtp / rtp:.2f}x"
+        )
+
+    print(f"claim+release pairs ({pairs} sequential; {clients} clients x {per})")
+    show("1 client ", raw1, dmn1, sum(raw1), sum(dmn1))
+    show(f"{clients} clients", rawn, dmnn, raw_n_s, dmn_n_s)
+
+    # find_agents over `focus` annotations, written straight into the focus bucket.
+    fkv = await js.key_value("agent-focus")
+    words = ["auth", "db", "cache", "parser", "ui", "api", "queue", "build", "docs", "tests"]
+    records = []
+    for i in range(focus):
+        rec = Focus.make(
+            f"bench-{i}",
+            intent=f"working on {words[i % 10]} and {words[(i * 7) % 10]} item {i}",
+            files=(f"src/{words[i % 10]}/mod{i}.py",),
+            concepts=(words[(i * 3) % 10],),
+            updated=float(i),
+        )
+        records.append(rec)
+    for start in range(0, focus, 500):
+        await asyncio.gather(*(fkv.put(r.agent, r.encode()) for r in records[start : start + 500]))
+    c = conns[0]
+    deadline = time.monotonic() + 30
+    while len((await c.call("find_agents", {"query": "item", "limit": 500}))["matches"]) < 500:
+        if time.monotonic() > deadline:
+            raise RuntimeError("focus view did not fill")
+        await asyncio.sleep(0.1)
+    lat = []
+    for q in ["auth", "mod123", "cache parser", "nothing-matches", "tests ui"] * 20:
+        t = time.perf_counter()
+        await c.call("find_agents", {"query": q})
+        lat.append(time.perf_counter() - t)
+    ordered = by_recency(records)
+    t = time.perf_counter()
+    for _ in range(20):
+        rank(ordered, "cache parser", 20)
+    pure = (time.perf_counter() - t) / 20
+    print(
+        f"find_agents over {focus:,} annotations via MCP: p50 {_pct(lat, 0.5) * 1e3:.2f} ms "
+        f"p99 {_pct(lat, 0.99) * 1e3:.2f} ms (in-process rank {pure * 1e3:.2f} ms)"
+    )
+    for c in conns:
+        await c.close()
+    await nc.close()
+
+
+def _status(sock: Path) -> dict[str, Any]:
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(sock))
+        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"agentcoord/status"}\n')
+        buf = b""
+        while not buf.endswith(b"\n"):
+            buf += s.recv(65536)
+    return json.loads(buf)["result"]  # type: ignore[no-any-return]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--pairs", type=int, default=1000)
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--focus", type=int, default=10000)
+    ns = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="agentcoord-bench-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCOORD_", "CLAUDE"))}
+    env.update(
+        AGENTCOORD_STATE_DIR=str(root / "state"),
+        AGENTCOORD_RUNTIME_DIR=str(root / "run"),
+        AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
+        AGENTCOORD_LOG_LEVEL="WARNING",
+        CLAUDE_CONFIG_DIR=str(root / "claude"),
+    )
+    log = (root / "daemon.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentcoord", "serve"], env=env, stdout=log, stderr=log
+    )
+    try:
+        addr_file = root / "run" / "http.addr"
+        deadline = time.monotonic() + 20
+        while not addr_file.exists():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError((root / "daemon.log").read_text())
+            time.sleep(0.05)
+        addr = addr_file.read_text().strip()
+        with urllib.request.urlopen(f"http://{addr}/healthz", timeout=5) as resp:
+            assert resp.status == 200
+        conf = (root / "state" / "nats" / "nats.conf").read_text()
+        pw = json.loads(re.search(r"password: (\"[^\"]*\")", conf).group(1))  # type: ignore[union-attr]
+        nats_url = _status(root / "run" / "agentcoord.sock")["nats_url"]
+        asyncio.run(
+            _run(
+                ns.pairs,
+                ns.clients,
+                ns.focus,
+                root / "run" / "agentcoord.sock",
+                nats_url,
+                pw,
+            )
+        )
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""The audit trail: JetStream stream ``AGENT_EVENTS`` on ``events.>`` (DESIGN.md "Planes").
+
+Appending is best-effort, as seed 000 says ("a failed agent-events append is logged, never
+surfaced as a tool error, because the coordination action itself already happened"): tools
+enqueue an event and return; a writer task publishes in batches and logs failures. On a clean
+shutdown the queue is drained before the NATS client closes, so nothing queued is silently lost.
+
+Subjects are ``events.<TYPE>.<agent>`` (agent escaped like a KV key), so queries by type and
+agent filter on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from nats.js import api
+
+from agentcoord.stores.kv._keys import escape_key
+
+__all__ = ["STREAM", "AuditLog", "AuditSink", "Event"]
+
+log = logging.getLogger(__name__)
+
+STREAM = "AGENT_EVENTS"
+_MAX_AGE = 30 * 24 * 3600.0
+_DRAIN_DEADLINE = 2.0
+_QUERY_IDLE = 2.0
+_COALESCE = 0.01
+_QUERY_CONSUMER_IDLE = 30.0
+
+
+class AuditSink(Protocol):
+    """Where coordination actions report what they did."""
+
+    def emit(self, type_: str, agent: str, **data: Any) -> None:
+        """Record one event; never raises, never blocks."""
+        ...
+
+
+@dataclass(frozen=True)
+class Event:
+    """One audit record as stored (JSON) and as queried."""
+
+    type: str
+    agent: str
+    ts: float
+    data: dict[str, Any]
+    seq: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        iso = dt.datetime.fromtimestamp(self.ts, dt.UTC).isoformat(timespec="milliseconds")
+        return {"seq": self.seq, "type": self.type, "agent": self.agent, "ts": iso, **self.data}
+
+
+def _subject(type_: str, agent: str) -> str:
+    return f"events.{type_}.{escape_key(agent) if agent else '-'}"
+
+
+class AuditLog:
+    """Async context manager owning the stream, the append queue and its writer task."""
+
+    def __init__(self, js: Any) -> None:
+        self._js = js
+        self._queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+        self.failed = 0  # appends that could not be stored (each one is logged)
+
+    async def __aenter__(self) -> AuditLog:
+        config = api.StreamConfig(
+            name=STREAM,
+            subjects=["events.>"],
+            storage=api.StorageType.FILE,
+            max_age=_MAX_AGE,
+        )
+        try:
+            await self._js.add_stream(config)
+        except Exception:
+            await self._js.update_stream(config)
+        self._writer = asyncio.get_running_loop().create_task(self._write(), name="audit-writer")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            async with asyncio.timeout(_DRAIN_DEADLINE):
+                await self._queue.join()
+        except TimeoutError:
+            log.error("audit: %d events not stored at shutdown", self._queue.qsize())
+        if self._writer is not None:
+            self._writer.cancel("closing")
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+
+    def emit(self, type_: str, agent: str, **data: Any) -> None:
+        body = {"type": type_, "agent": agent, "ts": time.time(), "data": data}
+        try:
+            payload = json.dumps(body, separators=(",", ":"), default=str).encode()
+            self._queue.put_nowait((_subject(type_, agent), payload))
+        except Exception:
+            self.failed += 1
+            log.warning("audit: could not queue %s for %s", type_, agent, exc_info=True)
+
+    async def _write(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            # Coalesce: events of the next few ms ride one socket write instead of one each
+            # (audit appends were a third of the daemon's syscalls on the claim path).
+            await asyncio.sleep(_COALESCE)
+            while not self._queue.empty() and len(batch) < 512:
+                batch.append(self._queue.get_nowait())
+            try:
+                futures = [
+                    await self._js.publish_async(subject, payload) for subject, payload in batch
+                ]
+                results = await asyncio.gather(*futures, return_exceptions=True)
+            except Exception as exc:
+                results = [exc] * len(batch)
+            for (subject, _), result in zip(batch, results, strict=True):
+                if isinstance(result, BaseException):
+                    self.failed += 1
+                    log.warning("audit: append to %s failed: %s", subject, result)
+            for _ in batch:
+                self._queue.task_done()
+
+    async def flush(self) -> None:
+        """Wait until everything emitted so far is stored (or has failed and been logged)."""
+        await self._queue.join()
+
+    async def query(
+        self,
+        *,
+        since: float | None = None,
+        agent: str = "",
+        type_: str = "",
+        limit: int = 100,
+    ) -> list[Event]:
+        """The newest ``limit`` events at or after ``since`` (wall time), oldest first."""
+        subject = f"events.{type_ or '*'}.{escape_key(agent) if agent else '*'}"
+        # A pull consumer: nothing is delivered before we fetch, so num_pending is exact.
+        config = api.ConsumerConfig(
+            deliver_policy=api.DeliverPolicy.ALL,
+            ack_policy=api.AckPolicy.NONE,
+            inactive_threshold=_QUERY_CONSUMER_IDLE,
+            mem_storage=True,
+        )
+        if since is not None:
+            config.deliver_policy = api.DeliverPolicy.BY_START_TIME
+            config.opt_start_time = dt.datetime.fromtimestamp(since, dt.UTC)
+        sub = await self._js.pull_subscribe(subject, stream=STREAM, config=config)
+        out: deque[Event] = deque(maxlen=max(1, limit))
+        name = ""
+        try:
+            info = await sub.consumer_info()
+            name, pending = info.name, info.num_pending
+            while pending > 0:
+                msgs = await sub.fetch(min(pending, 256), timeout=_QUERY_IDLE)
+                for msg in msgs:
+                    out.append(_decode(msg.data, msg.metadata.sequence.stream))
+                pending = msgs[-1].metadata.num_pending if msgs else 0
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+            if name:
+                with contextlib.suppress(Exception):
+                    await self._js.delete_consumer(STREAM, name)
+        return list(out)
+
+
+def _decode(data: bytes, seq: int) -> Event:
+    try:
+        body = json.loads(data)
+        return Event(
+            type=str(body.get("type", "")),
+            agent=str(body.get("agent", "")),
+            ts=float(body.get("ts", 0.0)),
+            data=dict(body.get("data") or {}),
+            seq=seq,
+        )
+    except (ValueError, TypeError, AttributeError):
+        return Event(
+            type="?", agent="", ts=0.0, data={"raw": data.decode(errors="replace")}, seq=seq
+        )

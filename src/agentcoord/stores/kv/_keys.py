@@ -1,0 +1,42 @@
+"""Reversible escaping of resource keys into the NATS KV key charset.
+
+Seed 000 mapped everything outside ``[-/_=.a-zA-Z0-9]`` to ``_``, so ``file:a/b`` and
+``file_a/b`` shared one lease. Here ``[A-Za-z0-9_/-]`` pass through and every other byte of the
+UTF-8 encoding (``=`` and ``.`` included) becomes ``=XX`` (upper-case hex). The mapping is
+injective, so two different keys never share a lease, and :func:`unescape_key` inverts it.
+Escaping ``.`` also means no empty subject tokens, so every non-empty key is a valid KV key.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentcoord.errors import InvalidArguments
+
+__all__ = ["MAX_KEY_CHARS", "escape_key", "unescape_key"]
+
+MAX_KEY_CHARS = 512
+_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_/-")
+_ESCAPE = re.compile(r"=([0-9A-F]{2})")
+
+
+def escape_key(key: str) -> str:
+    """The KV key for resource ``key``; empty or over-long keys are an error."""
+    if not key:
+        raise InvalidArguments("`resource_key` is required")
+    if len(key) > MAX_KEY_CHARS:
+        raise InvalidArguments(f"`resource_key` is longer than {MAX_KEY_CHARS} characters")
+    raw = key.encode("utf-8", "surrogatepass")
+    return "".join(chr(b) if b in _SAFE else f"={b:02X}" for b in raw)
+
+
+def unescape_key(escaped: str) -> str:
+    """The resource key an :func:`escape_key` result came from."""
+    out = bytearray()
+    pos = 0
+    for match in _ESCAPE.finditer(escaped):
+        out += escaped[pos : match.start()].encode("ascii")
+        out.append(int(match.group(1), 16))
+        pos = match.end()
+    out += escaped[pos:].encode("ascii")
+    return out.decode("utf-8", "surrogatepass")

@@ -1,0 +1,87 @@
+"""Compare-and-set writes on a NATS KV bucket through JetStream, aware of limit markers.
+
+nats-py 2.16's ``KeyValue.create`` re-checks a failed create with ``get``, which does not know
+the server-placed ``Nats-Marker-Reason`` markers (nats-server >= 2.11): for as long as the
+marker of an expired key lives, ``create`` keeps failing with "wrong last sequence" although
+the key is gone (FACTS.md "NATS"). :func:`create` re-reads the last message itself and, when it
+is a delete/purge/limit marker, compare-and-sets on the marker's sequence.
+
+Writes go through ``js.publish`` with ``Nats-Expected-Last-Subject-Sequence`` so every write is
+a CAS and carries its own per-message TTL (``update()`` cannot set one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nats.js.errors
+
+from agentcoord.errors import AgentCoordError
+
+__all__ = ["CasConflict", "create", "delete", "fetch", "update"]
+
+KV_OP = "KV-Operation"
+MARKER_REASON = "Nats-Marker-Reason"
+EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
+_WRONG_LAST = (10071, 10164)  # JSStreamWrongLastSequence(Constant)Err
+# A delete marker lives this long, so a history-1 bucket keeps no tombstone per key ever used.
+DELETE_MARKER_TTL = 1
+
+
+class CasConflict(AgentCoordError):
+    """The key changed since the revision the write expected."""
+
+
+def is_absent(headers: dict[str, str] | None) -> bool:
+    """Whether a KV message with these headers says "no value" (delete, purge, limit marker)."""
+    if not headers:
+        return False
+    return headers.get(KV_OP) in ("DEL", "PURGE") or MARKER_REASON in headers
+
+
+async def fetch(js: Any, stream: str, subject: str) -> tuple[bytes | None, int]:
+    """The value (None when absent) and the last sequence of ``subject`` (0 when none)."""
+    try:
+        msg = await js.get_msg(stream, subject=subject)
+    except nats.js.errors.NotFoundError:
+        return None, 0
+    if is_absent(msg.headers):
+        return None, int(msg.seq)
+    return bytes(msg.data or b""), int(msg.seq)
+
+
+async def _publish(
+    js: Any, subject: str, data: bytes, last: int, ttl: int | None, op: str | None = None
+) -> int:
+    headers = {EXPECTED_LAST: str(last)}
+    if op is not None:
+        headers[KV_OP] = op
+    try:
+        ack = await js.publish(subject, data, headers=headers, msg_ttl=ttl)
+    except nats.js.errors.APIError as exc:
+        if exc.err_code in _WRONG_LAST:
+            raise CasConflict(str(exc.description)) from None
+        raise
+    return int(ack.seq)
+
+
+async def update(js: Any, subject: str, data: bytes, last: int, ttl: int | None) -> int:
+    """Write ``data`` if the subject's last sequence is still ``last``; the new revision."""
+    return await _publish(js, subject, data, last, ttl)
+
+
+async def create(js: Any, stream: str, subject: str, data: bytes, ttl: int | None) -> int:
+    """Create-if-absent that also succeeds over a delete or limit marker (see module doc)."""
+    try:
+        return await _publish(js, subject, data, 0, ttl)
+    except CasConflict:
+        value, seq = await fetch(js, stream, subject)
+        if value is not None:
+            raise
+        # Absent: a marker (CAS on its sequence) or nothing at all any more (seq 0).
+        return await _publish(js, subject, data, seq, ttl)
+
+
+async def delete(js: Any, subject: str, last: int) -> int:
+    """Delete if the last sequence is still ``last``; the marker itself expires shortly."""
+    return await _publish(js, subject, b"", last, DELETE_MARKER_TTL, op="DEL")

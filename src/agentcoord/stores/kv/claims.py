@@ -1,0 +1,442 @@
+"""Claims (leases) on the NATS KV bucket ``agent-claims`` (DESIGN.md "NATS layout"; issue 4).
+
+One KV entry per resource key (escaped reversibly, :mod:`._keys`) holds the key's holders
+(:class:`._rules.ClaimRecord`). Every write is a compare-and-set on the entry's revision, so two
+daemons or two racing calls cannot both win; within this daemon a per-key lock keeps racing
+calls from burning CAS retries. The entry's per-key TTL is its latest holder's expiry, so a
+claim dies with the bucket even while the daemon is down; the in-memory view (fed by a KV watch
+and by our own writes) serves ``check_claims`` and drives the reaper, which releases holders
+whose TTL, heartbeat grace or hard max age has passed, recording why. Holder processes are
+watched (:mod:`._procwatch`); an exit releases their claims with reason ``holder-exited``.
+
+Fencing tokens are KV revisions (stream sequences), which only grow, so a later grant on a key
+always carries a larger token than an earlier one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nats.js import api
+
+from agentcoord.errors import ToolError
+from agentcoord.stores.kv import _natskv, _rules
+from agentcoord.stores.kv._keys import escape_key, unescape_key
+from agentcoord.stores.kv._procwatch import ProcessWatch, ProcKey
+from agentcoord.stores.kv._rules import (
+    ClaimPolicy,
+    ClaimRecord,
+    Contention,
+    Holder,
+    Mode,
+    NotHolder,
+    ReleaseReason,
+    StaleToken,
+    due_reason,
+    grant,
+)
+
+if TYPE_CHECKING:
+    from agentcoord.stores.audit import AuditSink
+
+__all__ = [
+    "BUCKET",
+    "ClaimConflict",
+    "ClaimStore",
+    "Granted",
+    "NotHolder",
+    "StaleToken",
+]
+
+log = logging.getLogger(__name__)
+
+BUCKET = "agent-claims"
+STREAM = f"KV_{BUCKET}"
+_PREFIX = f"$KV.{BUCKET}."
+# How long the server keeps the marker of an expired key; the watch needs it to see expiry.
+LIMIT_MARKER_TTL = 5.0
+_CAS_ATTEMPTS = 8
+_SYNC_TIMEOUT = 10.0
+
+
+class ClaimConflict(ToolError):
+    """A key kept changing under us for every retry."""
+
+
+@dataclass(frozen=True)
+class Granted:
+    """A successful claim: the record after the grant and the caller's holder (with token)."""
+
+    record: ClaimRecord
+    holder: Holder
+    revision: int
+
+
+@dataclass(frozen=True)
+class _Plan:
+    record: ClaimRecord | None  # the new value, None to delete
+    write: bool
+    result: Callable[[int], Any]
+    released: tuple[tuple[Holder, ReleaseReason], ...] = ()
+
+
+class ClaimStore:
+    """Async context manager: the bucket, its watch-fed view, the reaper and process watch."""
+
+    def __init__(
+        self,
+        js: Any,
+        audit: AuditSink,
+        policy: ClaimPolicy | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._js = js
+        self._audit = audit
+        self.policy = policy or ClaimPolicy()
+        self._clock = clock
+        self._records: dict[str, ClaimRecord] = {}
+        self._revs: dict[str, int] = {}
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._heap: list[tuple[float, str]] = []
+        self._wake = asyncio.Event()
+        self._synced = asyncio.Event()
+        self._exits: asyncio.Queue[ProcKey] = asyncio.Queue()
+        self._heartbeats: dict[str, float] = {}
+        self._procs = ProcessWatch(self._exits.put_nowait)
+        self._watcher: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> ClaimStore:
+        try:
+            kv = await self._js.create_key_value(
+                api.KeyValueConfig(bucket=BUCKET, history=1, limit_marker_ttl=LIMIT_MARKER_TTL)
+            )
+            await self._procs.__aenter__()
+            self._watcher = await kv.watchall()
+            loop = asyncio.get_running_loop()
+            self._tasks.append(loop.create_task(self._watch(), name="claims-watch"))
+            # Serve nothing before the view holds every live claim (after a restart too).
+            async with asyncio.timeout(_SYNC_TIMEOUT):
+                await self._synced.wait()
+            self._tasks.append(loop.create_task(self._reap_loop(), name="claims-reaper"))
+            self._tasks.append(loop.create_task(self._exit_loop(), name="claims-exits"))
+            for key in set(self.processes()):
+                self._procs.watch(key)
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for task in reversed(self._tasks):
+            task.cancel("closing")
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._watcher is not None:
+            with contextlib.suppress(Exception):
+                await self._watcher.stop()
+        await self._procs.__aexit__(None, None, None)
+
+    # ---- queries -------------------------------------------------------------------------
+
+    def check(self, prefix: str = "", agent: str = "") -> list[tuple[str, Holder]]:
+        """Live claims whose original key starts with ``prefix`` (optionally one agent's)."""
+        now = self._clock()
+        out = [
+            (record.key, h)
+            for record in self._records.values()
+            if record.key.startswith(prefix)
+            for h in record.holders
+            if due_reason(h, now, self.policy) is None and (not agent or h.agent == agent)
+        ]
+        out.sort(key=lambda item: (item[0], item[1].token or 0))
+        return out
+
+    def held_by(self, agent: str) -> list[tuple[str, Holder]]:
+        return self.check("", agent)
+
+    # ---- commands ------------------------------------------------------------------------
+
+    async def claim(
+        self,
+        agent: str,
+        key: str,
+        mode: Mode,
+        ttl: float,
+        *,
+        purpose: str = "",
+        proc: ProcKey | None = None,
+    ) -> Granted | Contention:
+        """Grant ``mode`` on ``key`` to ``agent`` for ``ttl`` seconds, or name the holder."""
+        self._check_ttl(ttl)
+        esc = escape_key(key)
+
+        def plan(cur: ClaimRecord | None, now: float) -> _Plan:
+            wanted = Holder(
+                agent=agent,
+                mode=mode,
+                ttl=ttl,
+                acquired=now,
+                expires=now + ttl,
+                purpose=purpose,
+                pid=proc[0] if proc else None,
+                pid_start=proc[1] if proc else None,
+                heartbeat=now if agent in self._heartbeats else None,
+            )
+            outcome = grant(cur, key, wanted, now, self.policy)
+            if isinstance(outcome, Contention):
+                return _Plan(cur, False, lambda _rev: outcome)
+            record, dropped = outcome
+
+            def done(rev: int) -> Granted:
+                final = record.with_tokens(rev)
+                mine = final.holders[-1]
+                self._audit.emit(
+                    "CLAIM_ACQUIRED",
+                    agent,
+                    resource_key=key,
+                    mode=mode,
+                    token=mine.token,
+                    ttl=ttl,
+                    purpose=purpose,
+                )
+                return Granted(final, mine, rev)
+
+            return _Plan(record, True, done, tuple(dropped))
+
+        result = await self._mutate(esc, plan)
+        if isinstance(result, Granted) and proc is not None:
+            self._procs.watch(proc)
+        return result  # type: ignore[no-any-return]
+
+    async def release(self, agent: str, key: str, token: int) -> bool:
+        """Drop ``agent``'s grant ``token`` on ``key``; False when nothing was held."""
+
+        def plan(cur: ClaimRecord | None, now: float) -> _Plan:
+            out = _rules.release(cur, key, agent, token, now, self.policy)
+            if out is None:
+                return _Plan(cur, False, lambda _rev: False)
+            record, gone = out
+            return _Plan(record, True, lambda _rev: True, ((gone, "released"),))
+
+        return bool(await self._mutate(escape_key(key), plan))
+
+    async def renew(self, agent: str, key: str, token: int, ttl: float | None = None) -> Holder:
+        """Extend ``agent``'s grant ``token`` on ``key`` by ``ttl`` (default: its own ttl)."""
+        if ttl is not None:
+            self._check_ttl(ttl)
+
+        def plan(cur: ClaimRecord | None, now: float) -> _Plan:
+            record, new = _rules.renew(cur, key, agent, token, ttl, now, self.policy)
+            return _Plan(record, True, lambda _rev: new)
+
+        return await self._mutate(escape_key(key), plan)  # type: ignore[no-any-return]
+
+    async def heartbeat(self, agent: str) -> list[str]:
+        """Renew every claim ``agent`` holds and mark it as a heartbeating holder (seed 003)."""
+        self._heartbeats[agent] = self._clock()
+
+        def plan(cur: ClaimRecord | None, now: float) -> _Plan:
+            record = _rules.beat(cur, agent, now, self.policy)
+            return _Plan(record, record is not None, lambda _rev: record is not None)
+
+        renewed: list[str] = []
+        for key in sorted({key for key, _ in self.held_by(agent)}):
+            if await self._mutate(escape_key(key), plan):
+                renewed.append(key)
+        return renewed
+
+    def _check_ttl(self, ttl: float) -> None:
+        if ttl <= 0:
+            raise ToolError("`ttl` must be positive")
+        if ttl > self.policy.max_ttl:
+            raise ToolError(f"`ttl` may be at most {self.policy.max_ttl:g}s; renew instead")
+
+    # ---- the CAS core --------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _key_lock(self, esc: str) -> Any:
+        lock, users = self._locks.get(esc, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[esc] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[esc]
+            if users <= 1:
+                del self._locks[esc]
+            else:
+                self._locks[esc] = (lock, users - 1)
+
+    async def _fetch(self, esc: str) -> tuple[ClaimRecord | None, int]:
+        data, rev = await _natskv.fetch(self._js, STREAM, _PREFIX + esc)
+        record = _decode(data, rev) if data is not None else None
+        return record, rev
+
+    async def _mutate(self, esc: str, planner: Callable[[ClaimRecord | None, float], _Plan]) -> Any:
+        subject = _PREFIX + esc
+        async with self._key_lock(esc):
+            fresh = False
+            for _ in range(_CAS_ATTEMPTS):
+                if fresh:
+                    cur, rev = await self._fetch(esc)
+                    self._apply(esc, cur, rev)
+                else:
+                    cur, rev = self._records.get(esc), self._revs.get(esc, 0)
+                now = self._clock()
+                plan = planner(cur, now)
+                if not plan.write:
+                    return plan.result(rev)
+                try:
+                    if plan.record is None:
+                        new_rev = await _natskv.delete(self._js, subject, rev)
+                    elif cur is None:
+                        new_rev = await self._create(subject, plan.record, now, rev)
+                    else:
+                        data = plan.record.encode()
+                        ttl = plan.record.kv_ttl(now)
+                        new_rev = await _natskv.update(self._js, subject, data, rev, ttl)
+                except _natskv.CasConflict:
+                    fresh = True
+                    continue
+                self._apply(esc, plan.record.with_tokens(new_rev) if plan.record else None, new_rev)
+                resource = unescape_key(esc)
+                for holder, reason in plan.released:
+                    self._released(resource, holder, reason)
+                return plan.result(new_rev)
+        raise ClaimConflict(f"{esc} kept changing; try again")
+
+    async def _create(self, subject: str, record: ClaimRecord, now: float, hint: int) -> int:
+        data, ttl = record.encode(), record.kv_ttl(now)
+        if hint:
+            # The view knows the key's last (delete or marker) revision: CAS on it directly.
+            with contextlib.suppress(_natskv.CasConflict):
+                return await _natskv.update(self._js, subject, data, hint, ttl)
+        return await _natskv.create(self._js, STREAM, subject, data, ttl)
+
+    def _released(self, key: str, holder: Holder, reason: ReleaseReason) -> None:
+        self._audit.emit(
+            "CLAIM_RELEASED", holder.agent, resource_key=key, token=holder.token, reason=reason
+        )
+
+    # ---- the view ------------------------------------------------------------------------
+
+    def _apply(self, esc: str, record: ClaimRecord | None, rev: int) -> bool:
+        """Install a state seen at ``rev``; older news (our own write echoed back) is ignored."""
+        if rev <= self._revs.get(esc, 0):
+            return False
+        self._revs[esc] = rev
+        if record is None:
+            self._records.pop(esc, None)
+            return True
+        self._records[esc] = record
+        deadline = record.deadline(self.policy)
+        if deadline is not None:
+            heapq.heappush(self._heap, (deadline, esc))
+            if self._heap[0][1] == esc:
+                self._wake.set()
+        return True
+
+    async def _watch(self) -> None:
+        async for entry in self._watcher:
+            if entry is None:
+                self._synced.set()
+                continue
+            try:
+                self._on_entry(entry)
+            except Exception:
+                log.exception("claims: bad watch entry for %s", getattr(entry, "key", "?"))
+
+    def _on_entry(self, entry: Any) -> None:
+        esc, rev = str(entry.key), int(entry.revision)
+        if entry.operation in ("DEL", "PURGE"):
+            before = self._records.get(esc)
+            if self._apply(esc, None, rev) and before is not None and entry.operation == "PURGE":
+                # A server limit marker (nats-py reports it as PURGE): the per-key TTL ran out
+                # before the reaper got there (the daemon was down or late). Our own deletes
+                # are DEL and are audited by whoever made them, even if the echo wins the race.
+                for h in before.holders:
+                    self._released(before.key, h, "expired")
+            return
+        if rev > self._revs.get(esc, 0):  # our own writes echo back: skip decoding them
+            self._apply(esc, _decode(entry.value, rev), rev)
+
+    # ---- automatic release ---------------------------------------------------------------
+
+    async def _reap_loop(self) -> None:
+        while True:
+            now = self._clock()
+            due: set[str] = set()
+            while self._heap and self._heap[0][0] <= now:
+                due.add(heapq.heappop(self._heap)[1])
+            for esc in sorted(due):
+                try:
+                    await self._drop(esc, lambda h, now: due_reason(h, now, self.policy))
+                except Exception:
+                    log.exception("claims: reaping %s failed", esc)
+            self._wake.clear()
+            timeout = max(0.0, self._heap[0][0] - self._clock()) if self._heap else None
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
+
+    async def _exit_loop(self) -> None:
+        while True:
+            key = await self._exits.get()
+            why = _exited(key)
+            hit = [
+                esc
+                for esc, record in list(self._records.items())
+                if any(why(h, 0.0) for h in record.holders)
+            ]
+            for esc in hit:
+                try:
+                    await self._drop(esc, why)
+                except Exception:
+                    log.exception("claims: releasing %s after holder exit failed", esc)
+
+    async def _drop(self, esc: str, why: Callable[[Holder, float], ReleaseReason | None]) -> None:
+        def plan(cur: ClaimRecord | None, now: float) -> _Plan:
+            out = _rules.drop(cur, lambda h: why(h, now))
+            if out is None:
+                return _Plan(cur, False, lambda _rev: None)
+            return _Plan(out[0], True, lambda _rev: None, tuple(out[1]))
+
+        await self._mutate(esc, plan)
+
+    def processes(self) -> Iterator[ProcKey]:
+        """Processes whose exit would release claims (for tests and status)."""
+        for record in self._records.values():
+            for h in record.holders:
+                if h.pid is not None and h.pid_start is not None:
+                    yield h.pid, h.pid_start
+
+
+def _exited(key: ProcKey) -> Callable[[Holder, float], ReleaseReason | None]:
+    def why(h: Holder, _now: float) -> ReleaseReason | None:
+        return "holder-exited" if (h.pid, h.pid_start) == key else None
+
+    return why
+
+
+def _decode(data: bytes | None, rev: int) -> ClaimRecord | None:
+    if not data:
+        return None
+    try:
+        return ClaimRecord.decode(data).with_tokens(rev)
+    except (ValueError, TypeError, KeyError):
+        log.warning("claims: undecodable entry at revision %d; treating it as free", rev)
+        return None

@@ -1,0 +1,249 @@
+"""Claim tools (seed 000 claim/release/check_claims; seed 003 locks and heartbeats; issue 4):
+claim, release, renew, heartbeat, check_claims, and the audit query."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import TYPE_CHECKING, Any
+
+from agentcoord.errors import InvalidArguments
+from agentcoord.stores.kv import (
+    ClaimStore,
+    Contention,
+    Holder,
+    format_duration,
+    parse_duration,
+    parse_mode,
+)
+from agentcoord.stores.kv._procwatch import ProcKey, proc_key
+from agentcoord.tools._acting import acting_agent, running
+from agentcoord.tools._base import Tool, ToolContext, obj_schema
+
+if TYPE_CHECKING:
+    from agentcoord.stores.audit import AuditLog
+
+__all__ = ["TOOLS", "claim_row"]
+
+_STR: dict[str, Any] = {"type": "string"}
+_AGENT: dict[str, Any] = {"type": "string", "description": "optional; must be you"}
+_KEY: dict[str, Any] = {"type": "string", "maxLength": 512}
+_TOKEN: dict[str, Any] = {"type": "integer", "minimum": 1, "description": "from claim"}
+
+
+def _iso(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds")
+
+
+def claim_row(key: str, h: Holder) -> dict[str, Any]:
+    """One claim as the tools show it (seed 000's row plus token, purpose, acquired_at)."""
+    row: dict[str, Any] = {
+        "resource_key": key,
+        "agent": h.agent,
+        "mode": h.mode,
+        "ttl": format_duration(h.ttl),
+        "expires_at": _iso(h.expires),
+        "acquired_at": _iso(h.acquired),
+        "token": h.token,
+    }
+    if h.purpose:
+        row["purpose"] = h.purpose
+    return row
+
+
+def _store(ctx: ToolContext) -> ClaimStore:
+    return running(ctx.app.claims, "claims")
+
+
+def _ttl(args: dict[str, Any], default: float | None) -> float | None:
+    text = args.get("ttl")
+    if not text:
+        return default
+    seconds = parse_duration(text)
+    if seconds < 1:
+        raise InvalidArguments(f"`ttl` must be at least 1s (got {text!r})")
+    return seconds
+
+
+def _holder_process(ctx: ToolContext) -> ProcKey | None:
+    """The process whose exit releases the caller's claims: a session's ``claude``, a runner's
+    peer; a human's CLI call is short-lived, so human claims are bound to no process."""
+    caller = ctx.caller
+    pid = caller.session_pid if caller.kind == "session" else None
+    if caller.kind == "runner":
+        pid = caller.pid
+    return proc_key(pid) if pid else None
+
+
+async def _claim(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    agent = acting_agent(ctx, args)
+    store = _store(ctx)
+    mode = parse_mode(args.get("mode") or "write")
+    ttl = _ttl(args, store.policy.default_ttl)
+    assert ttl is not None
+    key = args["resource_key"]
+    out = await store.claim(
+        agent, key, mode, ttl, purpose=args.get("purpose", ""), proc=_holder_process(ctx)
+    )
+    if isinstance(out, Contention):
+        return {"acquired": False, "holder": claim_row(key, out.holder)}
+    return {
+        "acquired": True,
+        "revision": out.revision,
+        "token": out.holder.token,
+        "claim": claim_row(key, out.holder),
+    }
+
+
+def _render_claim(r: dict[str, Any]) -> str:
+    if r["acquired"]:
+        c = r["claim"]
+        return (
+            f"acquired {c['mode']} claim on {c['resource_key']} until {c['expires_at']}"
+            f" (token {r['token']})"
+        )
+    h = r["holder"]
+    return (
+        f"not acquired: {h['resource_key']} is held by {h['agent']} ({h['mode']})"
+        f" until {h['expires_at']}"
+    )
+
+
+async def _release(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    agent = acting_agent(ctx, args)
+    released = await _store(ctx).release(agent, args["resource_key"], args["token"])
+    return {"released": released}
+
+
+async def _renew(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    agent = acting_agent(ctx, args)
+    key = args["resource_key"]
+    holder = await _store(ctx).renew(agent, key, args["token"], _ttl(args, None))
+    return {"renewed": True, "claim": claim_row(key, holder)}
+
+
+async def _heartbeat(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    agent = acting_agent(ctx, args)
+    store = _store(ctx)
+    keys = await store.heartbeat(agent)
+    return {
+        "renewed": keys,
+        "grace": format_duration(store.policy.heartbeat_grace),
+    }
+
+
+async def _check_claims(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    rows = _store(ctx).check(args.get("prefix", ""), args.get("holder", ""))
+    limit = args.get("limit", 200)
+    return {"claims": [claim_row(k, h) for k, h in rows[:limit]], "total": len(rows)}
+
+
+def _render_claims(r: dict[str, Any]) -> str:
+    if not r["claims"]:
+        return "no live claims"
+    lines = [
+        f"{c['resource_key']}  {c['agent']}  {c['mode']}  until {c['expires_at']}"
+        f"  token {c['token']}"
+        for c in r["claims"]
+    ]
+    if r["total"] > len(lines):
+        lines.append(f"... {r['total'] - len(lines)} more")
+    return "\n".join(lines)
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """``since`` as a wall time: a Go duration ago (``10m``) or an ISO 8601 timestamp."""
+    now = time.time() if now is None else now
+    try:
+        return now - parse_duration(text)
+    except InvalidArguments:
+        pass
+    try:
+        stamp = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArguments(
+            f"`since` must be a duration ago (10m) or an ISO timestamp (got {text!r})"
+        ) from None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=dt.UTC)
+    return stamp.timestamp()
+
+
+async def _audit(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    log: AuditLog = running(ctx.app.audit, "the audit log")
+    since = parse_since(args["since"]) if args.get("since") else None
+    events = await log.query(
+        since=since,
+        agent=args.get("actor", ""),
+        type_=args.get("type", "").upper(),
+        limit=args.get("limit", 100),
+    )
+    return {"events": [e.as_dict() for e in events]}
+
+
+def _render_audit(r: dict[str, Any]) -> str:
+    if not r["events"]:
+        return "no events"
+    skip = {"seq", "ts", "type", "agent"}
+    return "\n".join(
+        f"{e['ts']} {e['type']} {e['agent']} "
+        + " ".join(f"{k}={v}" for k, v in e.items() if k not in skip)
+        for e in r["events"]
+    )
+
+
+_LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
+
+TOOLS = [
+    Tool(
+        "claim",
+        "Lease a resource key before touching it. mode: write (exclusive, default), read "
+        "(shared), intent (advisory). ttl: Go duration, default 5m. Returns a token for "
+        "release/renew, or the holder.",
+        obj_schema(
+            ("resource_key",),
+            resource_key=_KEY,
+            mode={"type": "string", "enum": ["write", "read", "intent"]},
+            ttl=_STR,
+            purpose=_STR,
+            agent=_AGENT,
+        ),
+        _claim,
+        _render_claim,
+    ),
+    Tool(
+        "release",
+        "Drop your claim on a key (needs its token).",
+        obj_schema(("resource_key", "token"), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
+        _release,
+    ),
+    Tool(
+        "renew",
+        "Extend your claim on a key (needs its token); ttl defaults to the claim's own.",
+        obj_schema(
+            ("resource_key", "token"), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=_AGENT
+        ),
+        _renew,
+    ),
+    Tool(
+        "heartbeat",
+        "Renew all your claims; send every 30s. After one heartbeat, 2m of silence releases them.",
+        obj_schema(agent=_AGENT),
+        _heartbeat,
+    ),
+    Tool(
+        "check_claims",
+        "Live claims whose key starts with prefix (all when empty), optionally one holder's.",
+        obj_schema(prefix=_STR, holder=_STR, limit=_LIMIT),
+        _check_claims,
+        _render_claims,
+    ),
+    Tool(
+        "audit",
+        "Audit events, newest last. since: duration ago (1h) or ISO time; actor: an agent; "
+        "type e.g. CLAIM_RELEASED.",
+        obj_schema(since=_STR, actor=_STR, type=_STR, limit=_LIMIT),
+        _audit,
+        _render_audit,
+    ),
+]

@@ -1,0 +1,194 @@
+"""ClaimStore against a real nats-server: CAS, sharing, expiry, auto-release, restart."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from typing import Any
+
+import nats
+import pytest
+from nats.js import api
+
+from agentcoord.daemon.natsd import NatsSupervisor
+from agentcoord.stores.kv import (
+    ClaimPolicy,
+    ClaimStore,
+    Contention,
+    Granted,
+    NotHolder,
+    StaleToken,
+    _natskv,
+)
+from agentcoord.stores.kv._procwatch import proc_key
+from tests.stores.conftest import Recorder
+
+
+async def _until(pred: Any, timeout: float = 5.0) -> float:
+    start = time.monotonic()
+    while not pred():
+        if time.monotonic() - start > timeout:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+    return time.monotonic() - start
+
+
+async def test_marker_regression_nats_py_create(js: Any) -> None:
+    """nats-py's create fails over an expiry marker; our create succeeds on the same key."""
+    kv = await js.create_key_value(
+        api.KeyValueConfig(bucket="marker-test", history=1, limit_marker_ttl=30)
+    )
+    await kv.create("k", b"1", msg_ttl=1)
+    stream, subject = "KV_marker-test", "$KV.marker-test.k"
+    deadline = time.monotonic() + 5
+    while True:
+        value, _ = await _natskv.fetch(js, stream, subject)
+        if value is None or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    assert value is None, "the entry did not expire"
+    with pytest.raises(nats.js.errors.KeyWrongLastSequenceError):
+        await kv.create("k", b"2", msg_ttl=5)  # the upstream bug this module works around
+    rev = await _natskv.create(js, stream, subject, b"2", 5)
+    assert (await _natskv.fetch(js, stream, subject)) == (b"2", rev)
+    with pytest.raises(_natskv.CasConflict):
+        await _natskv.create(js, stream, subject, b"3", 5)
+
+
+async def test_write_excludes_read_shares(js: Any, audit: Recorder) -> None:
+    """write excludes another writer and readers; reads share; intent coexists with all."""
+    async with ClaimStore(js, audit) as store:
+        g = await store.claim("a", "file:x", "write", 60)
+        assert isinstance(g, Granted)
+        assert g.holder.token == g.revision
+        c = await store.claim("b", "file:x", "write", 60)
+        assert isinstance(c, Contention)
+        assert c.holder.agent == "a"
+        assert isinstance(await store.claim("b", "file:x", "read", 60), Contention)
+        assert isinstance(await store.claim("c", "file:x", "intent", 60), Granted)
+        r1 = await store.claim("a", "file:y", "read", 60)
+        r2 = await store.claim("b", "file:y", "read", 60)
+        assert isinstance(r1, Granted)
+        assert isinstance(r2, Granted)
+        assert r2.holder.token > r1.holder.token  # type: ignore[operator]
+        assert isinstance(await store.claim("c", "file:y", "write", 60), Contention)
+        assert {h.agent for _, h in store.check("file:y")} == {"a", "b"}
+
+
+async def test_racing_writers_exactly_one_wins(js: Any, audit: Recorder) -> None:
+    """Many concurrent write claims on one key: exactly one acquires."""
+    async with ClaimStore(js, audit) as store:
+        outs = await asyncio.gather(*(store.claim(f"a{i}", "k", "write", 60) for i in range(40)))
+        assert sum(isinstance(o, Granted) for o in outs) == 1
+
+
+async def test_two_stores_race_with_cas(natsd: NatsSupervisor, audit: Recorder) -> None:
+    """Two stores (two daemons' worth of views) racing on keys never both win a write."""
+    ncs = [await nats.connect(natsd.url, user=natsd.user, password=natsd.password) for _ in "ab"]
+    try:
+        async with (
+            ClaimStore(ncs[0].jetstream(), audit) as s1,
+            ClaimStore(ncs[1].jetstream(), audit) as s2,
+        ):
+            for i in range(20):
+                a, b = await asyncio.gather(
+                    s1.claim("a", f"k{i}", "write", 60), s2.claim("b", f"k{i}", "write", 60)
+                )
+                assert isinstance(a, Granted) != isinstance(b, Granted)
+    finally:
+        for nc in ncs:
+            await nc.close()
+
+
+async def test_release_rules_and_tokens(js: Any, audit: Recorder) -> None:
+    """Only the holder with its current token releases; others get the seed's text."""
+    async with ClaimStore(js, audit) as store:
+        g = await store.claim("a", "r", "write", 60)
+        assert isinstance(g, Granted)
+        assert g.holder.token is not None
+        with pytest.raises(NotHolder, match="claim on r is held by a, not b"):
+            await store.release("b", "r", g.holder.token)
+        with pytest.raises(StaleToken):
+            await store.release("a", "r", g.holder.token - 1)
+        assert await store.release("a", "r", g.holder.token) is True
+        assert await store.release("a", "r", g.holder.token) is False
+        again = await store.claim("b", "r", "write", 60)
+        assert isinstance(again, Granted)
+        assert again.holder.token > g.holder.token
+        assert audit.reasons() == ["released"]
+
+
+async def test_expiry_within_a_second(js: Any, audit: Recorder) -> None:
+    """A 1s claim disappears from the view within 1 s of its deadline, reason expired."""
+    async with ClaimStore(js, audit) as store:
+        g = await store.claim("a", "ttl", "write", 1)
+        assert isinstance(g, Granted)
+        await _until(lambda: audit.reasons() == ["expired"], 3)
+        assert time.time() - g.holder.expires < 1.0
+        assert store.check("ttl") == []
+        assert isinstance(await store.claim("b", "ttl", "write", 5), Granted)
+
+
+async def test_renew_and_heartbeat_extend(js: Any, audit: Recorder) -> None:
+    """renew and heartbeat push the expiry out; renew needs the current token."""
+    async with ClaimStore(js, audit) as store:
+        g = await store.claim("a", "k1", "write", 1)
+        await store.claim("a", "k2", "read", 2)
+        assert isinstance(g, Granted)
+        assert g.holder.token is not None
+        h = await store.renew("a", "k1", g.holder.token, 30)
+        assert h.expires > g.holder.expires + 20
+        with pytest.raises(StaleToken):
+            await store.renew("a", "k1", g.holder.token + 100)
+        with pytest.raises(NotHolder):
+            await store.renew("b", "k1", g.holder.token)
+        await asyncio.sleep(1.2)
+        assert await store.heartbeat("a") == ["k1", "k2"]
+        await asyncio.sleep(1.2)  # k2 would have expired at 2 s without the heartbeat
+        assert {k for k, _ in store.check()} == {"k1", "k2"}
+
+
+async def test_heartbeat_silence_and_max_age(js: Any, audit: Recorder) -> None:
+    """A heartbeating holder that goes silent past the grace, and any claim past max age,
+    is released with that reason."""
+    policy = ClaimPolicy(default_ttl=60, max_ttl=600, max_age=1.5, heartbeat_grace=0.8)
+    async with ClaimStore(js, audit, policy) as store:
+        await store.heartbeat("hb")
+        await store.claim("hb", "k-hb", "write", 60)
+        await store.claim("old", "k-old", "write", 60)
+        await _until(lambda: sorted(audit.reasons()) == ["heartbeat-lost", "max-age"], 4)
+        assert store.check() == []
+
+
+async def test_holder_exit_releases(js: Any, audit: Recorder) -> None:
+    """When the holder process exits, its claims go with reason holder-exited."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # noqa: ASYNC220
+    try:
+        key = proc_key(proc.pid)
+        assert key is not None
+        async with ClaimStore(js, audit) as store:
+            await store.claim("p", "k", "write", 60, proc=key)
+            await store.claim("p", "k2", "read", 60, proc=key)
+            proc.kill()
+            proc.wait()
+            took = await _until(lambda: len(audit.reasons()) == 2, 3)
+            assert set(audit.reasons()) == {"holder-exited"}
+            assert took < 2
+            assert store.check() == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def test_restart_keeps_live_and_drops_expired(js: Any, audit: Recorder) -> None:
+    """A new store over the same bucket sees live claims and reaps the expired ones."""
+    async with ClaimStore(js, audit) as store:
+        await store.claim("a", "live", "write", 60)
+        await store.claim("a", "short", "write", 1)
+    await asyncio.sleep(1.2)
+    async with ClaimStore(js, audit) as store:
+        await _until(lambda: [k for k, _ in store.check()] == ["live"], 3)
+        assert isinstance(await store.claim("b", "short", "write", 5), Granted)
+        assert isinstance(await store.claim("b", "live", "write", 5), Contention)

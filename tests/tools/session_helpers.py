@@ -1,0 +1,104 @@
+"""Helpers for claim and discovery tool tests: callers as separate processes under stand-in
+``claude`` sessions."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import FAKES, Daemon
+
+CALLS = FAKES / "mcp_calls.py"
+
+
+def session_call(
+    d: Daemon, claude: Path, calls: list[tuple[str, dict[str, Any]]], *, cwd: Path | None = None
+) -> list[dict[str, Any]]:
+    """Run ``calls`` from a fresh process under its own stand-in ``claude`` session."""
+    out = subprocess.run(
+        [str(claude), "--", sys.executable, str(CALLS), str(d.socket), json.dumps(calls)],
+        env=d.env,
+        cwd=cwd or d.root,
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def spawn_session(
+    d: Daemon,
+    claude: Path,
+    calls: list[tuple[str, dict[str, Any]]],
+    *,
+    go: Path | None = None,
+    hold: bool = False,
+) -> subprocess.Popen[bytes]:
+    """Start a session process making ``calls`` (after ``go`` appears; kept alive if hold)."""
+    argv = [str(claude), "--", sys.executable, str(CALLS), str(d.socket)]
+    if go is not None:
+        argv += ["--go", str(go)]
+    if hold:
+        argv.append("--hold")
+    return subprocess.Popen(
+        [*argv, json.dumps(calls)],
+        env=d.env,
+        cwd=d.root,
+        stdout=subprocess.PIPE,
+        start_new_session=True,  # so finish() also reaps the client under the stand-in
+    )
+
+
+def read_results(proc: subprocess.Popen[bytes]) -> list[dict[str, Any]]:
+    assert proc.stdout is not None
+    return json.loads(proc.stdout.readline())  # type: ignore[no-any-return]
+
+
+def own_call(d: Daemon, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A tools/call from this test process (whoever the daemon says it is)."""
+    req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    req["params"] = {"name": name, "arguments": arguments}
+    return unix_request(d, req)["result"]  # type: ignore[no-any-return]
+
+
+def unix_request(d: Daemon, req: dict[str, Any]) -> dict[str, Any]:
+    """One JSON-RPC request over the unix socket from this process; the reply."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(d.socket))
+        s.sendall(json.dumps(req).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)  # type: ignore[no-any-return]
+
+
+def finish(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a spawned session's process group, reap it and close its pipe."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@contextlib.contextmanager
+def holding(
+    d: Daemon, claude: Path, calls: list[tuple[str, dict[str, Any]]]
+) -> Iterator[list[dict[str, Any]]]:
+    """Make ``calls`` from a session that stays alive (so its claims stay) until the block ends."""
+    proc = spawn_session(d, claude, calls, hold=True)
+    try:
+        yield read_results(proc)
+    finally:
+        finish(proc)

@@ -1,0 +1,232 @@
+"""Claim tools through MCP on a real daemon, each caller its own process and session."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Daemon
+from tests.tools.session_helpers import (
+    finish,
+    holding,
+    own_call,
+    read_results,
+    session_call,
+    spawn_session,
+    unix_request,
+)
+
+
+def _sc(result: dict[str, Any]) -> dict[str, Any]:
+    assert not result["isError"], result["content"][0]["text"]
+    return result["structuredContent"]  # type: ignore[no-any-return]
+
+
+def _text(result: dict[str, Any]) -> str:
+    return str(result["content"][0]["text"])
+
+
+def _wait_for(pred: Any, timeout: float) -> float:
+    start = time.monotonic()
+    while not pred():
+        if time.monotonic() - start > timeout:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def test_tools_listed_with_descriptions(daemon: Daemon) -> None:
+    """tools/list carries every claim and discovery tool, each with a short description."""
+    reply = unix_request(daemon, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    tools = {t["name"]: t for t in reply["result"]["tools"]}
+    ours = [
+        "claim", "release", "renew", "heartbeat", "check_claims", "audit",
+        "annotate", "find_agents", "list_agents", "get_agent",
+    ]  # fmt: skip
+    for name in ours:
+        assert 0 < len(tools[name]["description"]) <= 200
+    assert len(json.dumps([tools[n] for n in ours])) < 4000  # the listing stays cheap
+    assert _sc(own_call(daemon, "check_claims", {})) == {"claims": [], "total": 0}
+
+
+def test_two_sessions_race_one_write_key(daemon: Daemon, claude_bin: Path) -> None:
+    """Two session processes racing for one write key: exactly one wins, the other sees it."""
+    go = daemon.root / "go"
+    call = [("claim", {"resource_key": "file:src/app.py", "ttl": "1m"})]
+    procs = [spawn_session(daemon, claude_bin, call, go=go) for _ in range(2)]
+    time.sleep(0.5)  # both connected and identified
+    go.touch()
+    results = [_sc(read_results(p)[0]) for p in procs]
+    for p in procs:
+        finish(p)
+    winners = [r for r in results if r["acquired"]]
+    losers = [r for r in results if not r["acquired"]]
+    assert len(winners) == 1
+    assert len(losers) == 1
+    assert losers[0]["holder"]["agent"] == winners[0]["claim"]["agent"]
+    assert losers[0]["holder"]["token"] == winners[0]["token"]
+
+
+def test_read_claims_share_write_waits(daemon: Daemon, claude_bin: Path) -> None:
+    """Two readers share a key; a writer then gets contention naming a reader."""
+    read = [("claim", {"resource_key": "k", "mode": "read"})]
+    with holding(daemon, claude_bin, read) as o1, holding(daemon, claude_bin, read) as o2:
+        r1, r2 = _sc(o1[0]), _sc(o2[0])
+        assert r1["acquired"]
+        assert r2["acquired"]
+        assert r1["claim"]["agent"] != r2["claim"]["agent"]
+        w = _sc(session_call(daemon, claude_bin, [("claim", {"resource_key": "k"})])[0])
+        assert not w["acquired"]
+        assert w["holder"]["agent"] in {r1["claim"]["agent"], r2["claim"]["agent"]}
+        rows = _sc(own_call(daemon, "check_claims", {"prefix": "k"}))["claims"]
+        assert sorted(r["mode"] for r in rows) == ["read", "read"]
+
+
+def test_bad_mode_and_ttl_are_errors(daemon: Daemon, claude_bin: Path) -> None:
+    """A typo'd mode or a malformed ttl is an isError result, not a silent default."""
+    bad_mode, bad_ttl, good = session_call(
+        daemon,
+        claude_bin,
+        [
+            ("claim", {"resource_key": "k", "mode": "wrte"}),
+            ("claim", {"resource_key": "k", "ttl": "5 minutes"}),
+            ("claim", {"resource_key": "k", "ttl": "1h30m"}),
+        ],
+    )
+    assert bad_mode["isError"]
+    assert "mode" in _text(bad_mode)
+    assert bad_ttl["isError"]
+    assert "invalid duration" in _text(bad_ttl)
+    assert _sc(good)["claim"]["ttl"] == "1h30m"
+
+
+def test_release_by_non_holder_fails_with_seed_text(daemon: Daemon, claude_bin: Path) -> None:
+    """Releasing another agent's claim fails with "claim on <key> is held by <other>, not <me>"."""
+    with holding(daemon, claude_bin, [("claim", {"resource_key": "db"})]) as held:
+        holder, token = _sc(held[0])["claim"]["agent"], _sc(held[0])["token"]
+        out = session_call(
+            daemon,
+            claude_bin,
+            [("whoami", {}), ("release", {"resource_key": "db", "token": token})],
+        )
+        me = _sc(out[0])["agent"]
+        assert out[1]["isError"]
+        assert _text(out[1]) == f"claim on db is held by {holder}, not {me}"
+
+
+def test_agent_argument_cannot_impersonate(daemon: Daemon, claude_bin: Path) -> None:
+    """claim, release, renew, heartbeat and annotate with another agent's id all fail."""
+    with holding(daemon, claude_bin, [("claim", {"resource_key": "x"})]) as held:
+        victim, token = _sc(held[0])["claim"]["agent"], _sc(held[0])["token"]
+        out = session_call(
+            daemon,
+            claude_bin,
+            [
+                ("claim", {"resource_key": "y", "agent": victim}),
+                ("release", {"resource_key": "x", "token": token, "agent": victim}),
+                ("renew", {"resource_key": "x", "token": token, "agent": victim}),
+                ("heartbeat", {"agent": victim}),
+                ("annotate", {"intent": "spoof", "agent": victim}),
+            ],
+        )
+        for result in out:
+            assert result["isError"]
+            assert "identity mismatch" in _text(result)
+        rows = _sc(own_call(daemon, "check_claims", {}))["claims"]
+        assert [(r["resource_key"], r["agent"]) for r in rows] == [("x", victim)]
+
+
+def test_holder_and_token_release_renew(daemon: Daemon, claude_bin: Path) -> None:
+    """The holder renews and releases with its token; a wrong token is refused."""
+    out = session_call(
+        daemon,
+        claude_bin,
+        [
+            ("claim", {"resource_key": "r", "ttl": "10s"}),
+            ("renew", {"resource_key": "r", "token": 999999, "ttl": "1m"}),
+            ("heartbeat", {}),
+        ],
+    )
+    token = _sc(out[0])["token"]
+    assert out[1]["isError"]
+    assert _sc(out[2])["renewed"] == ["r"]
+    # A later process of a different session is another agent: it cannot renew.
+    other = session_call(daemon, claude_bin, [("renew", {"resource_key": "r", "token": token})])
+    assert other[0]["isError"]
+
+
+def test_expiry_releases_with_reason(daemon: Daemon, claude_bin: Path) -> None:
+    """A 1s claim is gone within a second of its deadline and audited as expired."""
+    with holding(daemon, claude_bin, [("claim", {"resource_key": "t", "ttl": "1s"})]) as out:
+        assert _sc(out[0])["acquired"]
+        _wait_for(lambda: _sc(own_call(daemon, "check_claims", {}))["claims"] == [], 2.5)
+
+        def reasons() -> list[tuple[str, str]]:
+            events = _sc(own_call(daemon, "audit", {"type": "CLAIM_RELEASED"}))["events"]
+            return [(e["resource_key"], e["reason"]) for e in events]
+
+        _wait_for(lambda: reasons() != [], 2)  # audit appends are asynchronous
+        assert reasons() == [("t", "expired")]
+
+
+def test_holder_exit_releases_within_two_seconds(daemon: Daemon, claude_bin: Path) -> None:
+    """Killing the holder's session process releases its claims within 2 s (holder-exited)."""
+    proc = spawn_session(
+        daemon,
+        claude_bin,
+        [("claim", {"resource_key": "a", "ttl": "10m"}), ("claim", {"resource_key": "b"})],
+        hold=True,
+    )
+    try:
+        results = read_results(proc)
+        assert all(_sc(r)["acquired"] for r in results)
+        proc.send_signal(signal.SIGKILL)  # the stand-in claude: the session dies
+        proc.wait(5)
+        took = _wait_for(lambda: _sc(own_call(daemon, "check_claims", {}))["claims"] == [], 5)
+        assert took < 2.0
+
+        def reasons() -> list[tuple[str, str]]:
+            events = _sc(own_call(daemon, "audit", {"type": "CLAIM_RELEASED"}))["events"]
+            return sorted((e["resource_key"], e["reason"]) for e in events)
+
+        _wait_for(lambda: len(reasons()) == 2, 2)  # audit appends are asynchronous
+        assert reasons() == [("a", "holder-exited"), ("b", "holder-exited")]
+    finally:
+        finish(proc)
+
+
+def test_daemon_kill_restart_keeps_live_claims(daemon: Daemon, claude_bin: Path) -> None:
+    """After kill -9 and restart, a live claim is intact, an expired one is gone, and the
+    holder's process is watched again (its exit still releases the claim)."""
+    calls = [
+        ("claim", {"resource_key": "live", "ttl": "10m"}),
+        ("claim", {"resource_key": "short", "ttl": "1s"}),
+    ]
+    proc = spawn_session(daemon, claude_bin, calls, hold=True)
+    try:
+        read_results(proc)
+        daemon.stop(signal.SIGKILL)
+        time.sleep(1.2)
+        daemon.start()
+
+        def keys() -> list[str]:
+            return [r["resource_key"] for r in _sc(own_call(daemon, "check_claims", {}))["claims"]]
+
+        _wait_for(lambda: keys() == ["live"], 3)
+        proc.send_signal(signal.SIGKILL)  # the stand-in claude: the session dies
+        proc.wait(5)
+        assert _wait_for(lambda: keys() == [], 5) < 2.0
+    finally:
+        finish(proc)
+
+
+def test_clean_shutdown_keeps_queued_audit_events(daemon: Daemon, claude_bin: Path) -> None:
+    """Events emitted right before SIGTERM are in the stream after a restart."""
+    with holding(daemon, claude_bin, [("claim", {"resource_key": "a"})]):
+        assert daemon.stop() == 0
+    daemon.start()
+    events = _sc(own_call(daemon, "audit", {"type": "CLAIM_ACQUIRED"}))["events"]
+    assert [e["resource_key"] for e in events] == ["a"]
