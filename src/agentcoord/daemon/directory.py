@@ -38,9 +38,11 @@ class AgentDirectory(Protocol):
 
 
 class MemoryDirectory:
-    """Session -> Agent name, kept in memory; names are ``<dir>-<n>``."""
+    """Session -> Agent name, kept in memory; names are ``<dir>-<n>``, or ``<dir>-<n>@<host>``
+    when daemons on several hosts share one NATS (issue 11: ids unique across hosts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str | None = None) -> None:
+        self._suffix = f"@{host}" if host else ""
         self._by_key: dict[SessionKey, str] = {}
         self._by_session_id: dict[str, str] = {}
         self._names: set[str] = set()
@@ -55,9 +57,9 @@ class MemoryDirectory:
             if name is None:
                 stem = session_agent_stem(cwd)
                 n = 1
-                while f"{stem}-{n}" in self._names:
+                while f"{stem}-{n}{self._suffix}" in self._names:
                     n += 1
-                name = f"{stem}-{n}"
+                name = f"{stem}-{n}{self._suffix}"
                 self._names.add(name)
             self._by_key[key] = name
             if session_id:

@@ -51,7 +51,9 @@ def prepare_dirs(cfg: Config) -> None:
             os.chmod(path, 0o700)
 
 
-async def _connect_nats(url: str, user: str | None, password: str | None) -> Any:
+async def _connect_nats(
+    url: str | list[str], user: str | None, password: str | None, **options: Any
+) -> Any:
     import nats
 
     async def on_error(exc: Exception) -> None:
@@ -75,6 +77,7 @@ async def _connect_nats(url: str, user: str | None, password: str | None) -> Any
         error_cb=on_error,
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
+        **options,
     )
 
 
@@ -148,7 +151,9 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
 
 
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
-    directory = MemoryDirectory()
+    from agentcoord.daemon.natsremote import host_qualifier
+
+    directory = MemoryDirectory(host_qualifier(cfg))  # issue 11: <dir>-<n>@<host>
     tokens = TokenStore(cfg.state_dir / "tokens.json")
     # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
     tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
@@ -162,8 +167,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     )
     app = App(config=cfg, identity=identity)
     if cfg.nats_url:
-        app.nats_url = cfg.nats_url
-        app.nc = await _connect_nats(cfg.nats_url, None, None)
+        app.nc = await _connect_external(cfg, app)  # issue 11
     else:
         # issue 5: the supervisor also renders per-agent NATS users (daemon/natsusers.py).
         app.nats = await stack.enter_async_context(
@@ -186,7 +190,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
 
     access = app.nats if isinstance(app.nats, ScopedNatsSupervisor) else None
     app.messaging = await stack.enter_async_context(
-        Messaging(app.nc, access=access, nats_url=app.nats_url)
+        Messaging(app.nc, access=access, nats_url=app.nats_url, replicas=cfg.nats_replicas)
     )
 
     install_sections(app)
@@ -207,6 +211,36 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes, inherited=inherited)
     )
     return app
+
+
+# --- issue 11: an existing NATS server or cluster -------------------------------------------
+# A dead node drops the TCP connection at once; a lost host does not, so ping often enough to
+# notice within ~15 s and move to another seed (the default is minutes).
+_EXTERNAL_PING_INTERVAL = 5
+_EXTERNAL_MAX_PINGS = 2
+
+
+async def _connect_external(cfg: Config, app: App) -> Any:
+    """Connect to ``cfg.nats_url``; only the redacted URL is kept, logged or shown."""
+    from agentcoord.daemon.natsremote import nats_target
+
+    target = nats_target(cfg)
+    app.nats_url = target.display
+    try:
+        return await _connect_nats(
+            target.servers,
+            None,
+            None,
+            ping_interval=_EXTERNAL_PING_INTERVAL,
+            max_outstanding_pings=_EXTERNAL_MAX_PINGS,
+            **target.options,
+        )
+    except Exception as exc:
+        # nats-py's errors do not carry the URL's password; ours names the redacted URL.
+        raise ConfigError(f"cannot connect to NATS at {target.display}: {exc!r}") from None
+
+
+# --- end issue 11 ---------------------------------------------------------------------------
 
 
 def _inherited_socket(cfg: Config) -> socket.socket | None:
@@ -234,9 +268,13 @@ async def _start_coordination(
 
     assert app.nc is not None
     js = app.nc.jetstream()
-    app.audit = await stack.enter_async_context(AuditLog(js))
-    app.claims = await stack.enter_async_context(ClaimStore(js, app.audit))
-    app.focus = await stack.enter_async_context(FocusStore(js, app.audit))
+    from agentcoord.daemon.natsremote import host_qualifier
+
+    cfg = app.config
+    r, host = cfg.nats_replicas, host_qualifier(cfg)  # issue 11
+    app.audit = await stack.enter_async_context(AuditLog(js, replicas=r))
+    app.claims = await stack.enter_async_context(ClaimStore(js, app.audit, replicas=r, host=host))
+    app.focus = await stack.enter_async_context(FocusStore(js, app.audit, replicas=r))
     app.agents = DirectoryAgents(directory)
 
 

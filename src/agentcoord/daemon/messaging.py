@@ -87,10 +87,11 @@ class Messaging:
     offers: OfferBook = field(default_factory=OfferBook)
     access: AgentAccess | None = None  # per-agent NATS users (embedded NATS only)
     nats_url: str = ""
+    replicas: int = 1  # issue 11: JetStream replicas of AGENT_MESSAGES
     bus: MessageBus = field(init=False)
 
     def __post_init__(self) -> None:
-        self.bus = MessageBus(self.nc)
+        self.bus = MessageBus(self.nc, replicas=self.replicas)
 
     async def __aenter__(self) -> Messaging:
         await self.bus.__aenter__()

@@ -103,8 +103,9 @@ class Received:
 class MessageBus:
     """Async context manager: the stream, per-agent consumers, publishing and reading."""
 
-    def __init__(self, nc: Any) -> None:
+    def __init__(self, nc: Any, *, replicas: int = 1) -> None:
         self._nc = nc
+        self._replicas = replicas  # issue 11: R3 on a cluster (consumers inherit it)
         self._js: Any = None
         self._ready: dict[str, set[str]] = {}  # agent -> its consumer's filter subjects
         self._setup_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -125,6 +126,7 @@ class MessageBus:
             storage=StorageType.FILE,
             max_age=_MAX_AGE_S,
             duplicate_window=_DUPLICATE_WINDOW_S,
+            num_replicas=self._replicas,
         )
         try:
             await self._js.add_stream(config)

@@ -97,8 +97,12 @@ class ClaimStore:
         policy: ClaimPolicy | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        replicas: int = 1,
+        host: str | None = None,
     ) -> None:
         self._js = js
+        self._replicas = replicas  # issue 11: R3 on a cluster
+        self._host = host  # issue 11: only this host's holder processes are watched
         self._audit = audit
         self.policy = policy or ClaimPolicy()
         self._clock = clock
@@ -119,7 +123,12 @@ class ClaimStore:
     async def __aenter__(self) -> ClaimStore:
         try:
             kv = await self._js.create_key_value(
-                api.KeyValueConfig(bucket=BUCKET, history=1, limit_marker_ttl=LIMIT_MARKER_TTL)
+                api.KeyValueConfig(
+                    bucket=BUCKET,
+                    history=1,
+                    limit_marker_ttl=LIMIT_MARKER_TTL,
+                    replicas=self._replicas,
+                )
             )
             await self._procs.__aenter__()
             self._watcher = await kv.watchall()
@@ -193,6 +202,7 @@ class ClaimStore:
                 pid=proc[0] if proc else None,
                 pid_start=proc[1] if proc else None,
                 heartbeat=now if agent in self._heartbeats else None,
+                host=self._host,
             )
             outcome = grant(cur, key, wanted, now, self.policy)
             if isinstance(outcome, Contention):
@@ -396,7 +406,7 @@ class ClaimStore:
     async def _exit_loop(self) -> None:
         while True:
             key = await self._exits.get()
-            why = _exited(key)
+            why = _exited(key, self._host)
             hit = [
                 esc
                 for esc, record in list(self._records.items())
@@ -418,16 +428,17 @@ class ClaimStore:
         await self._mutate(esc, plan)
 
     def processes(self) -> Iterator[ProcKey]:
-        """Processes whose exit would release claims (for tests and status)."""
+        """Processes whose exit would release claims (for tests and status): this host's only,
+        since another host's pids mean nothing here (issue 11: two daemons, one bucket)."""
         for record in self._records.values():
             for h in record.holders:
-                if h.pid is not None and h.pid_start is not None:
+                if h.pid is not None and h.pid_start is not None and h.host == self._host:
                     yield h.pid, h.pid_start
 
 
-def _exited(key: ProcKey) -> Callable[[Holder, float], ReleaseReason | None]:
+def _exited(key: ProcKey, host: str | None) -> Callable[[Holder, float], ReleaseReason | None]:
     def why(h: Holder, _now: float) -> ReleaseReason | None:
-        return "holder-exited" if (h.pid, h.pid_start) == key else None
+        return "holder-exited" if (h.pid, h.pid_start) == key and h.host == host else None
 
     return why
 
