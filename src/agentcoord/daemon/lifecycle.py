@@ -190,7 +190,13 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
 
     access = app.nats if isinstance(app.nats, ScopedNatsSupervisor) else None
     app.messaging = await stack.enter_async_context(
-        Messaging(app.nc, access=access, nats_url=app.nats_url, replicas=cfg.nats_replicas)
+        Messaging(
+            app.nc,
+            access=access,
+            nats_url=app.nats_url,
+            replicas=cfg.nats_replicas,
+            js_timeout=js_timeout(cfg),
+        )
     )
 
     install_sections(app)
@@ -214,6 +220,12 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
 
 
 # --- issue 11: an existing NATS server or cluster -------------------------------------------
+def js_timeout(cfg: Config) -> float:
+    """JetStream request timeout: on a cluster a leader election after a node loss takes a few
+    seconds, and a request that waits it out beats one that fails ambiguously."""
+    return 15.0 if cfg.nats_url else 5.0
+
+
 # A dead node drops the TCP connection at once; a lost host does not, so ping often enough to
 # notice within ~15 s and move to another seed (the default is minutes).
 _EXTERNAL_PING_INTERVAL = 5
@@ -222,20 +234,23 @@ _EXTERNAL_MAX_PINGS = 2
 
 async def _connect_external(cfg: Config, app: App) -> Any:
     """Connect to ``cfg.nats_url``; only the redacted URL is kept, logged or shown."""
+    import nats.errors
+
     from agentcoord.daemon.natsremote import nats_target
 
     target = nats_target(cfg)
     app.nats_url = target.display
+    options = dict(target.options)
     try:
         return await _connect_nats(
             target.servers,
-            None,
-            None,
+            options.pop("user", None),
+            options.pop("password", None),
             ping_interval=_EXTERNAL_PING_INTERVAL,
             max_outstanding_pings=_EXTERNAL_MAX_PINGS,
-            **target.options,
+            **options,
         )
-    except Exception as exc:
+    except (OSError, TimeoutError, nats.errors.Error) as exc:
         # nats-py's errors do not carry the URL's password; ours names the redacted URL.
         raise ConfigError(f"cannot connect to NATS at {target.display}: {exc!r}") from None
 
@@ -267,7 +282,7 @@ async def _start_coordination(
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
     assert app.nc is not None
-    js = app.nc.jetstream()
+    js = app.nc.jetstream(timeout=js_timeout(app.config))  # issue 11
     from agentcoord.daemon.natsremote import host_qualifier
 
     cfg = app.config

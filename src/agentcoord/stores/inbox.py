@@ -103,9 +103,10 @@ class Received:
 class MessageBus:
     """Async context manager: the stream, per-agent consumers, publishing and reading."""
 
-    def __init__(self, nc: Any, *, replicas: int = 1) -> None:
+    def __init__(self, nc: Any, *, replicas: int = 1, js_timeout: float = 5.0) -> None:
         self._nc = nc
         self._replicas = replicas  # issue 11: R3 on a cluster (consumers inherit it)
+        self._js_timeout = js_timeout
         self._js: Any = None
         self._ready: dict[str, set[str]] = {}  # agent -> its consumer's filter subjects
         self._setup_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -118,7 +119,7 @@ class MessageBus:
         from nats.js.api import RetentionPolicy, StorageType, StreamConfig
         from nats.js.errors import BadRequestError
 
-        self._js = self._nc.jetstream()
+        self._js = self._nc.jetstream(timeout=self._js_timeout)
         config = StreamConfig(
             name=STREAM,
             subjects=list(_SUBJECTS),
