@@ -61,7 +61,8 @@ class Node:
 
 @dataclass
 class NatsCluster:
-    """Three routed nats-servers with JetStream; ``users`` maps user -> password (or none)."""
+    """Routed nats-servers with JetStream (``size`` 1: one plain server); ``users`` maps
+    user -> password; ``extra_config`` is appended to every node's config."""
 
     root: Path
     size: int = 3
@@ -90,12 +91,15 @@ class NatsCluster:
             "  max_memory_store: 64MB",
             "  max_file_store: 1GB",
             "}",
-            "cluster {",
-            f"  name: {CLUSTER_NAME}",
-            f"  listen: 127.0.0.1:{node.cluster_port}",
-            f"  routes: [{routes}]",
-            "}",
         ]
+        if self.size > 1:
+            lines += [
+                "cluster {",
+                f"  name: {CLUSTER_NAME}",
+                f"  listen: 127.0.0.1:{node.cluster_port}",
+                f"  routes: [{routes}]",
+                "}",
+            ]
         if self.users:
             users = ", ".join(
                 f"{{ user: {json.dumps(u)}, password: {json.dumps(p)} }}"

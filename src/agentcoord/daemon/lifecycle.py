@@ -52,12 +52,18 @@ def prepare_dirs(cfg: Config) -> None:
 
 
 async def _connect_nats(
-    url: str | list[str], user: str | None, password: str | None, **options: Any
+    url: str | list[str],
+    user: str | None,
+    password: str | None,
+    seen: list[Exception] | None = None,
+    **options: Any,
 ) -> Any:
     import nats
 
     async def on_error(exc: Exception) -> None:
         log.debug("nats client: %s", exc)
+        if seen is not None:
+            seen.append(exc)
 
     async def on_disconnect() -> None:
         log.info("nats client disconnected; reconnecting")
@@ -230,6 +236,9 @@ def js_timeout(cfg: Config) -> float:
 # notice within ~15 s and move to another seed (the default is minutes).
 _EXTERNAL_PING_INTERVAL = 5
 _EXTERNAL_MAX_PINGS = 2
+# nats-py retries a first connect forever when reconnects are unlimited (a wrong password
+# included): give up after this long and say why.
+_EXTERNAL_CONNECT_DEADLINE = 5.0
 
 
 async def _connect_external(cfg: Config, app: App) -> Any:
@@ -241,18 +250,22 @@ async def _connect_external(cfg: Config, app: App) -> Any:
     target = nats_target(cfg)
     app.nats_url = target.display
     options = dict(target.options)
+    seen: list[Exception] = []
     try:
-        return await _connect_nats(
-            target.servers,
-            options.pop("user", None),
-            options.pop("password", None),
-            ping_interval=_EXTERNAL_PING_INTERVAL,
-            max_outstanding_pings=_EXTERNAL_MAX_PINGS,
-            **options,
-        )
+        async with asyncio.timeout(_EXTERNAL_CONNECT_DEADLINE):
+            return await _connect_nats(
+                target.servers,
+                options.pop("user", None),
+                options.pop("password", None),
+                seen,
+                ping_interval=_EXTERNAL_PING_INTERVAL,
+                max_outstanding_pings=_EXTERNAL_MAX_PINGS,
+                **options,
+            )
     except (OSError, TimeoutError, nats.errors.Error) as exc:
         # nats-py's errors do not carry the URL's password; ours names the redacted URL.
-        raise ConfigError(f"cannot connect to NATS at {target.display}: {exc!r}") from None
+        why = seen[-1] if seen else exc
+        raise ConfigError(f"cannot connect to NATS at {target.display}: {why!r}") from None
 
 
 # --- end issue 11 ---------------------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""The daemon on an external nats-server with nkey and mutual-TLS credentials, and the
+secrets it must never print."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nkeys
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.cluster.natscluster import NatsCluster
+from tests.conftest import Daemon
+from tests.tools.session_helpers import own_call
+
+
+@pytest.fixture
+def single(tmp_path: Path) -> Iterator[Callable[[str], NatsCluster]]:
+    """Start one external nats-server with JetStream and the given auth/TLS config."""
+    made: list[NatsCluster] = []
+
+    def start(extra: str) -> NatsCluster:
+        server = NatsCluster(tmp_path / f"nats{len(made)}", size=1, extra_config=extra)
+        made.append(server)
+        return server.start()
+
+    yield start
+    for server in made:
+        server.stop()
+
+
+def _status(d: Daemon) -> dict[str, Any]:
+    from agentcoord.client import call_unix
+
+    return call_unix(d.socket, "agentcoord/status", {})  # type: ignore[no-any-return]
+
+
+def _claim_roundtrip(d: Daemon) -> None:
+    status = _status(d)
+    assert status["healthy"], status
+    out = own_call(d, "claim", {"resource_key": "conn/x", "ttl": "1m"})["structuredContent"]
+    assert out["acquired"]
+
+
+def test_nkey_seed_file(
+    single: Callable[[str], NatsCluster], daemon_factory: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """With ``nats_nkey_seed`` the daemon authenticates by signing the server's nonce."""
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+    public = nkeys.from_seed(seed).public_key.decode()
+    seed_file = tmp_path / "user.nk"
+    seed_file.write_bytes(seed + b"\n")
+    seed_file.chmod(0o600)
+    server = single(f"authorization {{ users = [ {{ nkey: {public} }} ] }}")
+    d = daemon_factory(
+        "nk", AGENTCOORD_NATS_URL=server.seeds, AGENTCOORD_NATS_NKEY_SEED=str(seed_file)
+    ).start()
+    _claim_roundtrip(d)
+
+
+def test_wrong_password_fails_start_without_printing_it(
+    single: Callable[[str], NatsCluster], daemon_factory: Callable[..., Daemon]
+) -> None:
+    """A refused login stops the daemon with a clear error showing the URL, not the password."""
+    server = single('authorization { users = [ { user: "u", password: "right-one" } ] }')
+    url = server.seeds.replace("nats://", "nats://u:wrong-secret-7@")
+    d = daemon_factory("pw", AGENTCOORD_NATS_URL=url)
+    with pytest.raises(RuntimeError, match="daemon exited 1"):
+        d.start()
+    log = d.log()
+    assert "cannot connect to NATS at nats://u:***@127.0.0.1" in log
+    assert "wrong-secret-7" not in log
+
+
+def test_password_is_not_shown_in_status_or_log(
+    single: Callable[[str], NatsCluster], daemon_factory: Callable[..., Daemon]
+) -> None:
+    """The status tool and the log name the NATS URL with its password replaced by ***."""
+    server = single('authorization { users = [ { user: "u", password: "hidden-pw-42" } ] }')
+    url = server.seeds.replace("nats://", "nats://u:hidden-pw-42@")
+    d = daemon_factory("st", AGENTCOORD_NATS_URL=url, AGENTCOORD_LOG_LEVEL="DEBUG").start()
+    _claim_roundtrip(d)
+    status = _status(d)
+    assert status["nats_url"] == server.seeds.replace("nats://", "nats://u:***@")
+    assert "hidden-pw-42" not in json.dumps(status)
+    assert "hidden-pw-42" not in d.log()
+
+
+def _cert(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: tuple[x509.Name, ec.EllipticCurvePrivateKey] | None,
+    *,
+    ca: bool = False,
+    ip: str | None = None,
+) -> x509.Certificate:
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    issuer_name, issuer_key = issuer if issuer else (name, key)
+    now = dt.datetime.now(dt.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(issuer_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if ip:
+        san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))])
+        builder = builder.add_extension(san, critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _write_pem(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> None:
+    path.with_suffix(".crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    path.with_suffix(".key").write_bytes(key_pem)
+
+
+def test_mutual_tls(
+    single: Callable[[str], NatsCluster], daemon_factory: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """With a CA and a client certificate the daemon connects to a server that requires TLS
+    and verifies clients; without the client certificate it is refused."""
+    pki = tmp_path / "pki"
+    pki.mkdir()
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = _cert("test-ca", ca_key, None, ca=True)
+    _write_pem(pki / "ca", ca, ca_key)
+    for name, ip in (("server", "127.0.0.1"), ("client", None)):
+        key = ec.generate_private_key(ec.SECP256R1())
+        _write_pem(pki / name, _cert(name, key, (ca.subject, ca_key), ip=ip), key)
+    server = single(
+        "tls {\n"
+        f"  cert_file: {json.dumps(str(pki / 'server.crt'))}\n"
+        f"  key_file: {json.dumps(str(pki / 'server.key'))}\n"
+        f"  ca_file: {json.dumps(str(pki / 'ca.crt'))}\n"
+        "  verify: true\n"
+        "}"
+    )
+    url = server.seeds.replace("nats://", "tls://")
+    tls = {"AGENTCOORD_NATS_URL": url, "AGENTCOORD_NATS_TLS_CA": str(pki / "ca.crt")}
+    refused = daemon_factory("no-cert", **tls)
+    with pytest.raises(RuntimeError, match="daemon exited 1"):
+        refused.start()
+    assert "cannot connect to NATS" in refused.log()
+    d = daemon_factory(
+        "mtls",
+        AGENTCOORD_NATS_TLS_CERT=str(pki / "client.crt"),
+        AGENTCOORD_NATS_TLS_KEY=str(pki / "client.key"),
+        **tls,
+    ).start()
+    _claim_roundtrip(d)
