@@ -164,29 +164,48 @@ def _claims(d: Daemon, prefix: str) -> list[dict[str, Any]]:
     return out["claims"]  # type: ignore[no-any-return]
 
 
-def _stream_leader(cluster: NatsCluster, stream: str) -> Node:
+def _leaders(cluster: NatsCluster, streams: list[str]) -> set[str]:
     import asyncio
 
     import nats
 
     from tests.cluster.conftest import PASSWORD, USER
 
-    async def ask() -> str:
+    async def ask() -> set[str]:
         nc = await nats.connect(cluster.seeds.split(","), user=USER, password=PASSWORD)
         try:
-            info = await nc.jetstream().stream_info(stream)
-            return str(info.cluster.leader)
+            js = nc.jetstream()
+            return {str((await js.stream_info(s)).cluster.leader) for s in streams}
         finally:
             await nc.close()
 
-    return cluster.node_named(asyncio.run(ask()))
+    return asyncio.run(ask())
+
+
+def _daemon_connections(node: Node) -> int:
+    import urllib.request
+
+    url = f"http://127.0.0.1:{node.http_port}/connz"
+    with urllib.request.urlopen(url, timeout=2) as resp:
+        conns = json.loads(resp.read())["connections"] or []
+    return sum(1 for c in conns if c.get("name") == "agentcoord-daemon")
+
+
+def pick_victim(cluster: NatsCluster) -> Node:
+    """A node that a daemon is connected to, preferring one that leads the claims bucket or
+    the message stream, so its loss forces both a client reconnect and a leader election."""
+    connected = [n for n in cluster.nodes if _daemon_connections(n)]
+    assert connected
+    leaders = _leaders(cluster, ["KV_agent-claims", "AGENT_MESSAGES"])
+    return next((n for n in connected if n.name in leaders), connected[0])
 
 
 def test_node_loss_during_race_loses_nothing_acknowledged(
     hosts: tuple[Daemon, Daemon], cluster: NatsCluster, claude_bin: Path, tmp_path: Path
 ) -> None:
-    """Kill the claims leader node mid-race: the race keeps the one-writer rule, claims held
-    across the loss survive with their tokens, and every acknowledged message arrives."""
+    """Kill a NATS node mid-race (one a daemon is connected to, a leader if possible): the race
+    keeps the one-writer rule and goes on, claims held across the loss survive with their
+    tokens, the daemon reconnects, and every acknowledged message arrives in order."""
     a, b = hosts
     keeper_a = spawn_session(
         a, claude_bin, [("claim", {"resource_key": "held/a", "ttl": "5m"})], hold=True
@@ -219,7 +238,7 @@ def test_node_loss_during_race_loses_nothing_acknowledged(
                     pass  # not acknowledged: may or may not arrive
                 time.sleep(0.02)
 
-        victim = _stream_leader(cluster, "KV_agent-claims")
+        victim = pick_victim(cluster)
         go = tmp_path / "go"
         procs = start_race([a, b], claude_bin, go, per_host=2, attempts=150, keys=3)
         time.sleep(1.0)
@@ -249,6 +268,10 @@ def test_node_loss_during_race_loses_nothing_acknowledged(
                 assert [(c["agent"], c["token"]) for c in seen] == [
                     (h["claim"]["agent"], h["token"])
                 ]
+
+        # A daemon that was connected to the lost node moved to another one.
+        assert any("nats client reconnected" in d.log() for d in (a, b))
+        assert all(d.healthz() == (200, "ok") for d in (a, b))
 
         # Every acknowledged message reaches bob on the other host, in order.
         assert any(at > killed_at + 1 for at, _ in acked)

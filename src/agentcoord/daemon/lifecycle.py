@@ -56,6 +56,7 @@ async def _connect_nats(
     user: str | None,
     password: str | None,
     seen: list[Exception] | None = None,
+    first_attempts: int = -1,
     **options: Any,
 ) -> Any:
     import nats
@@ -71,13 +72,13 @@ async def _connect_nats(
     async def on_reconnect() -> None:
         log.info("nats client reconnected")
 
-    return await nats.connect(
+    nc = await nats.connect(
         url,
         user=user,
         password=password,
         name="agentcoord-daemon",
         allow_reconnect=True,
-        max_reconnect_attempts=-1,
+        max_reconnect_attempts=first_attempts,
         reconnect_time_wait=0.05,
         connect_timeout=2,
         error_cb=on_error,
@@ -85,6 +86,10 @@ async def _connect_nats(
         reconnected_cb=on_reconnect,
         **options,
     )
+    # Issue 11: a bounded first connect, then reconnect forever (nats-py reads this option
+    # at each reconnect; it retries a first connect forever when it is -1).
+    nc.options["max_reconnect_attempts"] = -1
+    return nc
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -236,9 +241,10 @@ def js_timeout(cfg: Config) -> float:
 # notice within ~15 s and move to another seed (the default is minutes).
 _EXTERNAL_PING_INTERVAL = 5
 _EXTERNAL_MAX_PINGS = 2
-# nats-py retries a first connect forever when reconnects are unlimited (a wrong password
-# included): give up after this long and say why.
-_EXTERNAL_CONNECT_DEADLINE = 5.0
+# Tries per seed before a first connect gives up and says why (a wrong password included);
+# reconnects later are unlimited. Cancelling nats-py's connect is not reliable (its
+# wait_for can swallow the cancellation), so the attempts are bounded instead of timed.
+_EXTERNAL_FIRST_ATTEMPTS = 20
 
 
 async def _connect_external(cfg: Config, app: App) -> Any:
@@ -252,16 +258,16 @@ async def _connect_external(cfg: Config, app: App) -> Any:
     options = dict(target.options)
     seen: list[Exception] = []
     try:
-        async with asyncio.timeout(_EXTERNAL_CONNECT_DEADLINE):
-            return await _connect_nats(
-                target.servers,
-                options.pop("user", None),
-                options.pop("password", None),
-                seen,
-                ping_interval=_EXTERNAL_PING_INTERVAL,
-                max_outstanding_pings=_EXTERNAL_MAX_PINGS,
-                **options,
-            )
+        return await _connect_nats(
+            target.servers,
+            options.pop("user", None),
+            options.pop("password", None),
+            seen,
+            _EXTERNAL_FIRST_ATTEMPTS,
+            ping_interval=_EXTERNAL_PING_INTERVAL,
+            max_outstanding_pings=_EXTERNAL_MAX_PINGS,
+            **options,
+        )
     except (OSError, TimeoutError, nats.errors.Error) as exc:
         # nats-py's errors do not carry the URL's password; ours names the redacted URL.
         why = seen[-1] if seen else exc
