@@ -161,8 +161,9 @@ class MessageBus:
             except NotFoundError:
                 last = (await self._js.stream_info(STREAM)).state.last_seq
                 subjects = {inbox_subject(agent), BROADCAST_SUBJECT}
-                await self._js.add_consumer(
-                    STREAM,
+                floor = await self._add_consumer_once(
+                    name,
+                    last,
                     ConsumerConfig(
                         durable_name=name,
                         deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
@@ -173,8 +174,26 @@ class MessageBus:
                         filter_subjects=sorted(subjects),
                     ),
                 )
-                self._acked.setdefault(agent, last)
+                self._acked.setdefault(agent, floor)
             self._ready[agent] = subjects
+
+    async def _add_consumer_once(self, name: str, last: int, config: Any) -> int:
+        """Create a consumer starting after ``last``; the floor of what it has handed out.
+
+        Issue 11: the sender's and the reader's daemons (two hosts) may create an agent's inbox
+        at once. If theirs won, it may start earlier than ours: take its ack floor, so nothing
+        between the two starts is mistaken for a redelivery and dropped."""
+        from nats.js.errors import APIError, NotFoundError
+
+        try:
+            await self._js.add_consumer(STREAM, config)
+            return last
+        except APIError as exc:
+            try:
+                info = await self._js.consumer_info(STREAM, name)
+            except NotFoundError:
+                raise exc from None
+            return int(info.ack_floor.stream_seq) if info.ack_floor else 0
 
     async def subscribe_subjects(self, agent: str, subjects: list[str]) -> None:
         """Add subjects (channels) to ``agent``'s consumer; messages after now reach it."""
@@ -186,6 +205,10 @@ class MessageBus:
                 return
             info = await self._js.consumer_info(STREAM, consumer_name(agent))
             config = info.config
+            # Issue 11: another host's daemon may have added channels since we cached; keep them.
+            wanted |= set(config.filter_subjects or ())
+            if config.filter_subject:
+                wanted.add(config.filter_subject)
             config.filter_subject = None
             config.filter_subjects = sorted(wanted)
             await self._js.add_consumer(STREAM, config)
