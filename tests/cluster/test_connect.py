@@ -1,5 +1,5 @@
-"""The daemon on an external nats-server with nkey and mutual-TLS credentials, and the
-secrets it must never print."""
+"""The daemon on an external nats-server with nkey, creds-file and mutual-TLS credentials, and
+the secrets it must never print."""
 
 from __future__ import annotations
 
@@ -165,4 +165,99 @@ def test_mutual_tls(
         AGENTCOORD_NATS_TLS_KEY=str(pki / "client.key"),
         **tls,
     ).start()
+    _claim_roundtrip(d)
+
+
+def _jwt(signer: bytes, claims: dict[str, Any]) -> str:
+    """A NATS JWT (ed25519-nkey) signed by the seed ``signer``."""
+    import base64
+    import time
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    kp = nkeys.from_seed(signer)
+    body = {
+        "jti": base64.b32encode(os.urandom(20)).decode(),
+        "iat": int(time.time()),
+        "iss": kp.public_key.decode(),
+        **claims,
+    }
+    head = b64(json.dumps({"typ": "JWT", "alg": "ed25519-nkey"}).encode())
+    signing_input = f"{head}.{b64(json.dumps(body).encode())}"
+    return f"{signing_input}.{b64(kp.sign(signing_input.encode()))}"
+
+
+def test_creds_file(
+    single: Callable[[str], NatsCluster], daemon_factory: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    """With ``nats_creds`` (user JWT + seed) the daemon logs in to a server in operator mode,
+    with JetStream for its account; a user JWT from an account the operator never signed is
+    refused."""
+    seeds = {
+        kind: nkeys.encode_seed(os.urandom(32), prefix)
+        for kind, prefix in (
+            ("operator", nkeys.PREFIX_BYTE_OPERATOR),
+            ("account", nkeys.PREFIX_BYTE_ACCOUNT),
+            ("system", nkeys.PREFIX_BYTE_ACCOUNT),  # JetStream needs a system account
+            ("user", nkeys.PREFIX_BYTE_USER),
+        )
+    }
+    pub = {k: nkeys.from_seed(s).public_key.decode() for k, s in seeds.items()}
+    operator = _jwt(
+        seeds["operator"],
+        {"sub": pub["operator"], "name": "op", "nats": {"type": "operator", "version": 2}},
+    )
+    limits = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1}
+    limits |= {"wildcards": True, "conn": -1, "leaf": -1}
+    limits |= {"mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1}
+    account = _jwt(
+        seeds["operator"],
+        {
+            "sub": pub["account"],
+            "name": "agentcoord",
+            "nats": {"limits": limits, "type": "account", "version": 2},
+        },
+    )
+    system = _jwt(
+        seeds["operator"],
+        {"sub": pub["system"], "name": "SYS", "nats": {"type": "account", "version": 2}},
+    )
+    user = _jwt(
+        seeds["account"],
+        {
+            "sub": pub["user"],
+            "name": "daemon",
+            "nats": {"pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1}
+            | {"type": "user", "version": 2},
+        },
+    )
+
+    def creds_file(name: str, jwt: str) -> Path:
+        path = tmp_path / name
+        path.write_text(
+            f"-----BEGIN NATS USER JWT-----\n{jwt}\n------END NATS USER JWT------\n\n"
+            f"-----BEGIN USER NKEY SEED-----\n{seeds['user'].decode()}\n"
+            "------END USER NKEY SEED------\n"
+        )
+        path.chmod(0o600)
+        return path
+
+    creds = creds_file("daemon.creds", user)
+    # The same user signed by an account the operator never issued: must be refused.
+    stranger = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_ACCOUNT)
+    forged = creds_file(
+        "forged.creds", _jwt(stranger, {"sub": pub["user"], "nats": {"type": "user", "version": 2}})
+    )
+    server = single(
+        f"operator: {operator}\nsystem_account: {pub['system']}\nresolver: MEMORY\n"
+        f"resolver_preload: {{ {pub['account']}: {account}, {pub['system']}: {system} }}"
+    )
+    refused = daemon_factory(
+        "forged", AGENTCOORD_NATS_URL=server.seeds, AGENTCOORD_NATS_CREDS=str(forged)
+    )
+    with pytest.raises(RuntimeError, match="daemon exited 1"):
+        refused.start()
+    d = daemon_factory("creds", AGENTCOORD_NATS_URL=server.seeds, AGENTCOORD_NATS_CREDS=str(creds))
+    d.start()
     _claim_roundtrip(d)
