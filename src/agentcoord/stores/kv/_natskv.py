@@ -12,13 +12,16 @@ a CAS and carries its own per-message TTL (``update()`` cannot set one).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import nats.js.errors
 
 from agentcoord.errors import AgentCoordError
 
-__all__ = ["CasConflict", "create", "delete", "fetch", "update"]
+__all__ = ["CasConflict", "create", "delete", "ensure_bucket", "fetch", "update"]
+
+log = logging.getLogger(__name__)
 
 KV_OP = "KV-Operation"
 MARKER_REASON = "Nats-Marker-Reason"
@@ -37,6 +40,27 @@ def is_absent(headers: dict[str, str] | None) -> bool:
     if not headers:
         return False
     return headers.get(KV_OP) in ("DEL", "PURGE") or MARKER_REASON in headers
+
+
+async def ensure_bucket(js: Any, config: Any) -> Any:
+    """The KV bucket of ``config``, created if absent. Issue 11: a bucket made earlier with
+    another replica count (R1 before the move to a cluster) is brought to ``config.replicas``;
+    any other difference still fails, as nats-py says."""
+    try:
+        return await js.create_key_value(config)
+    except nats.js.errors.BadRequestError:
+        info = await js.stream_info(f"KV_{config.bucket}")
+        if info.config.num_replicas == config.replicas:
+            raise
+        log.warning(
+            "KV bucket %s has %s replicas; changing to %d",
+            config.bucket,
+            info.config.num_replicas,
+            config.replicas,
+        )
+        info.config.num_replicas = config.replicas
+        await js.update_stream(info.config)
+        return await js.create_key_value(config)
 
 
 async def fetch(js: Any, stream: str, subject: str) -> tuple[bytes | None, int]:

@@ -122,13 +122,14 @@ class ClaimStore:
 
     async def __aenter__(self) -> ClaimStore:
         try:
-            kv = await self._js.create_key_value(
+            kv = await _natskv.ensure_bucket(
+                self._js,
                 api.KeyValueConfig(
                     bucket=BUCKET,
                     history=1,
                     limit_marker_ttl=LIMIT_MARKER_TTL,
                     replicas=self._replicas,
-                )
+                ),
             )
             await self._procs.__aenter__()
             self._watcher = await kv.watchall()
