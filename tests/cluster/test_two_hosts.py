@@ -205,7 +205,8 @@ def test_node_loss_during_race_loses_nothing_acknowledged(
 ) -> None:
     """Kill a NATS node mid-race (one a daemon is connected to, a leader if possible): the race
     keeps the one-writer rule and goes on, claims held across the loss survive with their
-    tokens, the daemon reconnects, and every acknowledged message arrives in order."""
+    tokens, the daemon reconnects, every acknowledged message arrives in order, and both
+    claim views follow the bucket again."""
     a, b = hosts
     keeper_a = spawn_session(
         a, claude_bin, [("claim", {"resource_key": "held/a", "ttl": "5m"})], hold=True
@@ -283,6 +284,18 @@ def test_node_loss_during_race_loses_nothing_acknowledged(
         assert texts <= set(got)
         order = [t for t in got if t in texts]
         assert order == sorted(order, key=lambda t: int(t[1:]))
+
+        # Both daemons' watch-fed views follow the bucket again: a claim made on one host after
+        # the loss shows up in the other host's check_claims.
+        for mine, other in ((alice, b), (bob, a)):
+            key = f"after-loss/{mine.name}"
+            late = mine.call("claim", resource_key=key, ttl="1m")
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not _claims(other, key):
+                time.sleep(0.1)
+            assert [(c["agent"], c["token"]) for c in _claims(other, key)] == [
+                (mine.name, late["token"])
+            ]
     finally:
         for k in (keeper_a, keeper_b):
             finish(k)
