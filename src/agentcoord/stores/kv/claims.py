@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
+import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -62,7 +63,11 @@ STREAM = f"KV_{BUCKET}"
 _PREFIX = f"$KV.{BUCKET}."
 # How long the server keeps the marker of an expired key; the watch needs it to see expiry.
 LIMIT_MARKER_TTL = 5.0
-_CAS_ATTEMPTS = 8
+_CAS_ATTEMPTS = 16
+# Issue 11: daemons on other hosts write the same keys outside our per-key lock; after a lost
+# CAS, wait a random moment (growing, capped) so two daemons do not keep colliding in step.
+_CAS_BACKOFF_S = 0.002
+_CAS_BACKOFF_CAP_S = 0.05
 _SYNC_TIMEOUT = 10.0
 
 
@@ -301,8 +306,11 @@ class ClaimStore:
         subject = _PREFIX + esc
         async with self._key_lock(esc):
             fresh = False
-            for _ in range(_CAS_ATTEMPTS):
+            for attempt in range(_CAS_ATTEMPTS):
                 if fresh:
+                    if attempt > 1:  # a backoff, not a poll: the next try re-reads the key
+                        cap = min(_CAS_BACKOFF_CAP_S, _CAS_BACKOFF_S * 2**attempt)
+                        await asyncio.sleep(random.uniform(0, cap))
                     cur, rev = await self._fetch(esc)
                     self._apply(esc, cur, rev)
                 else:
