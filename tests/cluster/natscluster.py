@@ -21,10 +21,16 @@ from agentcoord.daemon.natsd import find_nats_server
 CLUSTER_NAME = "agentcoord-test"
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct free ports (all held open while choosing, so none repeats)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind((host, 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 @dataclass
@@ -71,9 +77,11 @@ class NatsCluster:
     nodes: list[Node] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        ports = free_ports(3 * self.size)
         for i in range(self.size):
             name = f"n{i + 1}"
-            self.nodes.append(Node(name, self.root / name, free_port(), free_port(), free_port()))
+            client, route, http = ports[3 * i : 3 * i + 3]
+            self.nodes.append(Node(name, self.root / name, client, route, http))
 
     @property
     def seeds(self) -> str:

@@ -218,8 +218,12 @@ class MessageBus:
 
     async def publish(self, subject: str, msg: Any, msg_id: str | None = None) -> Published:
         """Store one ChannelMessage; ``msg_id`` de-duplicates within the duplicate window."""
+        from agentcoord.stores._jsretry import while_electing
+
         headers = {"Nats-Msg-Id": msg_id} if msg_id else None
-        ack = await self._js.publish(subject, msg.SerializeToString(), headers=headers)
+        data = msg.SerializeToString()
+        # Issue 11: "no responders" while a new stream leader is elected stored nothing.
+        ack = await while_electing(lambda: self._js.publish(subject, data, headers=headers))
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def delivered(self, agent: str, seq: int) -> bool:

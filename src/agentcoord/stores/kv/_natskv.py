@@ -18,6 +18,7 @@ from typing import Any
 import nats.js.errors
 
 from agentcoord.errors import AgentCoordError
+from agentcoord.stores._jsretry import while_electing
 
 __all__ = ["CasConflict", "create", "delete", "ensure_bucket", "fetch", "update"]
 
@@ -66,7 +67,7 @@ async def ensure_bucket(js: Any, config: Any) -> Any:
 async def fetch(js: Any, stream: str, subject: str) -> tuple[bytes | None, int]:
     """The value (None when absent) and the last sequence of ``subject`` (0 when none)."""
     try:
-        msg = await js.get_msg(stream, subject=subject)
+        msg = await while_electing(lambda: js.get_msg(stream, subject=subject))
     except nats.js.errors.NotFoundError:
         return None, 0
     if is_absent(msg.headers):
@@ -81,7 +82,7 @@ async def _publish(
     if op is not None:
         headers[KV_OP] = op
     try:
-        ack = await js.publish(subject, data, headers=headers, msg_ttl=ttl)
+        ack = await while_electing(lambda: js.publish(subject, data, headers=headers, msg_ttl=ttl))
     except nats.js.errors.APIError as exc:
         if exc.err_code in _WRONG_LAST:
             raise CasConflict(str(exc.description)) from None

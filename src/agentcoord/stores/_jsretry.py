@@ -1,0 +1,49 @@
+"""Ride out a JetStream leader election (issue 11: the daemon survives a NATS node loss).
+
+When the node leading a stream dies, the stream has no leader for a few seconds: a publish
+gets "no responders" and API requests get 503. Nothing was stored in either case, so the same
+request is safe to send again; :func:`while_electing` does, with a growing pause, for up to
+``_RETRY_FOR_S``. Timeouts are not retried here: they are ambiguous, and the callers that can
+retry them safely (compare-and-set writes) decide that themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import nats.errors
+import nats.js.errors
+
+__all__ = ["UNAVAILABLE", "while_electing"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+UNAVAILABLE = (
+    nats.js.errors.NoStreamResponseError,
+    nats.errors.NoRespondersError,
+    nats.js.errors.ServiceUnavailableError,
+)
+_RETRY_FOR_S = 10.0
+_FIRST_PAUSE_S = 0.05
+_MAX_PAUSE_S = 1.0
+
+
+async def while_electing(call: Callable[[], Awaitable[T]]) -> T:
+    """``await call()``, sent again while JetStream has no leader to answer it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _RETRY_FOR_S
+    pause = _FIRST_PAUSE_S
+    while True:
+        try:
+            return await call()
+        except UNAVAILABLE as exc:
+            if loop.time() + pause > deadline:
+                raise
+            log.debug("jetstream unavailable (%s); retrying in %.2fs", type(exc).__name__, pause)
+            await asyncio.sleep(pause)  # a backoff while a leader is elected, not a poll
+            pause = min(pause * 2, _MAX_PAUSE_S)
