@@ -135,3 +135,17 @@ def test_audit_stream_relays_events(daemon: Daemon) -> None:
     assert line.startswith(b"data: ")
     event = json.loads(line.split(b"data: ", 1)[1])
     assert event == {"type": "TEST_EVENT", "agent": "a-1", "subject": "events.test"}
+
+
+def test_recent_audit_only_on_request(daemon: Daemon) -> None:
+    """The snapshot carries the recent audit only with ?audit=1 (the page's first load)."""
+    from tests.tools.session_helpers import own_call
+
+    assert own_call(daemon, "claim", {"resource_key": "k:audit", "ttl": "1m"})["isError"] is False
+    cookie = _login(daemon)
+    assert "audit" not in json.loads(_get(daemon, "/console/api/state", cookie)[2])
+    deadline = time.monotonic() + 5
+    events: list[dict[str, object]] = []
+    while not events and time.monotonic() < deadline:
+        events = json.loads(_get(daemon, "/console/api/state?audit=1", cookie)[2])["audit"]
+    assert any(e["type"] == "CLAIM_ACQUIRED" for e in events)

@@ -56,6 +56,16 @@ def install_sections(app: App) -> None:
         return rows
 
     app.console_sections["agents"] = agents
+    audit_log = app.audit
+    if audit_log is not None:
+
+        async def audit() -> list[dict[str, Any]]:
+            return [
+                {"type": e.type, "agent": e.agent, "ts": e.as_dict()["ts"], "data": e.data}
+                for e in await audit_log.query(limit=50)
+            ]
+
+        app.console_sections["audit"] = audit
     messaging = app.messaging
     if messaging is not None:
         from agentcoord.tools.humans import answer_prompt

@@ -186,9 +186,13 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
 
     access = app.nats if isinstance(app.nats, ScopedNatsSupervisor) else None
     app.messaging = await stack.enter_async_context(
-        Messaging(app.nc, access=access, nats_url=app.nats_url)
+        Messaging(app.nc, access=access, nats_url=app.nats_url, audit_log=app.audit)
     )
 
+    # A desktop notification for each new prompt, where notify-send exists (issue 8).
+    from agentcoord.daemon.desktop import DesktopNotifier
+
+    await stack.enter_async_context(DesktopNotifier(app.nc))
     install_sections(app)
     core = McpCore(default_registry(), app, cfg.tools_page_size)
     http = await stack.enter_async_context(
