@@ -1,4 +1,4 @@
-"""The ``agentcoord`` command: serve, mcp, status, version.
+"""The ``agentcoord`` command: serve, mcp, status, version, kubeconfig, crds.
 
 Imports are deferred into each command so ``agentcoord mcp`` (started by every Claude Code
 session) loads only the shim.
@@ -46,12 +46,20 @@ def _main_full(args: list[str]) -> int:
     _common(p_status)
     p_status.add_argument("--json", action="store_true", help="machine-readable output")
     sub.add_parser("version", help="print the version")
+    p_kube = sub.add_parser("kubeconfig", help="print a kubeconfig for the running daemon")
+    _common(p_kube)
+    sub.add_parser("crds", help="print CustomResourceDefinition YAML for a real cluster")
     ns = parser.parse_args(args)
     try:
         if ns.command == "version":
             from agentcoord import __version__
 
             print(f"agentcoord {__version__}")
+            return 0
+        if ns.command == "crds":
+            from agentcoord.stores.objects.discovery import crds_yaml
+
+            sys.stdout.write(crds_yaml())
             return 0
         if ns.command == "mcp":
             from pathlib import Path
@@ -67,6 +75,11 @@ def _main_full(args: list[str]) -> int:
             return _serve(cfg)
         if ns.command == "status":
             return _status(cfg, ns.json)
+        if ns.command == "kubeconfig":
+            from agentcoord.stores.objects.serve import kubeconfig_for
+
+            sys.stdout.write(kubeconfig_for(cfg))
+            return 0
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1

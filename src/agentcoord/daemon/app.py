@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from agentcoord.daemon.http import HttpServer
     from agentcoord.daemon.natsd import NatsSupervisor
+    from agentcoord.stores.objects import ObjectStore
 
 __all__ = ["App"]
 
@@ -30,6 +31,7 @@ class App:
     nc: NatsClient | None = None
     nats_url: str = ""
     http_server: HttpServer | None = None
+    store: ObjectStore | None = None  # the object store (issue 3)
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0

@@ -29,6 +29,7 @@ from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import ConfigError
+from agentcoord.stores.objects.serve import start_objects
 from agentcoord.tools.registry import default_registry
 
 __all__ = ["prepare_dirs", "serve"]
@@ -143,6 +144,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         tokens=TokenStore(cfg.state_dir / "tokens.json"),
     )
     app = App(config=cfg, identity=identity)
+    # Object store and its kubectl API over TLS; address in <runtime>/kube.addr (issue 3).
+    app.store, _, _ = await start_objects(cfg, stack)
     if cfg.nats_url:
         app.nats_url = cfg.nats_url
         app.nc = await _connect_nats(cfg.nats_url, None, None)

@@ -1,0 +1,1 @@
+"""Durable state of the daemon: the Kubernetes-compatible object store (``objects``)."""
