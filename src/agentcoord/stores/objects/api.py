@@ -198,8 +198,8 @@ class KubeApi:
             include = _q(req, "includeObject", "Metadata")
             return _json(200, table(kind, objs, at, now=self._clock(), include=include))
         head = (
-            '{"apiVersion":"%s","kind":"%s","metadata":{"resourceVersion":"%d"},"items":['
-            % (GROUP_VERSION, kind.list_kind, at)
+            f'{{"apiVersion":"{GROUP_VERSION}","kind":"{kind.list_kind}",'
+            f'"metadata":{{"resourceVersion":"{at}"}},"items":['
         ).encode()
         return _raw(200, head + b",".join(raws) + b"]}")
 
@@ -213,7 +213,9 @@ class KubeApi:
             if wants_table(req.headers.get("accept", "")):
                 obj = await store.get(kind.plural, ns, name)
                 include = _q(req, "includeObject", "Metadata")
-                return _json(200, table(kind, [obj], store.revision, now=self._clock(), include=include))
+                return _json(
+                    200, table(kind, [obj], store.revision, now=self._clock(), include=include)
+                )
             return _raw(200, store.get_raw(kind.plural, ns, name))
         warns: list[str] = []
         if req.method == "PUT":
@@ -229,16 +231,25 @@ class KubeApi:
                         )
                     meta.setdefault("namespace", ns)
             obj = await store.update(
-                kind.plural, ns, body, subresource=sub,
-                field_validation=_field_validation(req), warnings=warns,
+                kind.plural,
+                ns,
+                body,
+                subresource=sub,
+                field_validation=_field_validation(req),
+                warnings=warns,
             )
             return _json(200, obj, _warnings(warns))
         if req.method == "PATCH":
             self._no_dry_run(req)
             obj = await store.patch(
-                kind.plural, ns, name, _body(req),
+                kind.plural,
+                ns,
+                name,
+                _body(req),
                 content_type=req.headers.get("content-type", MERGE_PATCH),
-                subresource=sub, field_validation=_field_validation(req), warnings=warns,
+                subresource=sub,
+                field_validation=_field_validation(req),
+                warnings=warns,
             )
             return _json(200, obj, _warnings(warns))
         if req.method == "DELETE" and sub is None:
@@ -251,8 +262,12 @@ class KubeApi:
             if opts.get("orphanDependents") is True:
                 policy = "Orphan"
             obj = await store.delete(
-                kind.plural, ns, name,
-                rv=parse_rv(pre.get("resourceVersion")), uid=pre.get("uid"), propagation=policy,
+                kind.plural,
+                ns,
+                name,
+                rv=parse_rv(pre.get("resourceVersion")),
+                uid=pre.get("uid"),
+                propagation=policy,
             )
             return _json(200, obj)
         raise MethodNotAllowed(f"{req.method} is not supported on {req.path}")
@@ -287,7 +302,10 @@ class KubeApi:
             obj: Any = event.object
             if as_table and event.type != "BOOKMARK":
                 obj = table(kind, [obj], event.rv, now=self._clock(), include=include)
-            return json.dumps({"type": event.type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+            return (
+                json.dumps({"type": event.type, "object": obj}, separators=(",", ":")).encode()
+                + b"\n"
+            )
 
         async def stream() -> AsyncIterator[bytes]:
             loop = asyncio.get_running_loop()
@@ -318,6 +336,4 @@ class KubeApi:
                 watcher.end()
                 self._watches.discard(watcher)
 
-        return HttpResponse(
-            200, b"", [("content-type", _JSON)], stream=stream()
-        )
+        return HttpResponse(200, b"", [("content-type", _JSON)], stream=stream())

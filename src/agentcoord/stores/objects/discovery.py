@@ -136,7 +136,9 @@ def _op(kind: Kind, action: str, verb: str, body: bool, params: list[dict[str, A
         "operationId": f"{verb}{kind.kind}",
         "tags": [f"{GROUP}_{VERSION}"],
         "parameters": params,
-        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}},
+        "responses": {
+            "200": {"description": "OK", "content": {"application/json": {"schema": ref}}}
+        },
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": {"group": GROUP, "version": VERSION, "kind": kind.kind},
     }
@@ -147,7 +149,9 @@ def _op(kind: Kind, action: str, verb: str, body: bool, params: list[dict[str, A
             else ["application/json"]
         )
         op["requestBody"] = {
-            "content": {t: {"schema": {"type": "object"} if action == "patch" else ref} for t in types},
+            "content": {
+                t: {"schema": {"type": "object"} if action == "patch" else ref} for t in types
+            },
             "required": True,
         }
     return op

@@ -74,7 +74,10 @@ def _index(seq: list[Any], tok: str, path: str, *, allow_end: bool) -> int:
 
 
 def _bad(message: str) -> Invalid:
-    return Invalid(f"the server rejected our request due to an error in our request: {message}", [("", message)])
+    return Invalid(
+        f"the server rejected our request due to an error in our request: {message}",
+        [("", message)],
+    )
 
 
 def _get(doc: Any, path: str) -> Any:

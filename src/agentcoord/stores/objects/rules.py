@@ -90,8 +90,7 @@ def prepare_create(
     ns = meta.get("namespace") or namespace
     if ns != namespace:
         raise BadRequest(
-            "the namespace of the provided object does not match the namespace sent on the "
-            "request"
+            "the namespace of the provided object does not match the namespace sent on the request"
         )
     if out.get("apiVersion", GROUP_VERSION) != GROUP_VERSION or out.get("kind", kind.kind) != (
         kind.kind
@@ -121,7 +120,7 @@ def prepare_update(kind: Kind, old: Obj, new: Obj, *, subresource: str | None = 
     new_meta = new.get("metadata") or {}
     if new_meta.get("name", name) != name:
         raise BadRequest(
-            f'the name of the object ({new_meta.get("name")}) does not match the name on the URL '
+            f"the name of the object ({new_meta.get('name')}) does not match the name on the URL "
             f"({name})"
         )
     want = parse_rv(new_meta.get("resourceVersion"))

@@ -67,14 +67,26 @@ def _walk(
     if value is None:
         return value  # null is "unset" for optional fields, as the apiserver treats it
     if kind and not _type_ok(value, kind):
-        errors.append((path, f'Invalid value: "{type(value).__name__}": {path} in body must be of type {kind}: "{type(value).__name__}"'))
+        errors.append(
+            (
+                path,
+                f'Invalid value: "{type(value).__name__}": {path} in body must be of type '
+                f'{kind}: "{type(value).__name__}"',
+            )
+        )
         return value
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(f'"{v}"' for v in schema["enum"])
         errors.append((path, f'Unsupported value: "{value}": supported values: {allowed}'))
     if kind == "array":
         if "minItems" in schema and len(value) < schema["minItems"]:
-            errors.append((path, f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} items"))
+            errors.append(
+                (
+                    path,
+                    f"Invalid value: {len(value)}: {path} in body should have at least "
+                    f"{schema['minItems']} items",
+                )
+            )
         items = schema.get("items", {})
         return [_walk(v, items, f"{path}[{i}]", errors, unknown) for i, v in enumerate(value)]
     if kind == "object":
@@ -98,7 +110,9 @@ def _walk(
     return value
 
 
-def _check_metadata(meta: dict[str, Any], errors: list[tuple[str, str]], unknown: list[str]) -> None:
+def _check_metadata(
+    meta: dict[str, Any], errors: list[tuple[str, str]], unknown: list[str]
+) -> None:
     for key in meta:
         if key not in _META_FIELDS:
             unknown.append(f"metadata.{key}")
@@ -113,7 +127,7 @@ def _check_metadata(meta: dict[str, Any], errors: list[tuple[str, str]], unknown
             if not isinstance(v, str):
                 errors.append((f"metadata.{mapname}.{k}", "Invalid value: must be a string"))
             elif mapname == "labels" and not _valid_label(k, v):
-                errors.append((f"metadata.labels", f'Invalid value: "{k}={v}": invalid label'))
+                errors.append(("metadata.labels", f'Invalid value: "{k}={v}": invalid label'))
     fins = meta.get("finalizers")
     if fins is not None and (
         not isinstance(fins, list) or not all(isinstance(f, str) and f for f in fins)
@@ -179,7 +193,9 @@ def _invalid(kind: Kind, name: str, causes: list[tuple[str, str]]) -> Invalid:
     )
 
 
-def validate(kind: Kind, obj: Any, field_validation: str = "Strict") -> tuple[dict[str, Any], list[str]]:
+def validate(
+    kind: Kind, obj: Any, field_validation: str = "Strict"
+) -> tuple[dict[str, Any], list[str]]:
     """Validate and prune ``obj``; returns (pruned object, warnings).
 
     Raises :class:`BadRequest` for unknown fields under ``Strict`` and :class:`Invalid` for

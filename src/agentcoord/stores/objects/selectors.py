@@ -130,6 +130,6 @@ def parse_fields(text: str | None) -> FieldSelector:
             raise BadRequest(f"invalid selector: '{part}'; can't understand '{part}'")
         field = field.strip()
         if field not in _FIELDS:
-            raise BadRequest(f'field label not supported: {field}')
+            raise BadRequest(f"field label not supported: {field}")
         terms.append((field, eq, value.strip()))
     return FieldSelector(tuple(terms))

@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 Obj = dict[str, Any]
 T = TypeVar("T")
+_Warnings = list[str]  # out-parameter: warnings for the client (fieldValidation=Warn)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -80,7 +81,7 @@ def _dumps(obj: Obj) -> bytes:
 def _kind(plural: str) -> Kind:
     kind = KINDS.get(plural)
     if kind is None:
-        raise ObjectNotFound(f'the server could not find the requested resource ({plural})')
+        raise ObjectNotFound(f"the server could not find the requested resource ({plural})")
     return kind
 
 
@@ -227,8 +228,7 @@ class ObjectStore:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreError(
-                f"{self.path} has schema version {version}; this agentcoord knows "
-                f"{SCHEMA_VERSION}"
+                f"{self.path} has schema version {version}; this agentcoord knows {SCHEMA_VERSION}"
             )
         if version < SCHEMA_VERSION:
             conn.execute("BEGIN IMMEDIATE")
@@ -237,7 +237,9 @@ class ObjectStore:
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         rows = conn.execute("SELECT resource, object FROM objects").fetchall()
-        compacted = (conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone() or [0])[0]
+        compacted = (
+            conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone() or [0]
+        )[0]
         top_event = conn.execute("SELECT max(rv) FROM events").fetchone()[0] or 0
         top_object = conn.execute("SELECT max(rv) FROM objects").fetchone()[0] or 0
         top_meta = (conn.execute("SELECT value FROM meta WHERE key='rv'").fetchone() or [0])[0]
@@ -400,8 +402,14 @@ class ObjectStore:
         raws = [_dumps(ch.obj) for ch in changes]
         if changes or compact_to is not None:
             events = [
-                (int(ch.obj["metadata"]["resourceVersion"]), ch.type, ch.key[0], ch.key[1],
-                 ch.key[2], raw)
+                (
+                    int(ch.obj["metadata"]["resourceVersion"]),
+                    ch.type,
+                    ch.key[0],
+                    ch.key[1],
+                    ch.key[2],
+                    raw,
+                )
                 for ch, raw in zip(changes, raws, strict=True)
             ]
             final: dict[Key, bytes | None] = {}
@@ -520,7 +528,7 @@ class ObjectStore:
         *,
         field_validation: str = "Strict",
         keep_status: bool = False,
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Create; 409 AlreadyExists if the name is taken. ``keep_status`` is for the daemon."""
         kind = _kind(plural)
@@ -557,9 +565,7 @@ class ObjectStore:
             new = prepare_update(kind, old, make(old), subresource=subresource)
             if same_but_rv(new, old):
                 return old
-            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get(
-                "finalizers"
-            ):
+            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
                 return [_Change("DELETED", key, new)]
             return [_Change("MODIFIED", key, new)]
 
@@ -573,7 +579,7 @@ class ObjectStore:
         *,
         subresource: str | None = None,
         field_validation: str = "Strict",
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Replace (PUT); 409 Conflict if ``metadata.resourceVersion`` is not the current one."""
         kind = _kind(plural)
@@ -583,7 +589,9 @@ class ObjectStore:
         name = (body.get("metadata") or {}).get("name")
         if not name:
             raise BadRequest("the object has no metadata.name")
-        return await self._submit(self._update_op(kind, namespace, name, lambda _: body, subresource))
+        return await self._submit(
+            self._update_op(kind, namespace, name, lambda _: body, subresource)
+        )
 
     async def patch(
         self,
@@ -595,7 +603,7 @@ class ObjectStore:
         content_type: str = MERGE_PATCH,
         subresource: str | None = None,
         field_validation: str = "Strict",
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Merge or JSON patch, decided against the newest version (no conflict unless the
         patch itself names a resourceVersion)."""
@@ -680,9 +688,7 @@ class ObjectStore:
         if not since:
             _, objs, _ = self.list_raw(plural, namespace, lsel, fsel)
             for obj in objs:
-                w._backlog.append(
-                    WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"]))
-                )
+                w._backlog.append(WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"])))
         elif since < now:
             w._ready.clear()
             try:

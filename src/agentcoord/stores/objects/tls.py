@@ -102,7 +102,11 @@ def _cert(
             x509.BasicConstraints(ca=False, path_length=None), critical=True
         ).add_extension(
             x509.ExtendedKeyUsage(
-                [ExtendedKeyUsageOID.SERVER_AUTH if usage == "server" else ExtendedKeyUsageOID.CLIENT_AUTH]
+                [
+                    ExtendedKeyUsageOID.SERVER_AUTH
+                    if usage == "server"
+                    else ExtendedKeyUsageOID.CLIENT_AUTH
+                ]
             ),
             critical=False,
         )

@@ -7,6 +7,7 @@ with :class:`Expired` and the client must list again. The store never blocks on 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -93,10 +94,9 @@ class Watcher:
         self._ended = reason or _Closed("the watch was closed")
         for cb in self.on_close:
             cb(self)
-        try:
+        # If the queue is full, the consumer sees _ended once it has drained it.
+        with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(None)
-        except asyncio.QueueFull:
-            pass  # the consumer sees _ended when it has drained the queue
 
     @property
     def ended(self) -> bool:
