@@ -30,9 +30,12 @@ def test_create_fills_metadata_and_drops_status() -> None:
         AGENT, {"metadata": {"name": "a"}, "spec": {}, "status": {"phase": "X"}}, "ns", NOW
     )
     meta = obj["metadata"]
-    assert meta["namespace"] == "ns" and meta["generation"] == 1 and len(meta["uid"]) == 36
+    assert meta["namespace"] == "ns"
+    assert meta["generation"] == 1
+    assert len(meta["uid"]) == 36
     assert meta["creationTimestamp"] == rfc3339(NOW)
-    assert "status" not in obj and obj["kind"] == "Agent"
+    assert "status" not in obj
+    assert obj["kind"] == "Agent"
 
 
 def test_create_rejects_rv_and_namespace_mismatch() -> None:
@@ -46,7 +49,8 @@ def test_create_rejects_rv_and_namespace_mismatch() -> None:
 def test_generate_name() -> None:
     """generateName gets a random five-character suffix."""
     obj = prepare_create(AGENT, {"metadata": {"generateName": "w-"}}, "d", NOW)
-    assert obj["metadata"]["name"].startswith("w-") and len(obj["metadata"]["name"]) == 7
+    assert obj["metadata"]["name"].startswith("w-")
+    assert len(obj["metadata"]["name"]) == 7
 
 
 def test_stale_update_conflicts() -> None:
@@ -86,7 +90,8 @@ def test_status_subresource_changes_status_only() -> None:
     }
     out = prepare_update(AGENT, old, new, subresource="status")
     assert out["status"] == {"phase": "Running"}
-    assert out["spec"] == {"profile": "p"} and "labels" not in out["metadata"]
+    assert out["spec"] == {"profile": "p"}
+    assert "labels" not in out["metadata"]
     assert out["metadata"]["generation"] == 1
 
 
@@ -98,12 +103,13 @@ def test_immutable_metadata_is_kept() -> None:
 
 
 def test_delete_with_finalizers_marks() -> None:
-    """With finalizers a delete sets deletionTimestamp; without, it removes; a second mark is a no-op."""
+    """Finalizers turn delete into a deletionTimestamp mark (once); without them it removes."""
     old = _stored()
     assert prepare_delete(AGENT, old, NOW).remove
     old["metadata"]["finalizers"] = ["x/y"]
     marked = prepare_delete(AGENT, old, NOW + 5)
-    assert not marked.remove and marked.obj["metadata"]["deletionTimestamp"] == rfc3339(NOW + 5)
+    assert not marked.remove
+    assert marked.obj["metadata"]["deletionTimestamp"] == rfc3339(NOW + 5)
     again = prepare_delete(AGENT, marked.obj, NOW + 9)
     assert again.obj is marked.obj
 
@@ -129,6 +135,7 @@ def test_delete_preconditions() -> None:
 
 def test_parse_rv() -> None:
     """resourceVersion strings parse to the counter; garbage is 400."""
-    assert parse_rv("") is None and parse_rv("17") == 17
+    assert parse_rv("") is None
+    assert parse_rv("17") == 17
     with pytest.raises(BadRequest):
         parse_rv("abc")

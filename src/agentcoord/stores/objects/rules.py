@@ -111,7 +111,15 @@ def prepare_create(
         meta.pop(gone, None)
     if not keep_status:
         out.pop("status", None)  # status is the /status subresource's to write
+    _drop_empty(meta)
     return out
+
+
+def _drop_empty(meta: Obj) -> None:
+    """Empty maps and lists in metadata are the same as absent (so no-op writes stay no-ops)."""
+    for name in ("labels", "annotations", "finalizers", "ownerReferences"):
+        if name in meta and not meta[name]:
+            del meta[name]
 
 
 def prepare_update(kind: Kind, old: Obj, new: Obj, *, subresource: str | None = None) -> Obj:
@@ -174,9 +182,7 @@ def prepare_update(kind: Kind, old: Obj, new: Obj, *, subresource: str | None = 
     out["metadata"] = meta
     if _spec_part(out) != _spec_part(old):
         meta["generation"] = int(old_meta.get("generation", 1)) + 1
-    for empty in ("labels", "annotations", "finalizers", "ownerReferences"):
-        if empty in meta and not meta[empty]:
-            del meta[empty]
+    _drop_empty(meta)
     return out
 
 

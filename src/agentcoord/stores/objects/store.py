@@ -120,7 +120,8 @@ class _View:
         return entry.obj if entry else None
 
 
-_OpFn = Callable[[_View], "list[_Change] | Obj"]
+_Changes = list[_Change]
+_OpFn = Callable[[_View], "_Changes | Obj"]
 
 
 @dataclass
@@ -164,7 +165,7 @@ class ObjectStore:
         self._rv = 0
         self._compacted = 0
         self._queue: asyncio.Queue[_Op | None] = asyncio.Queue()
-        self._gc_queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue()
+        self._gc_queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -441,7 +442,7 @@ class ObjectStore:
             resource = ch.key[0]
             if ch.type == "DELETED":
                 prev = self._forget(ch.key)
-                self._gc_queue.put_nowait(("deleted", ch.obj["metadata"]["uid"]))
+                self._gc_queue.put_nowait(ch.obj["metadata"]["uid"])
             else:
                 entry = self._cache[resource].get((ch.key[1], ch.key[2]))
                 prev = entry.obj if entry else None
@@ -641,18 +642,33 @@ class ObjectStore:
             if old is None:
                 raise _not_found(kind, name)
             outcome = prepare_delete(kind, old, view.now, rv=rv, uid=uid)
-            if outcome.obj is old:
-                if outcome.remove:
-                    gone = dict(old)
-                    gone["metadata"] = dict(old["metadata"])
-                    return [_Change("DELETED", key, gone)]
-                return old
-            return [_Change("MODIFIED", key, outcome.obj)]
+            if not outcome.remove:
+                return old if outcome.obj is old else [_Change("MODIFIED", key, outcome.obj)]
+            gone = dict(old)
+            gone["metadata"] = dict(old["metadata"])
+            changes = [_Change("DELETED", key, gone)]
+            if propagation == "Orphan":
+                # In the same transaction, so the collector never sees them owner-less.
+                changes.extend(self._orphans(view, old["metadata"]["uid"]))
+            return changes
 
-        result = await self._submit(op)
-        if propagation == "Orphan":
-            self._gc_queue.put_nowait(("orphan", result["metadata"]["uid"]))
-        return result
+        return await self._submit(op)
+
+    def _orphans(self, view: _View, owner_uid: str) -> _Changes:
+        changes = []
+        for key in sorted(self._dependents.get(owner_uid, set())):
+            dep = view.get(key)
+            if dep is None:
+                continue
+            refs = [
+                r for r in dep["metadata"].get("ownerReferences") or [] if r["uid"] != owner_uid
+            ]
+            new = dict(dep)
+            new["metadata"] = {k: v for k, v in dep["metadata"].items() if k != "ownerReferences"}
+            if refs:
+                new["metadata"]["ownerReferences"] = refs
+            changes.append(_Change("MODIFIED", key, new))
+        return changes
 
     async def compact(self, rv: int) -> None:
         """Drop the event log at and below ``rv``; watches from there get 410 Expired."""
@@ -714,10 +730,8 @@ class ObjectStore:
             try:
                 if item is None:
                     await self._sweep()
-                elif item[0] == "deleted":
-                    await self._collect(item[1])
                 else:
-                    await self._orphan(item[1])
+                    await self._collect(item)
             except Exception:
                 log.exception("garbage collection failed for %s", item)
 
@@ -740,21 +754,6 @@ class ObjectStore:
         for owner in list(self._dependents):
             if owner not in self._by_uid:
                 await self._collect(owner)
-
-    async def _orphan(self, owner_uid: str) -> None:
-        for key in sorted(self._dependents.get(owner_uid, set())):
-            entry = self._cache[key[0]].get((key[1], key[2]))
-            if entry is None:
-                continue
-            refs = [r for r in entry.obj["metadata"].get("ownerReferences") or []]
-            keep = [r for r in refs if r["uid"] != owner_uid]
-            ops = [{"op": "test", "path": "/metadata/uid", "value": entry.obj["metadata"]["uid"]}]
-            if keep:
-                ops.append({"op": "replace", "path": "/metadata/ownerReferences", "value": keep})
-            else:
-                ops.append({"op": "remove", "path": "/metadata/ownerReferences"})
-            with contextlib.suppress(StoreError):
-                await self.patch(*key, ops, content_type="application/json-patch+json")
 
 
 def _statements() -> Iterable[str]:
