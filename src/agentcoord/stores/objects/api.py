@@ -189,8 +189,12 @@ class KubeApi:
 
     def _list(self, req: HttpRequest, kind: Kind, ns: str | None) -> HttpResponse:
         rv = parse_rv(_q(req, "resourceVersion"))
-        if rv and rv < self.store.compacted:
-            raise Expired(f"too old resource version: {rv} ({self.store.compacted})")
+        # Only an Exact list names a state we may no longer have; NotOlderThan (the default)
+        # is served by the current state.
+        if rv and _q(req, "resourceVersionMatch") == "Exact" and rv != self.store.revision:
+            if rv < self.store.compacted:
+                raise Expired(f"too old resource version: {rv} ({self.store.compacted})")
+            raise Expired(f"resource version {rv} is not the current one; list without it")
         raws, objs, at = self.store.list_raw(
             kind.plural, ns, _q(req, "labelSelector"), _q(req, "fieldSelector")
         )

@@ -14,7 +14,12 @@ from agentcoord.config import Config, parse_http_addr
 from agentcoord.daemon.http import HttpServer
 from agentcoord.stores.objects.api import KubeApi
 from agentcoord.stores.objects.store import ObjectStore
-from agentcoord.stores.objects.tls import ensure_credentials, kubeconfig, server_context
+from agentcoord.stores.objects.tls import (
+    Credentials,
+    ensure_credentials,
+    kubeconfig,
+    server_context,
+)
 
 __all__ = ["credentials_dir", "kubeconfig_for", "start_objects", "store_path"]
 
@@ -40,17 +45,28 @@ async def start_objects(
     host, port = parse_http_addr(cfg.kube_addr)
     addr = ""
     api = KubeApi(store, lambda: addr)
-    server = await stack.enter_async_context(
-        HttpServer(
-            api, host, port, max_body=cfg.max_request_bytes, ssl=server_context(creds), name="kube"
-        )
-    )
+    last_port = credentials_dir(cfg) / "port"
+    server: HttpServer | None = None
+    if port == 0 and last_port.exists():
+        # Reuse last run's port when free, so a printed kubeconfig survives a restart.
+        with contextlib.suppress(OSError, ValueError):
+            server = await stack.enter_async_context(
+                _listener(cfg, api, host, int(last_port.read_text()), creds)
+            )
+    if server is None:
+        server = await stack.enter_async_context(_listener(cfg, api, host, port, creds))
+    _write_private(last_port, f"{server.port}\n")
     stack.push_async_callback(api.aclose)
     addr = f"[{host}]:{server.port}" if ":" in host else f"{host}:{server.port}"
     path = kube_addr_file(cfg)
     _write_private(path, addr + "\n")
     stack.callback(_unlink, path)
     return store, server, addr
+
+
+def _listener(cfg: Config, api: KubeApi, host: str, port: int, creds: Credentials) -> HttpServer:
+    ssl = server_context(creds)
+    return HttpServer(api, host, port, max_body=cfg.max_request_bytes, ssl=ssl, name="kube")
 
 
 def kubeconfig_for(cfg: Config) -> str:
