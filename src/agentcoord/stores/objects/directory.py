@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentcoord.daemon.ancestry import session_agent_stem
-from agentcoord.daemon.directory import SessionKey
+from agentcoord.daemon.directory import AgentDirectory, SessionKey
 from agentcoord.stores.objects.errors import AlreadyExists, ObjectNotFound
 from agentcoord.stores.objects.rules import rfc3339
 from agentcoord.stores.objects.store import ObjectStore
@@ -128,3 +128,9 @@ class StoreDirectory:
                 with contextlib.suppress(ObjectNotFound):
                     await self._store.delete("agents", self._ns, old["metadata"]["name"])
             self._by_key[key] = name
+
+
+if TYPE_CHECKING:
+
+    def _satisfies_protocol(store: ObjectStore) -> AgentDirectory:
+        return StoreDirectory(store)
