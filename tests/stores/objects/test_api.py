@@ -127,11 +127,15 @@ async def test_bookmarks_and_timeout(served: Served) -> None:
 async def test_close_ends_open_watches(served: Served) -> None:
     """aclose() (daemon shutdown) ends an open watch stream at once."""
     async with served.client.stream("GET", f"{BASE}?watch=true&resourceVersion=0") as r:
-        asyncio.get_running_loop().call_later(
-            0.2, lambda: asyncio.ensure_future(served.api.aclose())
-        )
+
+        async def close_soon() -> None:
+            await asyncio.sleep(0.2)
+            await served.api.aclose()
+
+        closer = asyncio.create_task(close_soon())
         async with asyncio.timeout(3):
             lines = [line async for line in r.aiter_lines() if line]
+        await closer
     assert lines == []
 
 
