@@ -18,7 +18,6 @@ from typing import Any
 
 from agentcoord.config import Config
 from agentcoord.daemon.app import App
-from agentcoord.daemon.directory import MemoryDirectory
 from agentcoord.daemon.http import HttpServer
 from agentcoord.daemon.httpmcp import HttpRoutes
 from agentcoord.daemon.identity import IdentityResolver, TokenStore
@@ -29,6 +28,7 @@ from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import ConfigError
+from agentcoord.stores.objects.directory import StoreDirectory
 from agentcoord.stores.objects.serve import start_objects
 from agentcoord.tools.registry import default_registry
 
@@ -134,7 +134,10 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
 
 
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
-    directory = MemoryDirectory()
+    # Object store and its kubectl API over TLS; address in <runtime>/kube.addr (issue 3).
+    # Session agents are Agent objects there (StoreDirectory).
+    store, _, _ = await start_objects(cfg, stack)
+    directory = StoreDirectory(store)
     identity = IdentityResolver(
         uid=os.getuid(),
         user=cfg.user,
@@ -143,9 +146,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         directory=directory,
         tokens=TokenStore(cfg.state_dir / "tokens.json"),
     )
-    app = App(config=cfg, identity=identity)
-    # Object store and its kubectl API over TLS; address in <runtime>/kube.addr (issue 3).
-    app.store, _, _ = await start_objects(cfg, stack)
+    app = App(config=cfg, identity=identity, store=store)
     if cfg.nats_url:
         app.nats_url = cfg.nats_url
         app.nc = await _connect_nats(cfg.nats_url, None, None)
