@@ -7,8 +7,7 @@ per batch, not four awaits per write (FACTS.md: aiosqlite caps near 2.2k tx/s th
 store.py measures both). Only after the commit does the batch reach the in-memory cache and the
 watchers, so nobody sees a write that could still be lost.
 
-Tables: ``objects`` (current state), ``events`` (the log; its rowid is the resourceVersion),
-``meta`` (compaction point). ``PRAGMA user_version`` is the schema version.
+The file itself is :mod:`._sqlite`; the cache and its indexes :mod:`._cache`.
 """
 
 from __future__ import annotations
@@ -17,32 +16,36 @@ import asyncio
 import contextlib
 import json
 import logging
-import sqlite3
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentcoord.stores.objects._cache import Cache
+from agentcoord.stores.objects._ops import (
+    Change,
+    OpFn,
+    View,
+    create_op,
+    delete_op,
+    not_found,
+    update_op,
+)
+from agentcoord.stores.objects._sqlite import SqliteFile
 from agentcoord.stores.objects.errors import (
-    AlreadyExists,
     BadRequest,
     Expired,
     ObjectNotFound,
     StoreError,
     TooManyRequests,
 )
-from agentcoord.stores.objects.kinds import GROUP, KINDS, Kind
+from agentcoord.stores.objects.kinds import KINDS, Kind
 from agentcoord.stores.objects.patch import MERGE_PATCH, apply_patch
 from agentcoord.stores.objects.rules import (
     Key,
-    prepare_create,
-    prepare_delete,
-    prepare_update,
-    same_but_rv,
 )
-from agentcoord.stores.objects.schema import check_object, validate
+from agentcoord.stores.objects.schema import validate
 from agentcoord.stores.objects.selectors import (
     FieldSelector,
     LabelSelector,
@@ -51,27 +54,13 @@ from agentcoord.stores.objects.selectors import (
 )
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
 
-__all__ = ["SCHEMA_VERSION", "ObjectStore"]
+__all__ = ["ObjectStore"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 Obj = dict[str, Any]
 T = TypeVar("T")
 _Warnings = list[str]  # out-parameter: warnings for the client (fieldValidation=Warn)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS objects (
-    resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
-    rv INTEGER NOT NULL, object BLOB NOT NULL,
-    PRIMARY KEY (resource, namespace, name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-    rv INTEGER PRIMARY KEY, type TEXT NOT NULL, resource TEXT NOT NULL,
-    namespace TEXT NOT NULL, name TEXT NOT NULL, object BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-"""
 
 
 def _dumps(obj: Obj) -> bytes:
@@ -85,60 +74,21 @@ def _kind(plural: str) -> Kind:
     return kind
 
 
-def _not_found(kind: Kind, name: str) -> ObjectNotFound:
-    return ObjectNotFound(
-        f'{kind.plural}.{GROUP} "{name}" not found',
-        details={"name": name, "group": GROUP, "kind": kind.plural},
-    )
-
-
-@dataclass
-class _Entry:
-    obj: Obj  # never mutated once cached
-    raw: bytes
-
-
-@dataclass
-class _Change:
-    type: str  # ADDED, MODIFIED, DELETED
-    key: Key
-    obj: Obj
-
-
-class _View:
-    """The state one write is decided against: cache plus the batch's earlier writes."""
-
-    def __init__(self, store: ObjectStore, now: float) -> None:
-        self._store = store
-        self.overlay: dict[Key, Obj | None] = {}
-        self.now = now
-
-    def get(self, key: Key) -> Obj | None:
-        if key in self.overlay:
-            return self.overlay[key]
-        entry = self._store._cache.get(key[0], {}).get((key[1], key[2]))
-        return entry.obj if entry else None
-
-
-_Changes = list[_Change]
-_OpFn = Callable[[_View], "_Changes | Obj"]
-
-
 @dataclass
 class _Op:
-    fn: _OpFn | None
+    fn: OpFn | None
     future: asyncio.Future[Obj]
     compact_to: int | None = None
 
 
 @dataclass
 class _Stats:
+    """Counters for the bench and for status pages."""
+
     batches: int = 0
     writes: int = 0
-    watchers_cut: int = 0
     compactions: int = 0
     max_batch: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 class ObjectStore:
@@ -158,16 +108,13 @@ class ObjectStore:
         self.watch_queue = watch_queue
         self.max_batch = max_batch
         self._clock = clock
-        self._cache: dict[str, dict[tuple[str, str], _Entry]] = {p: {} for p in KINDS}
-        self._by_uid: dict[str, Key] = {}
-        self._dependents: dict[str, set[Key]] = {}
+        self._cache = Cache()
         self._watchers: dict[str, set[Watcher]] = {p: set() for p in KINDS}
         self._rv = 0
         self._compacted = 0
         self._queue: asyncio.Queue[_Op | None] = asyncio.Queue()
         self._gc_queue: asyncio.Queue[str | None] = asyncio.Queue()
-        self._executor: ThreadPoolExecutor | None = None
-        self._conn: sqlite3.Connection | None = None
+        self._db = SqliteFile(self.path)
         self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
         self.stats = _Stats()
@@ -175,21 +122,19 @@ class ObjectStore:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> ObjectStore:
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="objects-sqlite")
-        rows, rv, compacted = await self._run(self._db_open)
+        rows, rv, compacted = await self._db.open()
         for resource, raw in rows:
-            if resource not in self._cache:
+            if resource not in KINDS:
                 log.warning("ignoring stored objects of unknown resource %s", resource)
                 continue
-            obj = json.loads(raw)
-            self._remember(resource, obj, raw)
+            self._cache.remember(resource, json.loads(raw), raw)
         self._rv, self._compacted = rv, compacted
         self._tasks = [
             asyncio.create_task(self._writer(), name="objects-writer"),
             asyncio.create_task(self._collector(), name="objects-gc"),
         ]
         self._gc_queue.put_nowait(None)  # sweep dependents orphaned by a crash
-        log.info("object store %s open at rv %d (%d objects)", self.path, rv, len(self._by_uid))
+        log.info("object store %s open at rv %d (%d objects)", self.path, rv, len(self._cache))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -205,136 +150,11 @@ class ObjectStore:
         for watchers in self._watchers.values():
             for w in list(watchers):
                 w.end()
-        if self._executor is not None:
-            with contextlib.suppress(Exception):
-                await self._run(self._db_close)
-            self._executor.shutdown(wait=True)
-            self._executor = None
-
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        assert self._executor is not None
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
-
-    # -- SQLite (runs on the store's own thread) --------------------------------------------
-
-    def _db_open(self) -> tuple[list[tuple[str, bytes]], int, int]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._conn = conn
-        with contextlib.suppress(OSError):
-            self.path.chmod(0o600)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=5000")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} has schema version {version}; this agentcoord knows {SCHEMA_VERSION}"
-            )
-        if version < SCHEMA_VERSION:
-            conn.execute("BEGIN IMMEDIATE")
-            for statement in _statements():
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        rows = conn.execute("SELECT resource, object FROM objects").fetchall()
-        compacted = (
-            conn.execute("SELECT value FROM meta WHERE key='compacted'").fetchone() or [0]
-        )[0]
-        top_event = conn.execute("SELECT max(rv) FROM events").fetchone()[0] or 0
-        top_object = conn.execute("SELECT max(rv) FROM objects").fetchone()[0] or 0
-        top_meta = (conn.execute("SELECT value FROM meta WHERE key='rv'").fetchone() or [0])[0]
-        return rows, max(top_event, top_object, top_meta, compacted), compacted
-
-    def _db_close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
-    def _db_commit(
-        self,
-        events: list[tuple[int, str, str, str, str, bytes]],
-        upserts: list[tuple[str, str, str, int, bytes]],
-        deletes: list[tuple[str, str, str]],
-        compact_to: int | None,
-        top_rv: int,
-    ) -> None:
-        conn = self._conn
-        assert conn is not None
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if events:
-                conn.executemany(
-                    "INSERT INTO events(rv, type, resource, namespace, name, object) "
-                    "VALUES (?,?,?,?,?,?)",
-                    events,
-                )
-            if upserts:
-                conn.executemany(
-                    "INSERT INTO objects(resource, namespace, name, rv, object) VALUES (?,?,?,?,?)"
-                    " ON CONFLICT(resource, namespace, name) DO UPDATE SET rv=excluded.rv, "
-                    "object=excluded.object",
-                    upserts,
-                )
-            if deletes:
-                conn.executemany(
-                    "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?", deletes
-                )
-            if compact_to is not None:
-                conn.execute("DELETE FROM events WHERE rv <= ?", (compact_to,))
-                conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('compacted', ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                    (compact_to,),
-                )
-                conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('rv', ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-                    (top_rv,),
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def _db_events(self, resource: str, after: int, upto: int) -> list[tuple[int, str, bytes]]:
-        conn = self._conn
-        assert conn is not None
-        rows: list[tuple[int, str, bytes]] = conn.execute(
-            "SELECT rv, type, object FROM events WHERE rv > ? AND rv <= ? AND resource = ? "
-            "ORDER BY rv",
-            (after, upto, resource),
-        ).fetchall()
-        return rows
-
-    # -- cache and indexes ----------------------------------------------------------------
-
-    def _remember(self, resource: str, obj: Obj, raw: bytes) -> None:
-        meta = obj["metadata"]
-        key = (resource, meta["namespace"], meta["name"])
-        self._forget(key)
-        self._cache[resource][(key[1], key[2])] = _Entry(obj, raw)
-        self._by_uid[meta["uid"]] = key
-        for ref in meta.get("ownerReferences") or []:
-            self._dependents.setdefault(ref["uid"], set()).add(key)
-
-    def _forget(self, key: Key) -> Obj | None:
-        entry = self._cache[key[0]].pop((key[1], key[2]), None)
-        if entry is None:
-            return None
-        meta = entry.obj["metadata"]
-        self._by_uid.pop(meta["uid"], None)
-        for ref in meta.get("ownerReferences") or []:
-            deps = self._dependents.get(ref["uid"])
-            if deps is not None:
-                deps.discard(key)
-                if not deps:
-                    del self._dependents[ref["uid"]]
-        return entry.obj
+        await self._db.close()
 
     # -- the writer ---------------------------------------------------------------------
 
-    async def _submit(self, fn: _OpFn) -> Obj:
+    async def _submit(self, fn: OpFn) -> Obj:
         if self._closing:
             raise TooManyRequests("the object store is shutting down")
         fut: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
@@ -364,10 +184,10 @@ class ObjectStore:
                         )
 
     async def _commit_batch(self, batch: list[_Op]) -> None:
-        view = _View(self, self._clock())
+        view = View(self._cache, self._clock())
         base_rv = self._rv
         rv = base_rv
-        changes: list[_Change] = []
+        changes: list[Change] = []
         results: list[tuple[_Op, Obj | BaseException, int]] = []
         compact_to: int | None = None
         for op in batch:
@@ -420,7 +240,7 @@ class ObjectStore:
                 final_rv[ch.key] = int(ch.obj["metadata"]["resourceVersion"])
             upserts = [(*k, final_rv[k], raw) for k, raw in final.items() if raw is not None]
             deletes = [k for k, raw in final.items() if raw is None]
-            await self._run(self._db_commit, events, upserts, deletes, compact_to, rv)
+            await self._db.commit(events, upserts, deletes, compact_to, rv)
         self._rv = rv
         if compact_to is not None:
             self._compacted = compact_to
@@ -437,16 +257,14 @@ class ObjectStore:
             else:
                 op.future.set_result(result)
 
-    def _publish(self, changes: list[_Change], raws: list[bytes]) -> None:
+    def _publish(self, changes: list[Change], raws: list[bytes]) -> None:
         for ch, raw in zip(changes, raws, strict=True):
             resource = ch.key[0]
             if ch.type == "DELETED":
-                prev = self._forget(ch.key)
+                prev = self._cache.forget(ch.key)
                 self._gc_queue.put_nowait(ch.obj["metadata"]["uid"])
             else:
-                entry = self._cache[resource].get((ch.key[1], ch.key[2]))
-                prev = entry.obj if entry else None
-                self._remember(resource, ch.obj, raw)
+                prev = self._cache.remember(resource, ch.obj, raw)
             event = WatchEvent(ch.type, ch.obj, int(ch.obj["metadata"]["resourceVersion"]))
             for w in list(self._watchers[resource]):
                 w.offer(event, prev)
@@ -470,9 +288,9 @@ class ObjectStore:
     def get_raw(self, plural: str, namespace: str, name: str) -> bytes:
         """The stored JSON of one object (what the HTTP API sends as is)."""
         kind = _kind(plural)
-        entry = self._cache[plural].get((namespace, name))
+        entry = self._cache.get((plural, namespace, name))
         if entry is None:
-            raise _not_found(kind, name)
+            raise not_found(kind, name)
         return entry.raw
 
     def list_raw(
@@ -486,26 +304,7 @@ class ObjectStore:
         _kind(plural)
         lsel = labels if isinstance(labels, LabelSelector) else parse_labels(labels)
         fsel = fields if isinstance(fields, FieldSelector) else parse_fields(fields)
-        entries = self._cache[plural]
-        name = fsel.equal("metadata.name")
-        ns = namespace if namespace is not None else fsel.equal("metadata.namespace")
-        if name is not None and ns is not None:
-            found = entries.get((ns, name))
-            items = [((ns, name), found)] if found else []
-        else:
-            items = sorted(entries.items())
-        raws: list[bytes] = []
-        objs: list[Obj] = []
-        for (obj_ns, _), entry in items:
-            if namespace is not None and obj_ns != namespace:
-                continue
-            meta = entry.obj["metadata"]
-            if not lsel.empty and not lsel.matches(meta.get("labels")):
-                continue
-            if fsel.terms and not fsel.matches(entry.obj):
-                continue
-            raws.append(entry.raw)
-            objs.append(entry.obj)
+        raws, objs = self._cache.select(plural, namespace, lsel, fsel)
         return raws, objs, self._rv
 
     async def list(
@@ -537,40 +336,7 @@ class ObjectStore:
         if warnings is not None:
             warnings.extend(warns)
 
-        def op(view: _View) -> list[_Change]:
-            new = prepare_create(kind, body, namespace, view.now, keep_status=keep_status)
-            check_object(kind, new)
-            key = (plural, namespace, new["metadata"]["name"])
-            if view.get(key) is not None:
-                raise AlreadyExists(
-                    f'{plural}.{GROUP} "{key[2]}" already exists',
-                    details={"name": key[2], "group": GROUP, "kind": plural},
-                )
-            return [_Change("ADDED", key, new)]
-
-        return await self._submit(op)
-
-    def _update_op(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        make: Callable[[Obj], Obj],
-        subresource: str | None,
-    ) -> _OpFn:
-        def op(view: _View) -> list[_Change] | Obj:
-            key = (kind.plural, namespace, name)
-            old = view.get(key)
-            if old is None:
-                raise _not_found(kind, name)
-            new = prepare_update(kind, old, make(old), subresource=subresource)
-            if same_but_rv(new, old):
-                return old
-            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
-                return [_Change("DELETED", key, new)]
-            return [_Change("MODIFIED", key, new)]
-
-        return op
+        return await self._submit(create_op(kind, namespace, body, keep_status=keep_status))
 
     async def update(
         self,
@@ -590,9 +356,7 @@ class ObjectStore:
         name = (body.get("metadata") or {}).get("name")
         if not name:
             raise BadRequest("the object has no metadata.name")
-        return await self._submit(
-            self._update_op(kind, namespace, name, lambda _: body, subresource)
-        )
+        return await self._submit(update_op(kind, namespace, name, lambda _: body, subresource))
 
     async def patch(
         self,
@@ -617,7 +381,7 @@ class ObjectStore:
                 warnings.extend(warns)
             return body
 
-        return await self._submit(self._update_op(kind, namespace, name, make, subresource))
+        return await self._submit(update_op(kind, namespace, name, make, subresource))
 
     async def delete(
         self,
@@ -636,39 +400,8 @@ class ObjectStore:
         """
         kind = _kind(plural)
 
-        def op(view: _View) -> list[_Change] | Obj:
-            key = (plural, namespace, name)
-            old = view.get(key)
-            if old is None:
-                raise _not_found(kind, name)
-            outcome = prepare_delete(kind, old, view.now, rv=rv, uid=uid)
-            if not outcome.remove:
-                return old if outcome.obj is old else [_Change("MODIFIED", key, outcome.obj)]
-            gone = dict(old)
-            gone["metadata"] = dict(old["metadata"])
-            changes = [_Change("DELETED", key, gone)]
-            if propagation == "Orphan":
-                # In the same transaction, so the collector never sees them owner-less.
-                changes.extend(self._orphans(view, old["metadata"]["uid"]))
-            return changes
-
+        op = delete_op(kind, namespace, name, rv=rv, uid=uid, propagation=propagation)
         return await self._submit(op)
-
-    def _orphans(self, view: _View, owner_uid: str) -> _Changes:
-        changes = []
-        for key in sorted(self._dependents.get(owner_uid, set())):
-            dep = view.get(key)
-            if dep is None:
-                continue
-            refs = [
-                r for r in dep["metadata"].get("ownerReferences") or [] if r["uid"] != owner_uid
-            ]
-            new = dict(dep)
-            new["metadata"] = {k: v for k, v in dep["metadata"].items() if k != "ownerReferences"}
-            if refs:
-                new["metadata"]["ownerReferences"] = refs
-            changes.append(_Change("MODIFIED", key, new))
-        return changes
 
     async def compact(self, rv: int) -> None:
         """Drop the event log at and below ``rv``; watches from there get 410 Expired."""
@@ -704,11 +437,11 @@ class ObjectStore:
         if not since:
             _, objs, _ = self.list_raw(plural, namespace, lsel, fsel)
             for obj in objs:
-                w._backlog.append(WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"])))
+                w.preload(WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"])))
         elif since < now:
-            w._ready.clear()
+            w.hold()
             try:
-                rows = await self._run(self._db_events, plural, since, now)
+                rows = await self._db.events(plural, since, now)
             except Exception as exc:
                 w.end(StoreError(f"could not read the event log: {exc}"))
                 rows = []
@@ -718,8 +451,8 @@ class ObjectStore:
             for rv, etype, raw in rows:
                 obj = json.loads(raw)
                 if w.matches(obj):
-                    w._backlog.append(WatchEvent(etype, obj, rv))
-            w._ready.set()
+                    w.preload(WatchEvent(etype, obj, rv))
+            w.release()
         return w
 
     # -- garbage collection --------------------------------------------------------------
@@ -737,11 +470,11 @@ class ObjectStore:
 
     def _owners_gone(self, obj: Obj) -> bool:
         refs = obj["metadata"].get("ownerReferences") or []
-        return bool(refs) and all(ref["uid"] not in self._by_uid for ref in refs)
+        return bool(refs) and all(ref["uid"] not in self._cache.by_uid for ref in refs)
 
     async def _collect(self, owner_uid: str) -> None:
-        for key in sorted(self._dependents.get(owner_uid, set())):
-            entry = self._cache[key[0]].get((key[1], key[2]))
+        for key in sorted(self._cache.dependents.get(owner_uid, set())):
+            entry = self._cache.get(key)
             if entry is None or not self._owners_gone(entry.obj):
                 continue
             if entry.obj["metadata"].get("deletionTimestamp"):
@@ -751,10 +484,6 @@ class ObjectStore:
                 log.info("collected %s/%s/%s (owner %s deleted)", *key, owner_uid)
 
     async def _sweep(self) -> None:
-        for owner in list(self._dependents):
-            if owner not in self._by_uid:
+        for owner in list(self._cache.dependents):
+            if owner not in self._cache.by_uid:
                 await self._collect(owner)
-
-
-def _statements() -> Iterable[str]:
-    return [s.strip() for s in _SCHEMA.split(";") if s.strip()]

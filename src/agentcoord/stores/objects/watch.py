@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ class Watcher:
         self._ready = asyncio.Event()
         self._ready.set()
         self.delivered_rv = 0  # the rv of the last event handed out (progress for bookmarks)
-        self.on_close: list[Any] = []
+        self.on_close: list[Callable[[Watcher], None]] = []
 
     def matches(self, obj: dict[str, Any] | None) -> bool:
         if obj is None:
@@ -80,12 +80,16 @@ class Watcher:
         except asyncio.QueueFull:
             self.end(Expired("the watcher fell too far behind and was cut off; list again"))
 
-    def push(self, event: WatchEvent) -> None:
-        """Queue a replayed event without selector transitions (filter already applied)."""
-        try:
-            self._queue.put_nowait(event)
-        except asyncio.QueueFull:
-            self.end(Expired("the watcher fell too far behind and was cut off; list again"))
+    def preload(self, event: WatchEvent) -> None:
+        """Add an initial or replayed event; these come before anything queued live."""
+        self._backlog.append(event)
+
+    def hold(self) -> None:
+        """Deliver nothing until :meth:`release` (while history is read from the log)."""
+        self._ready.clear()
+
+    def release(self) -> None:
+        self._ready.set()
 
     def end(self, reason: StoreError | None = None) -> None:
         """Stop the watch; ``reason`` is raised to the consumer once the queue is drained."""
