@@ -11,11 +11,12 @@ import sys
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, make_env
 from tests.stores.objects.conftest import Kubectl
 
 pytestmark = pytest.mark.timeout(120)
@@ -185,7 +186,7 @@ def test_label_selectors(kubectl: Kubectl) -> None:
     assert names("tier") == ["agent.fastverk.savvifi.com/l1"]
 
 
-def test_stale_replace_conflicts(kubectl: Kubectl, tmp_path: object) -> None:
+def test_stale_replace_conflicts(kubectl: Kubectl) -> None:
     """replace with an old resourceVersion gives kubectl's standard conflict message."""
     kubectl("apply", "-f", "-", stdin=agent_yaml("eps", "t7"))
     stale = kubectl("get", "ag", "eps", "-n", "t7", "-o", "yaml").stdout
@@ -363,3 +364,49 @@ def test_crds_command_prints_five_crds() -> None:
         "Age",
     ]
     assert version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["lineage"]
+
+
+def test_all_namespaces_wide_and_orphan_cascade(kubectl: Kubectl) -> None:
+    """get -A -o wide adds NAMESPACE and the wide columns; --cascade=orphan keeps dependents."""
+    kubectl("apply", "-f", "-", stdin=agent_yaml("w1", "t14", "  cwd: /src/app\n"))
+    lines = kubectl("get", "ag", "-A", "-o", "wide").stdout.splitlines()
+    assert lines[0].split() == [
+        "NAMESPACE",
+        "NAME",
+        "PHASE",
+        "PROFILE",
+        "FOCUS",
+        "AGE",
+        "SESSION",
+        "CWD",
+    ]
+    assert any(line.split()[:2] == ["t14", "w1"] and "/src/app" in line for line in lines)
+    task = (
+        "apiVersion: fastverk.savvifi.com/v1\nkind: AgentTask\n"
+        "metadata: {name: k, namespace: t14}\nspec: {objective: o}\n"
+    )
+    kubectl("apply", "-f", "-", stdin=task)
+    uid = kubectl("get", "at", "k", "-n", "t14", "-o", "jsonpath={.metadata.uid}").stdout
+    ref = (
+        '{"metadata":{"ownerReferences":[{"apiVersion":"fastverk.savvifi.com/v1",'
+        f'"kind":"AgentTask","name":"k","uid":"{uid}"}}]}}}}'
+    )
+    kubectl("patch", "ag", "w1", "-n", "t14", "--type=merge", "-p", ref)
+    kubectl("delete", "at", "k", "-n", "t14", "--cascade=orphan")
+    time.sleep(0.5)  # give a (wrong) collector time to act
+    refs = kubectl("get", "ag", "w1", "-n", "t14", "-o", "jsonpath={.metadata.ownerReferences}")
+    assert refs.stdout == ""
+
+
+def test_kubeconfig_without_daemon_fails_clearly(tmp_path: Path) -> None:
+    """`agentcoord kubeconfig` with no daemon running says so and exits 1."""
+    env = make_env(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "kubeconfig"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 1
+    assert "no daemon is serving the object API" in out.stderr
