@@ -1,4 +1,4 @@
-"""The ``agentcoord`` command: serve, mcp, status, prompts, answer, version.
+"""The ``agentcoord`` command: the daemon, the shim, and the human's views and tools.
 
 Imports are deferred into each command so ``agentcoord mcp`` (started by every Claude Code
 session) loads only the shim.
@@ -96,6 +96,9 @@ def _main_full(args: list[str]) -> int:
     p_install.add_argument("--user", action="store_true", required=True, help="user units")
     p_install.add_argument("--remove", action="store_true", help="disable and delete them")
     p_install.add_argument("--no-enable", action="store_true", help="only write the files")
+    p_kube = sub.add_parser("kubeconfig", help="print a kubeconfig for the running daemon")
+    _common(p_kube)
+    sub.add_parser("crds", help="print CustomResourceDefinition YAML for a real cluster")
     ns = parser.parse_args(args)
     try:
         if ns.command == "version":
@@ -111,6 +114,11 @@ def _main_full(args: list[str]) -> int:
             return _setup(ns.project, ns.remove)
         if ns.command == "install":
             return _install(ns.remove, not ns.no_enable)
+        if ns.command == "crds":
+            from agentcoord.stores.objects.discovery import crds_yaml
+
+            sys.stdout.write(crds_yaml())
+            return 0
         if ns.command == "mcp":
             from pathlib import Path
 
@@ -141,6 +149,11 @@ def _main_full(args: list[str]) -> int:
             from agentcoord.views import answer
 
             return answer(cfg, ns.prompt, " ".join(ns.text))
+        if ns.command == "kubeconfig":
+            from agentcoord.stores.objects.serve import kubeconfig_for
+
+            sys.stdout.write(kubeconfig_for(cfg))
+            return 0
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1

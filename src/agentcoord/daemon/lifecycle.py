@@ -20,7 +20,6 @@ from typing import Any
 from agentcoord.config import Config
 from agentcoord.console.sections import install_sections
 from agentcoord.daemon.app import App
-from agentcoord.daemon.directory import MemoryDirectory
 from agentcoord.daemon.http import HttpServer
 from agentcoord.daemon.httpmcp import HttpRoutes
 from agentcoord.daemon.identity import IdentityResolver, TokenStore, write_private
@@ -31,6 +30,8 @@ from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import ConfigError
+from agentcoord.stores.objects.directory import StoreDirectory
+from agentcoord.stores.objects.serve import start_objects
 from agentcoord.tools.registry import default_registry
 
 __all__ = ["prepare_dirs", "serve"]
@@ -148,7 +149,10 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
 
 
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
-    directory = MemoryDirectory()
+    # Object store and its kubectl API over TLS; address in <runtime>/kube.addr (issue 3).
+    # Session agents are Agent objects there (StoreDirectory).
+    store, _, _ = await start_objects(cfg, stack)
+    directory = StoreDirectory(store)
     tokens = TokenStore(cfg.state_dir / "tokens.json")
     # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
     tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
@@ -160,7 +164,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         directory=directory,
         tokens=tokens,
     )
-    app = App(config=cfg, identity=identity)
+    app = App(config=cfg, identity=identity, store=store)
     if cfg.nats_url:
         app.nats_url = cfg.nats_url
         app.nc = await _connect_nats(cfg.nats_url, None, None)
@@ -172,7 +176,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
     stack.push_async_callback(_close_nats, app)
-    await _start_coordination(app, stack, directory)
+    await _start_coordination(app, stack)
 
     # Issue 6: the package index watcher and local jobs; closed after the listeners stop.
     from agentcoord.localagents import LocalAgents
@@ -225,14 +229,12 @@ def _inherited_socket(cfg: Config) -> socket.socket | None:
     return None
 
 
-async def _start_coordination(
-    app: App, stack: contextlib.AsyncExitStack, directory: MemoryDirectory
-) -> None:
+async def _start_coordination(app: App, stack: contextlib.AsyncExitStack) -> None:
     """Issue 4: the audit stream, then the claim and focus buckets with their watchers.
 
     Entered after the NATS client, so they close before it: the audit queue drains last.
     """
-    from agentcoord.stores.agentsource import DirectoryAgents
+    from agentcoord.stores.agentsource import StoreAgents
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
@@ -241,7 +243,8 @@ async def _start_coordination(
     app.audit = await stack.enter_async_context(AuditLog(js))
     app.claims = await stack.enter_async_context(ClaimStore(js, app.audit))
     app.focus = await stack.enter_async_context(FocusStore(js, app.audit))
-    app.agents = DirectoryAgents(directory)
+    assert app.store is not None
+    app.agents = StoreAgents(app.store)
 
 
 def _with_addr(cfg: Config, addr: str) -> Config:
