@@ -31,6 +31,13 @@ from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import ConfigError
 from agentcoord.stores.objects.directory import StoreDirectory
+from agentcoord.stores.objects.records import (
+    StoreAgentRecords,
+    StoreChannelRecords,
+    StoreJobRecords,
+    StorePromptRecords,
+    StoreTaskRecords,
+)
 from agentcoord.stores.objects.serve import start_objects
 from agentcoord.tools.registry import default_registry
 
@@ -182,7 +189,13 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     from agentcoord.localagents import LocalAgents
 
     app.local_agents = await stack.enter_async_context(
-        LocalAgents.from_config(cfg, runners=identity.runners, base_env=dict(os.environ))
+        LocalAgents.from_config(
+            cfg,
+            runners=identity.runners,
+            base_env=dict(os.environ),
+            records=StoreAgentRecords(store),
+            tasks=StoreJobRecords(store),
+        )
     )
 
     # issue 5: JetStream inboxes, channels, handoff offers, human prompts.
@@ -190,7 +203,15 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
 
     access = app.nats if isinstance(app.nats, ScopedNatsSupervisor) else None
     app.messaging = await stack.enter_async_context(
-        Messaging(app.nc, access=access, nats_url=app.nats_url, audit_log=app.audit)
+        Messaging(
+            app.nc,
+            channels=StoreChannelRecords(store),
+            prompts=StorePromptRecords(store),
+            tasks=StoreTaskRecords(store),
+            access=access,
+            nats_url=app.nats_url,
+            audit_log=app.audit,
+        )
     )
 
     # A desktop notification for each new prompt, where notify-send exists (issue 8).
