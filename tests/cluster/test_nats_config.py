@@ -59,6 +59,7 @@ def test_bad_seed_message_does_not_leak_password() -> None:
         ({"AGENTCOORD_NATS_REPLICAS": "3"}, "needs nats_url"),
         ({"AGENTCOORD_NATS_USER": "u"}, "nats_user only applies with nats_url"),
         ({"AGENTCOORD_HOST_ID": "build.box"}, "no dots"),
+        ({"AGENTCOORD_HOST_ID": "Build"}, "lowercase"),
         (
             {"AGENTCOORD_NATS_URL": "nats://u:p@a:4222", "AGENTCOORD_NATS_USER": "u"},
             "choose one NATS credential",
@@ -107,13 +108,13 @@ def test_host_qualifier_defaults_to_the_short_hostname() -> None:
     """With nats_url and no host_id, the hostname's first label, made subject-safe, is used;
     with the embedded server names stay unqualified."""
     external = load_config({"nats_url": "nats://a:4222"}, ENV, uid=1000)
-    assert host_qualifier(external, "Build_Box 2.example.com") == "Build_Box-2"
+    assert host_qualifier(external, "Build_Box 2.example.com") == "build-box-2"
     assert host_qualifier(load_config({}, ENV, uid=1000), "anything") is None
 
 
 async def test_directory_names_carry_the_host() -> None:
-    """Session agents get ``<dir>-<n>@<host>``, counted per host."""
+    """Session agents get ``<dir>-<n>--<host>``, counted per host."""
     d = MemoryDirectory("host-a")
-    assert await d.session_agent((1, 1.0), None, "/w/proj") == "proj-1@host-a"
-    assert await d.session_agent((2, 1.0), None, "/x/proj") == "proj-2@host-a"
+    assert await d.session_agent((1, 1.0), None, "/w/proj") == "proj-1--host-a"
+    assert await d.session_agent((2, 1.0), None, "/x/proj") == "proj-2--host-a"
     assert await MemoryDirectory().session_agent((1, 1.0), None, "/w/proj") == "proj-1"

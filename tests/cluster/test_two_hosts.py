@@ -22,6 +22,10 @@ from tests.tools.test_claims_stress import check_shadow_log
 WORKER = FAKES / "claim_worker.py"
 
 
+def host_of(agent: str) -> str:
+    return agent.rsplit("--", 1)[1]
+
+
 def start_race(
     daemons: list[Daemon], claude: Path, go: Path, per_host: int, attempts: int, keys: int
 ) -> list[subprocess.Popen[bytes]]:
@@ -68,8 +72,8 @@ def test_session_names_are_host_qualified(hosts: tuple[Daemon, Daemon], agent_on
     """Sessions in same-named directories on two hosts get distinct ids, suffixed by host."""
     a, b = hosts
     on_a, on_b = agent_on(a, "proj"), agent_on(b, "proj")
-    assert on_a.name == "proj-1@host-a"
-    assert on_b.name == "proj-1@host-b"
+    assert on_a.name == "proj-1--host-a"
+    assert on_b.name == "proj-1--host-b"
 
 
 def test_race_across_hosts_never_two_write_holders(
@@ -85,12 +89,10 @@ def test_race_across_hosts_never_two_write_holders(
     records = collect(procs)
     assert len(records) == 6 * 60
     check_shadow_log(records)
-    winners = {r["agent"].split("@")[1] for r in records if r["acquired"]}
+    winners = {host_of(r["agent"]) for r in records if r["acquired"]}
     assert winners == {"host-a", "host-b"}
     crossed = [
-        r
-        for r in records
-        if not r["acquired"] and r["holder"].split("@")[1] != r["agent"].split("@")[1]
+        r for r in records if not r["acquired"] and host_of(r["holder"]) != host_of(r["agent"])
     ]
     assert crossed, "no attempt was refused because of the other host's holder"
 

@@ -41,8 +41,9 @@ __all__ = [
 
 MAX_REPLICAS = 5  # JetStream's limit on stream and KV replicas
 _SCHEMES = ("nats", "tls", "ws", "wss")
-_HOST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
-_HOST_BAD = re.compile(r"[^A-Za-z0-9_-]+")
+# A DNS label (session agents are Agent objects) that is also one NATS subject token.
+_HOST_ID = re.compile(r"^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$")
+_HOST_BAD = re.compile(r"[^a-z0-9-]+")
 # Fields that only mean something for an external server (the embedded one makes its own).
 _EXTERNAL_ONLY = (
     "nats_user",
@@ -130,7 +131,8 @@ def check_nats_config(cfg: Config) -> None:
         raise ConfigError(f"nats_replicas must be between 1 and {MAX_REPLICAS}")
     if cfg.host_id is not None and not _HOST_ID.match(cfg.host_id):
         raise ConfigError(
-            f"host_id {cfg.host_id!r} must be 1-63 letters, digits, '-' or '_' (no dots)"
+            f"host_id {cfg.host_id!r} must be 1-32 lowercase letters, digits or '-' "
+            "(no dots), starting and ending with a letter or digit"
         )
     if not cfg.nats_url:
         if cfg.nats_replicas > 1:
@@ -201,5 +203,5 @@ def host_qualifier(cfg: Config, hostname: str | None = None) -> str | None:
     if cfg.host_id:
         return cfg.host_id
     name = hostname if hostname is not None else socket.gethostname()
-    safe = _HOST_BAD.sub("-", name.split(".", 1)[0]).strip("-")[:63]
+    safe = _HOST_BAD.sub("-", name.split(".", 1)[0].lower())[:32].strip("-")
     return safe or "host"
