@@ -135,8 +135,8 @@ def _write_pem(path: Path, cert: x509.Certificate, key: ec.EllipticCurvePrivateK
 def test_mutual_tls(
     single: Callable[[str], NatsCluster], daemon_factory: Callable[..., Daemon], tmp_path: Path
 ) -> None:
-    """With a CA and a client certificate the daemon connects to a server that requires TLS
-    and verifies clients; without the client certificate it is refused."""
+    """Mutual TLS: with CA and client certificate the daemon connects; without one, refused."""
+    # The server requires TLS and verifies clients (verify: true).
     pki = tmp_path / "pki"
     pki.mkdir()
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -191,9 +191,8 @@ def _jwt(signer: bytes, claims: dict[str, Any]) -> str:
 def test_creds_file(
     single: Callable[[str], NatsCluster], daemon_factory: Callable[..., Daemon], tmp_path: Path
 ) -> None:
-    """With ``nats_creds`` (user JWT + seed) the daemon logs in to a server in operator mode,
-    with JetStream for its account; a user JWT from an account the operator never signed is
-    refused."""
+    """A .creds login works in operator mode (JetStream on); a forged user JWT is refused."""
+    # Operator, system and agentcoord accounts are JWTs preloaded into a MEMORY resolver.
     seeds = {
         kind: nkeys.encode_seed(os.urandom(32), prefix)
         for kind, prefix in (

@@ -105,8 +105,7 @@ def test_toml_fields_and_target_options(tmp_path: Path) -> None:
 
 
 def test_host_qualifier_defaults_to_the_short_hostname() -> None:
-    """With nats_url and no host_id, the hostname's first label, made subject-safe, is used;
-    with the embedded server names stay unqualified."""
+    """host_id defaults to the short hostname, made name-safe; embedded: no suffix."""
     external = load_config({"nats_url": "nats://a:4222"}, ENV, uid=1000)
     assert host_qualifier(external, "Build_Box 2.example.com") == "build-box-2"
     assert host_qualifier(load_config({}, ENV, uid=1000), "anything") is None

@@ -30,8 +30,7 @@ def replicas(cluster: NatsCluster) -> dict[str, int]:
 def test_replica_count_is_applied_and_raised(
     cluster: NatsCluster, daemon_factory: Callable[..., Daemon]
 ) -> None:
-    """A daemon with nats_replicas=1 makes R1 buckets and streams; restarted with 3 it raises
-    every one of them to R3, and a claim made before is still held."""
+    """nats_replicas=1 makes R1 assets; a restart with 3 makes them R3, claims kept."""
     env = {
         "AGENTCOORD_NATS_URL": cluster.seeds,
         "AGENTCOORD_NATS_USER": USER,

@@ -79,8 +79,8 @@ def test_session_names_are_host_qualified(hosts: tuple[Daemon, Daemon], agent_on
 def test_race_across_hosts_never_two_write_holders(
     hosts: tuple[Daemon, Daemon], claude_bin: Path, tmp_path: Path
 ) -> None:
-    """3 sessions per host x 60 claims on 4 shared keys: no two write holders at once, fencing
-    tokens unique per key, and hosts really contend with each other."""
+    """Sessions on both hosts racing for 4 keys never hold one write key together."""
+    # 3 sessions per host x 60 attempts; tokens unique per key; the hosts really contend.
     a, b = hosts
     go = tmp_path / "go"
     procs = start_race([a, b], claude_bin, go, per_host=3, attempts=60, keys=4)
@@ -141,8 +141,8 @@ def test_a_daemon_speaks_only_for_its_own_hosts_agents(
 def test_other_hosts_holder_pid_is_not_judged_here(
     hosts: tuple[Daemon, Daemon], claude_bin: Path
 ) -> None:
-    """A restarted daemon does not release another host's claim because that host's holder
-    pid means nothing here (pids are per host); only the owning host or the TTL ends it."""
+    """A restarted daemon does not release another host's claim over that host's pid."""
+    # pids mean something only on their own host: only the owning daemon or the TTL ends it.
     a, b = hosts
     holder = spawn_session(
         a, claude_bin, [("claim", {"resource_key": "k", "ttl": "1m"})], hold=True
@@ -205,10 +205,11 @@ def pick_victim(cluster: NatsCluster) -> Node:
 def test_node_loss_during_race_loses_nothing_acknowledged(
     hosts: tuple[Daemon, Daemon], cluster: NatsCluster, claude_bin: Path, tmp_path: Path
 ) -> None:
-    """Kill a NATS node mid-race (one a daemon is connected to, a leader if possible): the race
-    keeps the one-writer rule and goes on, claims held across the loss survive with their
-    tokens, the daemon reconnects, every acknowledged message arrives in order, and both
-    claim views follow the bucket again."""
+    """Killing a NATS node mid-race loses no acknowledged claim or message."""
+    # The victim has a daemon connection (and leads the claims bucket or message stream if
+    # possible). Checked: the one-writer rule through the loss, the race goes on, claims held
+    # across it keep their tokens, the daemon reconnects, every acknowledged message arrives
+    # in order, and both claim views follow the bucket again.
     a, b = hosts
     keeper_a = spawn_session(
         a, claude_bin, [("claim", {"resource_key": "held/a", "ttl": "5m"})], hold=True
