@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from agentcoord.errors import ConfigError
 
 if TYPE_CHECKING:
+    import ssl
+
     from agentcoord.config import Config
 
 __all__ = [
@@ -67,6 +66,8 @@ class NatsTarget:
 
 def split_seeds(url: str) -> list[str]:
     """The seed URLs of ``nats_url`` (comma-separated); a bare ``host:port`` gets ``nats://``."""
+    from urllib.parse import urlsplit  # lazily: load_config (every CLI command) imports us
+
     seeds = []
     for part in url.split(","):
         part = part.strip()
@@ -94,6 +95,8 @@ def split_seeds(url: str) -> list[str]:
 
 def redact(url: str) -> str:
     """``url`` with any password (or token) in its user part replaced by ``***``."""
+    from urllib.parse import urlsplit, urlunsplit
+
     out = []
     for seed in url.split(","):
         try:
@@ -112,6 +115,8 @@ def redact(url: str) -> str:
 
 
 def _url_has_user(seeds: list[str]) -> bool:
+    from urllib.parse import urlsplit
+
     return any(urlsplit(s).username for s in seeds)
 
 
@@ -163,6 +168,9 @@ def check_nats_config(cfg: Config) -> None:
 
 
 def _tls_context(cfg: Config, seeds: list[str]) -> ssl.SSLContext | None:
+    import ssl  # only when connecting: load_config (every CLI command) imports this module
+    from urllib.parse import urlsplit
+
     wants_tls = any(urlsplit(s).scheme in ("tls", "wss") for s in seeds)
     if not (wants_tls or cfg.nats_tls_ca or cfg.nats_tls_cert):
         return None
@@ -202,6 +210,10 @@ def host_qualifier(cfg: Config, hostname: str | None = None) -> str | None:
         return None
     if cfg.host_id:
         return cfg.host_id
-    name = hostname if hostname is not None else socket.gethostname()
+    if hostname is None:
+        import socket
+
+        hostname = socket.gethostname()
+    name = hostname
     safe = _HOST_BAD.sub("-", name.split(".", 1)[0].lower())[:32].strip("-")
     return safe or "host"
