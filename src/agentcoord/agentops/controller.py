@@ -261,8 +261,7 @@ class AgentController:
             self._turn_finished(turn, None, None, cancelled=True)
             raise
         parsed = parse_result(_read(turn.job_dir / "stdout"))
-        self._turn_finished(turn, parsed, None)
-        await self._after_turn(turn, parsed, None)
+        await self._after_turn(turn, self._turn_finished(turn, parsed, None))
 
     async def _reap(self, name: str, rec: dict[str, Any]) -> None:
         """A recorded runner that is gone (or is another process now): its output decides."""
@@ -569,14 +568,12 @@ class AgentController:
             self._turn_finished(turn, None, None, cancelled=True)
             raise
         except OSError as exc:
-            self._turn_finished(turn, None, None, error=f"cannot start the runner: {exc}")
-            await self._after_turn(turn, None, None, error=str(exc))
+            why = f"cannot start the runner: {exc}"
+            await self._after_turn(turn, self._turn_finished(turn, None, None, error=why))
             return
-        if outcome.timed_out:
-            self._turn_finished(turn, outcome.parsed, outcome.exit_code, error="timed out")
-        else:
-            self._turn_finished(turn, outcome.parsed, outcome.exit_code)
-        await self._after_turn(turn, outcome.parsed, outcome.exit_code)
+        error = "the runner timed out and was killed" if outcome.timed_out else ""
+        result = self._turn_finished(turn, outcome.parsed, outcome.exit_code, error=error)
+        await self._after_turn(turn, result)
 
     def _turn_finished(
         self,
@@ -586,55 +583,63 @@ class AgentController:
         *,
         cancelled: bool = False,
         error: str = "",
-    ) -> None:
+    ) -> dict[str, Any]:
+        """Forget the turn and say how it ended; a cancelled turn's waiters learn it now."""
         self.turns.pop(turn.id, None)
         self.active.remove(turn.agent, turn.id)
         turn.session.busy = False
         if turn.key is not None:
             self._runners.pop(turn.key, None)
-        if turn.done.done():
-            return
         phase, message = phase_after(parsed, exit_code)
         if cancelled:
             phase, message = "Failed", "cancelled"
         elif error:
             phase, message = "Failed", error
-        turn.done.set_result(
-            {
-                "phase": phase,
-                "message": message,
-                "answer": (parsed or {}).get("result"),
-                "is_error": (parsed or {}).get("is_error", True),
-                "session_id": (parsed or {}).get("session_id") or turn.session.session_id,
-                "duration_ms": round((time.monotonic() - turn.started) * 1000),
-                "exit_code": exit_code,
-            }
-        )
+        result = {
+            "phase": phase,
+            "message": message,
+            "answer": (parsed or {}).get("result"),
+            "is_error": (parsed or {}).get("is_error", True),
+            "session_id": (parsed or {}).get("session_id") or turn.session.session_id,
+            "duration_ms": round((time.monotonic() - turn.started) * 1000),
+            "exit_code": exit_code,
+        }
+        if cancelled and not turn.done.done():
+            turn.done.set_result(result)
+        return result
 
-    async def _after_turn(
-        self, turn: Turn, parsed: dict[str, Any] | None, exit_code: int | None, error: str = ""
-    ) -> None:
-        """Write what the finished turn means for the Agent (and its task, for a main turn)."""
-        result = turn.done.result() if turn.done.done() else {}
-        phase, message = result.get("phase", "Failed"), result.get("message", error)
-        async with self._locks[f"status:{turn.agent}"]:
-            with contextlib.suppress(StoreError):
-                await self._sync_runners(turn.agent)
-                await self._save_sessions(turn.agent)
-                if not any(t.agent == turn.agent for t in self.turns.values()):
-                    await self._set_status(turn.agent, phase, message, pid=0)
-        if turn.session.name == "main":
-            obj = await self._get(turn.agent)
-            task_name = ((obj or {}).get("spec", {}).get("ownerRef") or {}).get("name")
-            if task_name:
-                status = {"phase": phase, "message": message}
-                if parsed and isinstance(parsed.get("result"), str):
-                    status["result"] = parsed["result"][:4000]
+    async def _after_turn(self, turn: Turn, result: dict[str, Any]) -> None:
+        """Write what the finished turn means for the Agent (and its task, for a main turn),
+        then hand the result to whoever waits on it, so they read a settled status."""
+        phase, message = result["phase"], result["message"]
+        try:
+            async with self._locks[f"status:{turn.agent}"]:
                 with contextlib.suppress(StoreError):
-                    await self.store.patch(
-                        "agenttasks", self.ns, task_name, {"status": status}, subresource="status"
-                    )
-        self.emit("TURN_ENDED", turn.agent, turn=turn.id, session=turn.session.name, phase=phase)
+                    await self._sync_runners(turn.agent)
+                    await self._save_sessions(turn.agent)
+                    if not any(t.agent == turn.agent for t in self.turns.values()):
+                        await self._set_status(turn.agent, phase, message, pid=0)
+            if turn.session.name == "main":
+                obj = await self._get(turn.agent)
+                task_name = ((obj or {}).get("spec", {}).get("ownerRef") or {}).get("name")
+                if task_name:
+                    status = {"phase": phase, "message": message}
+                    if isinstance(result.get("answer"), str):
+                        status["result"] = result["answer"][:4000]
+                    with contextlib.suppress(StoreError):
+                        await self.store.patch(
+                            "agenttasks",
+                            self.ns,
+                            task_name,
+                            {"status": status},
+                            subresource="status",
+                        )
+            self.emit(
+                "TURN_ENDED", turn.agent, turn=turn.id, session=turn.session.name, phase=phase
+            )
+        finally:
+            if not turn.done.done():
+                turn.done.set_result(result)
 
     # -- object writes -----------------------------------------------------------------------
 
