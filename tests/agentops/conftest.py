@@ -51,6 +51,21 @@ def stored(d: Daemon, plural: str, name: str) -> dict[str, Any] | None:
     return json.loads(row[0]) if row else None
 
 
+def created_rv(d: Daemon, plural: str, name: str) -> int:
+    """The resourceVersion of the object's ADDED event in the store's log (creation order)."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{d.state_dir / 'objects.db'}?mode=ro", uri=True, timeout=5)
+    try:
+        row = db.execute(
+            "SELECT min(rv) FROM events WHERE type = 'ADDED' AND resource = ? AND name = ?",
+            (plural, name),
+        ).fetchone()
+    finally:
+        db.close()
+    return int(row[0])
+
+
 def wait_for(pred: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
     """Poll ``pred`` until it returns something truthy (tests only; the daemon waits on events)."""
     deadline = time.monotonic() + timeout

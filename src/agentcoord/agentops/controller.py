@@ -129,7 +129,10 @@ def _create_time(pid: int) -> float | None:
     import psutil
 
     try:
-        return float(psutil.Process(pid).create_time())
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None  # dead, waiting for a parent that is gone (a kill -9 of the daemon)
+        return float(proc.create_time())
     except (psutil.Error, OSError):
         return None
 
@@ -261,7 +264,8 @@ class AgentController:
             self._turn_finished(turn, None, None, cancelled=True)
             raise
         parsed = parse_result(_read(turn.job_dir / "stdout"))
-        await self._after_turn(turn, self._turn_finished(turn, parsed, None))
+        error = "" if parsed else "the adopted runner ended without a result"
+        await self._after_turn(turn, self._turn_finished(turn, parsed, None, error=error))
 
     async def _reap(self, name: str, rec: dict[str, Any]) -> None:
         """A recorded runner that is gone (or is another process now): its output decides."""
