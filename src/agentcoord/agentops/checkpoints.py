@@ -87,7 +87,12 @@ def _wip_commit(work: Path) -> tuple[str, str]:
         _git(work, "read-tree", "HEAD", env=env)
         _git(work, "add", "-A", env=env)
         tree = _git(work, "write-tree", env=env)
-    wip = _git(work, "commit-tree", tree, "-p", base, "-m", "agentcoord checkpoint (WIP)")
+    # Dated as the base commit, so the same work makes the same commit (and the same ref).
+    when = _git(work, "log", "-1", "--format=%cI", base)
+    dates = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    wip = _git(
+        work, "commit-tree", tree, "-p", base, "-m", "agentcoord checkpoint (WIP)", env=dates
+    )
     return base, wip
 
 
