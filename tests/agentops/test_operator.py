@@ -3,6 +3,7 @@ the daemon while runners work (real daemon, real bubblewrap, the stand-in ``clau
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import time
@@ -37,6 +38,7 @@ def test_spawn_creates_task_first_then_owned_agent_and_runs_it(local_daemon: Any
     controller runs the objective: Running with a pid, then Succeeded, result on the task."""
     d, _, call = local_daemon()
     res = ok(call, "spawn_subagent", name="worker", profile="p1", prompt="sleep 1\nanswer built")
+    assert stored(d, "agents", "worker") is not None
     assert res == {
         "name": "worker",
         "profile": "p1",
@@ -103,6 +105,25 @@ def test_cancel_stops_the_runner_within_a_second(local_daemon: Any) -> None:
     assert task["status"]["phase"] == "Failed"
     assert task["status"]["message"].startswith("agent slow cancelled: runner stopped in ")
     assert res["status"]["message"] == task["status"]["message"]
+    control = asyncio.run(_last_inbox_message(d, "slow"))
+    assert control["kind"] == "control"
+    assert control["text"] == "cancel"
+
+
+async def _last_inbox_message(d: Any, agent: str) -> dict[str, Any]:
+    """The newest message stored for ``agent``'s inbox, read from JetStream as its owner can."""
+    import nats
+
+    from agentcoord import wire
+    from tests.tools.conftest import nats_login
+
+    url, user, password = nats_login(d)
+    nc = await nats.connect(url, user=user, password=password)
+    try:
+        msg = await nc.jetstream().get_last_msg("AGENT_MESSAGES", f"agents.{agent}.inbox")
+    finally:
+        await nc.close()
+    return wire.message_view(wire.decode(msg.data))
 
 
 def test_cancel_of_a_task_and_of_nothing(local_daemon: Any) -> None:

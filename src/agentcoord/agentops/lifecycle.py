@@ -71,7 +71,7 @@ def _agent_body(
         ref = _ref(task)
         full["ownerRef"] = ref
         meta["ownerReferences"] = [ref]
-    return {"metadata": meta, "spec": full}
+    return {"metadata": meta, "spec": full, "status": {"phase": "Pending"}}
 
 
 async def spawn(
@@ -109,7 +109,9 @@ async def spawn(
     await asyncio.to_thread(checkpoints.init_workdir, work, source, name)
     spec = {"lineage": {"parent": caller.agent}, "depth": place.depth, "cwd": str(work)}
     try:
-        await ops.store.create("agents", ops.ns, _agent_body(name, profile, task, spec))
+        await ops.store.create(
+            "agents", ops.ns, _agent_body(name, profile, task, spec), keep_status=True
+        )
     except AlreadyExists:
         raise ToolError(f"agent {name} was created by someone else meanwhile") from None
     ops.emit("AGENT_SPAWNED", name, by=caller.agent, profile=profile, depth=place.depth)
@@ -259,7 +261,7 @@ async def resume(ops: AgentOps, caller: Caller, task_name: str, name: str) -> di
     }
     body = _agent_body(name, str(bundle.meta.get("profile", "")), task, spec)
     try:
-        await ops.store.create("agents", ops.ns, body)
+        await ops.store.create("agents", ops.ns, body, keep_status=True)
     except AlreadyExists:
         raise ToolError(f"agent {name} already exists; pick another name") from None
     with contextlib.suppress(ObjectNotFound):
