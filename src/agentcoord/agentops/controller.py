@@ -25,7 +25,7 @@ import signal
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,8 +103,12 @@ class Turn:
 class _Registering(MutableMapping[tuple[int, float], RunnerInfo]):
     """The identity resolver's runner table, telling the controller when a runner starts."""
 
-    def __init__(self, table: MutableMapping[tuple[int, float], RunnerInfo], turn: Turn,
-                 on_start: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        table: MutableMapping[tuple[int, float], RunnerInfo],
+        turn: Turn,
+        on_start: Callable[[Turn], None],
+    ) -> None:
         self._table, self._turn, self._on_start = table, turn, on_start
 
     def __setitem__(self, key: tuple[int, float], value: RunnerInfo) -> None:
@@ -270,9 +274,6 @@ class AgentController:
     async def _reap(self, name: str, rec: dict[str, Any]) -> None:
         """A recorded runner that is gone (or is another process now): its output decides."""
         pid = int(rec["pid"])
-        alive = _create_time(pid)
-        if alive is not None and fate_of_runner(rec, alive) == "adopt":
-            await _kill_pgroup(pid)  # defensive; the caller only reaps dead or recycled pids
         parsed = parse_result(_read(Path(rec["jobDir"]) / "stdout"))
         if parsed is None:
             phase, message = "Failed", "runner lost: the daemon stopped while it ran"
@@ -416,7 +417,12 @@ class AgentController:
             )
 
     def session_ids(self, obj: dict[str, Any]) -> list[str]:
+        """Every session the agent has run (main and linked), for checkpoints."""
         return [s.session_id for s in self._sessions_of(obj)]
+
+    def main_session(self, obj: dict[str, Any]) -> str:
+        """The session of the agent's own work (its objective), or ''."""
+        return next((s.session_id for s in self._sessions_of(obj) if s.name == "main"), "")
 
     async def _start_main(self, obj: dict[str, Any]) -> None:
         """The agent's first turn: its task's objective, or the resumed checkpoint's."""

@@ -138,6 +138,7 @@ async def cancel(ops: AgentOps, caller: Caller, name: str) -> dict[str, Any]:
             raise NotFound(f"no Agent or AgentTask named {name}") from None
         ops.emit("AGENT_CANCELLED", name, by=caller.agent, kind="AgentTask")
         return {"cancelled": True, "name": name, "kind": "AgentTask"}
+    await _may_act(ops, caller, agent)
     began = time.monotonic()
     with contextlib.suppress(ObjectNotFound):
         await ops.store.delete("agents", ops.ns, name)
@@ -159,6 +160,12 @@ async def cancel(ops: AgentOps, caller: Caller, name: str) -> dict[str, Any]:
     return out
 
 
+async def _may_act(ops: AgentOps, caller: Caller, target: dict[str, Any]) -> None:
+    """Acting on another agent takes what messaging it takes (seed 004 "Rules")."""
+    if target["metadata"]["name"] != caller.agent:
+        await ops.check_rules(caller, target)
+
+
 async def _control(ops: AgentOps, me: str, name: str, what: str) -> None:
     """Best effort (seed 000): a CONTROL message so a live runner can drain."""
     m = ops.messaging
@@ -177,6 +184,7 @@ async def checkpoint(
     agent = await _get(ops, "agents", name)
     if agent is None:
         raise NotFound(f"no agent {name}")
+    await _may_act(ops, caller, agent)
     spec = agent.get("spec") or {}
     task_name = task_name or (spec.get("ownerRef") or {}).get("name", "")
     if not task_name:
@@ -187,10 +195,7 @@ async def checkpoint(
     if not spec.get("cwd") or not (work / ".git").exists():
         raise ToolError(f"agent {name} has no git working directory to checkpoint")
     sessions = ops.ctl.session_ids(agent)
-    main = next(
-        (s.session_id for s in ops.ctl._sessions_of(agent) if s.name == "main"),
-        "",
-    )
+    main = ops.ctl.main_session(agent)
     repo = await asyncio.to_thread(checkpoints.repo_of, work)
     meta = {
         "agent": name,
@@ -287,6 +292,7 @@ async def merge(ops: AgentOps, caller: Caller, target: str, source: str) -> dict
         obj = await _get(ops, "agents", target)
         if obj is None:
             raise NotFound(f"no agent {target}")
+        await _may_act(ops, caller, obj)
         lineage = obj.setdefault("spec", {}).setdefault("lineage", {})
         merged = lineage.setdefault("mergedFrom", [])
         added = source not in merged
