@@ -127,3 +127,65 @@ def test_unknown_agent_and_self_are_errors(local_daemon: Any) -> None:
     assert "no agent 'nobody'" in fails(call, "ask", agent="nobody", text="hi")
     _spawn_all(call, "bee")
     assert "identity mismatch" in fails(call, "ask", agent="bee", text="hi", **{"from": "x"})
+
+
+def test_depth_is_not_an_argument(local_daemon: Any) -> None:
+    """The caller cannot say how deep it is: depth is not part of ask's arguments."""
+    _, _, call = local_daemon()
+    ok(call, "spawn_subagent", name="bee")
+    assert "unknown argument `depth`" in fails(call, "ask", agent="bee", text="hi", depth=0)
+
+
+def test_workspaces_split_by_profile(local_daemon: Any) -> None:
+    """Agents whose profiles are in different workspaces cannot message each other; the same
+    workspace can (profiles written with the real kubectl)."""
+    import subprocess
+    import sys
+
+    d, _, call = local_daemon()
+    kc = d.root / "kubeconfig"
+    kc.write_text(
+        subprocess.run(
+            [sys.executable, "-m", "agentcoord", "kubeconfig"],
+            env=d.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    docs = []
+    for name, ws in (("red-p", "red"), ("blue-p", "blue")):
+        docs.append(
+            "apiVersion: fastverk.savvifi.com/v1\nkind: AgentProfile\n"
+            f"metadata:\n  name: {name}\n  labels:\n    fastverk.savvifi.com/workspace: {ws}\n"
+            "spec:\n  backend: claude-code\n"
+        )
+    subprocess.run(
+        ["kubectl", "--kubeconfig", str(kc), "apply", "-f", "-"],
+        input="---\n".join(docs),
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+    ok(call, "spawn_subagent", name="red1", profile="red-p")
+    ok(call, "spawn_subagent", name="red2", profile="red-p")
+    ok(call, "spawn_subagent", name="blue1", profile="blue-p")
+    across = ok(call, "ask", agent="red1", text="ask blue1 answer hi")
+    assert across["answer"] == "error: blue1 is in workspace 'blue', not yours ('red')"
+    assert ok(call, "ask", agent="red1", text="ask red2 answer hi")["answer"] == "hi"
+
+
+def test_local_package_agent_is_woken_in_its_package(local_daemon: Any) -> None:
+    """A local AgentiHub package agent gets a managed Agent on first message and runs in its
+    package directory; the package is not turned into a git repository."""
+    from tests.localagents.conftest import make_package
+
+    d, hub, call = local_daemon()
+    pkg = make_package(hub, "pkg-a")
+    res = ok(call, "ask", agent="pkg-a", text="whoami")
+    report = json.loads(res["answer"])
+    assert report["cwd"] == str(pkg.resolve())
+    assert report["whoami"]["agent"] == "pkg-a"
+    assert report["whoami"]["depth"] == 1
+    assert not (pkg / ".git").exists()
+    assert stored(d, "agents", "pkg-a")["spec"]["agentType"] == "local"  # type: ignore[index]

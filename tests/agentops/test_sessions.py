@@ -101,3 +101,18 @@ def test_a_to_b_to_a_is_refused(two: Any) -> None:
         f"error: refused: {a.name} -> bee -> {a.name} is a cycle "
         f"({a.name} is already waiting in this chain)"
     )
+
+
+def test_two_concurrent_asks_from_one_agent_open_two_sessions(two: Any) -> None:
+    """Agent A asks B twice at once: "From A" is busy, so "From A (2)" opens; A's next ask
+    resumes "From A"."""
+    _, call, a, _ = two
+    ok(call, "spawn_subagent", name="bee")
+    first = a.start("ask", agent="bee", text="sleep 1\nanswer one")
+    second = a.start("ask", agent="bee", text="sleep 1\nanswer two")
+    got = sorted((a.result(first), a.result(second)), key=lambda r: r["session"])
+    assert [r["session"] for r in got] == [f"From {a.name}", f"From {a.name} (2)"]
+    assert {r["answer"] for r in got} == {"one", "two"}
+    again = a.call("ask", agent="bee", text="answer three")
+    assert again["session"] == f"From {a.name}"
+    assert again["resumed"] is True
