@@ -57,6 +57,7 @@ def test_spawn_creates_task_first_then_owned_agent_and_runs_it(local_daemon: Any
     assert created_rv(d, "agenttasks", "worker-task") < created_rv(d, "agents", "worker")
     running = wait_for(lambda: _phase(d, "worker") == "Running" and stored(d, "agents", "worker"))
     assert psutil.pid_exists(running["status"]["pid"])
+    assert running["status"]["focus"] == "sleep 1"
     wait_for(lambda: _phase(d, "worker") == "Succeeded", what="worker succeeded")
     done = stored(d, "agenttasks", "worker-task")
     assert done is not None
@@ -149,6 +150,7 @@ def test_kill_9_of_the_daemon_leaves_no_orphans_and_true_statuses(
     for name in ("w1", "w2"):
         wait_for(lambda n=name: _phase(d, n) == "Running", what=f"{name} running")  # type: ignore[misc]
     wait_for(lambda: _phase(d, "done") == "Succeeded")
+    linked = ok(call, "ask", agent="done", text="answer first")
     assert len({p.pid for p in _marked("orphan-check-91c2")}) >= 2
     d.stop(signal.SIGKILL)
     wait_for(lambda: not _marked("orphan-check-91c2"), timeout=5, what="runners gone")
@@ -161,5 +163,10 @@ def test_kill_9_of_the_daemon_leaves_no_orphans_and_true_statuses(
         assert json.loads(obj["metadata"]["annotations"]["fastverk.savvifi.com/runners"]) == []
     assert _phase(d, "done") == "Succeeded"
     assert not _marked("orphan-check-91c2")
+    # the sleeping agent's linked session survives the restart: the next ask resumes it
+    again = ok(call, "ask", agent="done", text="history")
+    assert again["session_id"] == linked["session_id"]
+    assert again["resumed"] is True
+    assert json.loads(again["answer"])["history"] == 1
     # the reaped agent still answers: a message wakes it in a new turn
     assert ok(call, "ask", agent="w1", text="answer back")["answer"] == "back"

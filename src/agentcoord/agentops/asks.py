@@ -242,6 +242,7 @@ class AgentOps:
             from_session=caller.session_id or "",
             place=place,
             prompt=body,
+            focus=f"{who}: {text}",
         )
         self.emit("MESSAGE_RECEIVED", name, session=turn.session.name, turn=turn.id, **audit)
         out: dict[str, Any] = {

@@ -97,6 +97,7 @@ class Turn:
     done: asyncio.Future[dict[str, Any]]
     task: asyncio.Task[None] | None = None
     key: tuple[int, float] | None = None  # (pid, create_time) once started
+    focus: str = ""  # what the turn is about, for status.focus
     started: float = field(default_factory=time.monotonic)
 
 
@@ -435,6 +436,7 @@ class AgentController:
             return
         place = TurnPlace(int(spec.get("depth") or 1), (name,))
         turn = self._new_turn(name, place, session, resume, prompt)
+        turn.focus = _focus(prompt)
         await self._save_sessions(name)
         task_name = (spec.get("ownerRef") or {}).get("name")
         if task_name:
@@ -508,6 +510,7 @@ class AgentController:
         from_session: str,
         place: TurnPlace,
         prompt: str,
+        focus: str = "",
     ) -> Turn:
         """Run ``prompt`` on the agent in the session linked to ``from_agent``: an idle one is
         resumed (``--resume``), else a new one is opened (cold start, ``--session-id``)."""
@@ -527,6 +530,7 @@ class AgentController:
                 sessions.append(session)
             resume = session.turns > 0
             turn = self._new_turn(name, place, session, resume, prompt)
+            turn.focus = _focus(focus or prompt)
             await self._save_sessions(name)
         cwd = Path((obj.get("spec") or {}).get("cwd") or self.state_dir / "agents" / name / "work")
         await self._launch(turn, cwd)
@@ -552,6 +556,7 @@ class AgentController:
                     f"turn {turn.id} in session {turn.session.name}",
                     pid=turn.key[0],
                     started=True,
+                    focus=turn.focus,
                 )
 
     async def _run_turn(self, turn: Turn, cwd: Path) -> None:
@@ -683,9 +688,18 @@ class AgentController:
             )
 
     async def _set_status(
-        self, name: str, phase: str, message: str, *, pid: int | None = None, started: bool = False
+        self,
+        name: str,
+        phase: str,
+        message: str,
+        *,
+        pid: int | None = None,
+        started: bool = False,
+        focus: str | None = None,
     ) -> None:
         status: dict[str, Any] = {"phase": phase, "message": message}
+        if focus is not None:
+            status["focus"] = focus
         if pid is not None:
             status["pid"] = pid
         if started:
@@ -694,6 +708,14 @@ class AgentController:
             await self.store.patch(
                 "agents", self.ns, name, {"status": status}, subresource="status"
             )
+
+
+def _focus(text: str, limit: int = 120) -> str:
+    """The first non-empty line of a turn's text: what the agent works on now."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:limit]
+    return ""
 
 
 def _runner_records(obj: dict[str, Any]) -> list[dict[str, Any]]:
