@@ -128,11 +128,22 @@ def earlier_prompts(path):
 def append_transcript(path, session_id, prompt, answer):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     lines = [
-        {"type": "user", "sessionId": session_id, "cwd": os.getcwd(),
-         "message": {"role": "user", "content": prompt}},
-        {"type": "assistant", "sessionId": session_id, "cwd": os.getcwd(),
-         "message": {"role": "assistant", "stop_reason": "end_turn",
-                     "content": [{"type": "text", "text": answer}]}},
+        {
+            "type": "user",
+            "sessionId": session_id,
+            "cwd": os.getcwd(),
+            "message": {"role": "user", "content": prompt},
+        },
+        {
+            "type": "assistant",
+            "sessionId": session_id,
+            "cwd": os.getcwd(),
+            "message": {
+                "role": "assistant",
+                "stop_reason": "end_turn",
+                "content": [{"type": "text", "text": answer}],
+            },
+        },
     ]
     with open(path, "a") as fh:
         for line in lines:
