@@ -34,9 +34,9 @@ def _next_ask(proc: AgentProc) -> dict[str, Any]:
 
 
 def test_ask_a_session_waits_for_its_reply(two: Any) -> None:
-    """The text lands in B's inbox attributed to A's owner; A's ask returns B's reply and
-    says it went through the inbox."""
-    _, _, a, b = two
+    """The text lands in B's inbox attributed to A's owner (and in B's audit); A's ask
+    returns B's reply and says it went through the inbox."""
+    _, call, a, b = two
     rid = a.start("ask", agent=b.name, text="what is six times seven?", timeout_secs=20)
     msg = _next_ask(b)
     assert msg["from"] == a.name
@@ -52,6 +52,10 @@ def test_ask_a_session_waits_for_its_reply(two: Any) -> None:
     assert res["via"] == "inbox"
     assert "interactive session the daemon did not start" in res["note"]
     assert "waited for its reply" in res["note"]
+    events = ok(call, "audit", actor=b.name, type="MESSAGE_RECEIVED")["events"]
+    assert events[-1]["attributed"].startswith(f"agent {a.name} (for ")
+    assert events[-1]["from"] == a.name
+    assert events[-1]["via"] == "inbox"
 
 
 def test_ask_a_session_times_out_and_says_so(two: Any) -> None:
