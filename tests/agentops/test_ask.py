@@ -37,8 +37,10 @@ def test_ask_returns_the_final_answer_in_a_linked_session(local_daemon: Any) -> 
     sessions = json.loads(agent["metadata"]["annotations"]["fastverk.savvifi.com/linked-sessions"])
     assert [s["name"] for s in sessions] == [res["session"]]
     assert sessions[0]["sessionId"] == res["session_id"]
-    events = ok(call, "audit", actor="bee", type="MESSAGE_RECEIVED")["events"]
-    assert events, "the message is in the target's audit"
+    events = wait_for(
+        lambda: ok(call, "audit", actor="bee", type="MESSAGE_RECEIVED")["events"],
+        what="the message in the target's audit",
+    )
     assert events[-1]["attributed"] == user
     assert events[-1]["text"] == "answer forty-two"
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.agentops.conftest import needs_bwrap, ok
+from tests.agentops.conftest import needs_bwrap, ok, wait_for
 from tests.tools.conftest import AgentProc, ToolFailed
 
 pytestmark = needs_bwrap
@@ -52,7 +52,11 @@ def test_ask_a_session_waits_for_its_reply(two: Any) -> None:
     assert res["via"] == "inbox"
     assert "interactive session the daemon did not start" in res["note"]
     assert "waited for its reply" in res["note"]
-    events = ok(call, "audit", actor=b.name, type="MESSAGE_RECEIVED")["events"]
+    # the audit trail is written behind the action (best effort, batched): wait for it
+    events = wait_for(
+        lambda: ok(call, "audit", actor=b.name, type="MESSAGE_RECEIVED")["events"],
+        what="the audit event",
+    )
     assert events[-1]["attributed"].startswith(f"agent {a.name} (for ")
     assert events[-1]["from"] == a.name
     assert events[-1]["via"] == "inbox"

@@ -362,10 +362,15 @@ class AgentController:
         name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
         began = time.monotonic()
         pids = [t.key[0] for t in self.turns.values() if t.agent == name and t.key]
+        # The sandboxed command runs in its own session inside bwrap: killing the runner's
+        # group ends it through die-with-parent, asynchronously. Wait for those too, so
+        # "stopped" means every process of the runner is gone.
+        inside = await asyncio.to_thread(_descendants, pids)
         tasks = self._stop_agent_turns(name)
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await asyncio.to_thread(_wait_gone, inside, 1.0)
         took = round((time.monotonic() - began) * 1000)
         message = (
             f"cancelled: runner stopped in {took} ms (pid {', '.join(map(str, pids))})"
@@ -727,6 +732,49 @@ def _runner_records(obj: dict[str, Any]) -> list[dict[str, Any]]:
     except ValueError:
         return []
     return [r for r in recs if isinstance(r, dict) and "pid" in r and "jobDir" in r]
+
+
+def _descendants(pids: list[int]) -> list[Any]:
+    """Every process below the given runners (psutil handles), looked up before a stop."""
+    import psutil
+
+    out: list[Any] = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            out.extend(psutil.Process(pid).children(recursive=True))
+    return out
+
+
+def _wait_gone(procs: list[Any], timeout: float) -> None:
+    """Wait on pidfds until ``procs`` have exited (a zombie whose parent is gone counts as
+    exited); SIGKILL whatever is left after ``timeout``. Runs in a worker thread."""
+    import psutil
+
+    left = _wait_pidfds(procs, timeout)
+    for proc in left:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()  # psutil checks it is still the same process
+    _wait_pidfds(left, timeout)
+
+
+def _wait_pidfds(procs: list[Any], timeout: float) -> list[Any]:
+    import select
+
+    fds: dict[int, Any] = {}
+    for proc in procs:
+        with contextlib.suppress(ProcessLookupError):
+            fds[os.pidfd_open(proc.pid)] = proc
+    deadline = time.monotonic() + timeout
+    try:
+        while fds and (remaining := deadline - time.monotonic()) > 0:
+            ready, _, _ = select.select(list(fds), [], [], remaining)
+            for fd in ready:
+                os.close(fd)
+                fds.pop(fd)
+        return list(fds.values())
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _read(path: Path) -> str:
