@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -139,13 +140,20 @@ def main() -> None:
             direct: list[float] = []
             boxed: list[float] = []
             bwrap = shutil.which("bwrap")
-            for i in range(args.runs):  # interleaved, so the machine's noise hits all alike
-                warm.append(ask_once(sock, "bench"))
+            for i in range(args.runs):
                 tool_call(sock, "spawn_subagent", {"name": f"cold-{i}"})
-                cold.append(ask_once(sock, f"cold-{i}"))
-                direct.append(direct_spawn(runner, direct_cwd))
+                steps = [
+                    lambda: warm.append(ask_once(sock, "bench")),
+                    lambda i=i: cold.append(ask_once(sock, f"cold-{i}")),
+                    lambda: direct.append(direct_spawn(runner, direct_cwd)),
+                ]
                 if bwrap:
-                    boxed.append(asyncio.run(sandboxed_spawn(runner, tmp, i)))
+                    steps.append(
+                        lambda i=i: boxed.append(asyncio.run(sandboxed_spawn(runner, tmp, i)))
+                    )
+                random.shuffle(steps)  # same run, random order: the machine's noise hits all alike
+                for step in steps:
+                    step()
         finally:
             daemon.terminate()
             daemon.wait(10)
