@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentcoord import wire
-from agentcoord.agentops.controller import MANAGED_LABEL, ActiveTurns, AgentController
+from agentcoord.agentops._writes import MANAGED_LABEL
+from agentcoord.agentops.controller import AgentController
 from agentcoord.agentops.rules import (
     TurnPlace,
     attribution,
@@ -26,6 +27,7 @@ from agentcoord.agentops.rules import (
     role_of,
     workspace_of,
 )
+from agentcoord.agentops.turns import ActiveTurns
 from agentcoord.daemon.caller import Caller
 from agentcoord.errors import NotFound, ToolError
 from agentcoord.proto.agent.v1 import agent_pb2 as pb

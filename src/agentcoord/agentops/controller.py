@@ -19,18 +19,31 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import secrets
-import signal
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentcoord.agentops import checkpoints
+from agentcoord.agentops._procs import (
+    create_time_of,
+    descendants,
+    kill_pgroup,
+    read_text,
+    wait_gone,
+    wait_pid,
+)
+from agentcoord.agentops._writes import (
+    FINALIZER,
+    MANAGED_LABEL,
+    RUNNERS_ANNOTATION,
+    SESSIONS_ANNOTATION,
+    AgentWrites,
+    runner_records,
+)
 from agentcoord.agentops.rules import (
     LinkedSession,
     TurnPlace,
@@ -40,106 +53,23 @@ from agentcoord.agentops.rules import (
     pick_session,
     reconcile_action,
 )
+from agentcoord.agentops.turns import ActiveTurns, RegisteringRunners, Turn, focus_of
 from agentcoord.daemon.directory import RunnerInfo
 from agentcoord.errors import ToolError
 from agentcoord.localagents.runner import RunnerSpec, parse_result, run_local, with_session
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.objects import Expired, ObjectNotFound, ObjectStore, StoreError
-from agentcoord.stores.objects.rules import rfc3339
 
 __all__ = [
     "FINALIZER",
     "MANAGED_LABEL",
     "RUNNERS_ANNOTATION",
     "SESSIONS_ANNOTATION",
-    "ActiveTurns",
     "AgentController",
-    "Turn",
 ]
 
 log = logging.getLogger(__name__)
-
-MANAGED_LABEL = "fastverk.savvifi.com/managed-by"
-FINALIZER = "fastverk.savvifi.com/runner"
-RUNNERS_ANNOTATION = "fastverk.savvifi.com/runners"
-SESSIONS_ANNOTATION = "fastverk.savvifi.com/linked-sessions"
-_KILL_GRACE_S = 2.0
-
-
-class ActiveTurns:
-    """Turns each agent is running now, as (depth, chain): the daemon's basis for depth."""
-
-    def __init__(self) -> None:
-        self._by_agent: defaultdict[str, dict[str, tuple[int, tuple[str, ...]]]] = defaultdict(dict)
-
-    def add(self, agent: str, turn_id: str, place: TurnPlace) -> None:
-        self._by_agent[agent][turn_id] = (place.depth, place.chain)
-
-    def remove(self, agent: str, turn_id: str) -> None:
-        self._by_agent[agent].pop(turn_id, None)
-
-    def of(self, agent: str) -> list[tuple[int, tuple[str, ...]]]:
-        return list(self._by_agent.get(agent, {}).values())
-
-
-@dataclass
-class Turn:
-    """One run of an agent's runner: a main turn or a message in a linked session."""
-
-    id: str
-    agent: str
-    place: TurnPlace
-    session: LinkedSession
-    resume: bool
-    prompt: str
-    job_dir: Path
-    done: asyncio.Future[dict[str, Any]]
-    task: asyncio.Task[None] | None = None
-    key: tuple[int, float] | None = None  # (pid, create_time) once started
-    focus: str = ""  # what the turn is about, for status.focus
-    started: float = field(default_factory=time.monotonic)
-
-
-class _Registering(MutableMapping[tuple[int, float], RunnerInfo]):
-    """The identity resolver's runner table, telling the controller when a runner starts."""
-
-    def __init__(
-        self,
-        table: MutableMapping[tuple[int, float], RunnerInfo],
-        turn: Turn,
-        on_start: Callable[[Turn], None],
-    ) -> None:
-        self._table, self._turn, self._on_start = table, turn, on_start
-
-    def __setitem__(self, key: tuple[int, float], value: RunnerInfo) -> None:
-        self._table[key] = value
-        self._turn.key = key
-        self._on_start(self._turn)
-
-    def __getitem__(self, key: tuple[int, float]) -> RunnerInfo:
-        return self._table[key]
-
-    def __delitem__(self, key: tuple[int, float]) -> None:
-        del self._table[key]
-
-    def __iter__(self) -> Iterator[tuple[int, float]]:
-        return iter(self._table)
-
-    def __len__(self) -> int:
-        return len(self._table)
-
-
-def _create_time(pid: int) -> float | None:
-    import psutil
-
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None  # dead, waiting for a parent that is gone (a kill -9 of the daemon)
-        return float(proc.create_time())
-    except (psutil.Error, OSError):
-        return None
 
 
 class AgentController:
@@ -174,6 +104,7 @@ class AgentController:
         self.ns = namespace
         self._shim = shim
         self.active = ActiveTurns()
+        self._w = AgentWrites(store, namespace)
         self.turns: dict[str, Turn] = {}
         self._sessions: dict[str, list[LinkedSession]] = {}
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -214,21 +145,21 @@ class AgentController:
         """Runners recorded on Agents: the same live process is adopted, anything else reaped."""
         agents, _ = await self.store.list("agents", self.ns, f"{MANAGED_LABEL}=agentcoord")
         for obj in agents:
-            records = _runner_records(obj)
+            records = runner_records(obj)
             name = obj["metadata"]["name"]
             if not records:
                 if (obj.get("status") or {}).get("phase") == "Running":
-                    await self._set_status(name, "Failed", "no runner after a daemon restart")
+                    await self._w.set_status(name, "Failed", "no runner after a daemon restart")
                     self._handled.add(obj["metadata"]["uid"])
                 continue
             self._handled.add(obj["metadata"]["uid"])
             for rec in records:
-                alive = _create_time(int(rec["pid"]))
+                alive = create_time_of(int(rec["pid"]))
                 if fate_of_runner(rec, alive) == "adopt":
                     self._adopt(obj, rec)
                 else:
                     await self._reap(name, rec)
-            await self._sync_runners(name)
+            await self._w.sync_runners(name, self.turns.values())
 
     def _adopt(self, obj: dict[str, Any], rec: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]
@@ -263,24 +194,24 @@ class AgentController:
         assert turn.key is not None
         pid = turn.key[0]
         try:
-            await _wait_pid(pid, None)
+            await wait_pid(pid, None)
         except asyncio.CancelledError:
-            await asyncio.shield(_kill_pgroup(pid))
+            await asyncio.shield(kill_pgroup(pid))
             self._turn_finished(turn, None, None, cancelled=True)
             raise
-        parsed = parse_result(_read(turn.job_dir / "stdout"))
+        parsed = parse_result(read_text(turn.job_dir / "stdout"))
         error = "" if parsed else "the adopted runner ended without a result"
         await self._after_turn(turn, self._turn_finished(turn, parsed, None, error=error))
 
     async def _reap(self, name: str, rec: dict[str, Any]) -> None:
         """A recorded runner that is gone (or is another process now): its output decides."""
         pid = int(rec["pid"])
-        parsed = parse_result(_read(Path(rec["jobDir"]) / "stdout"))
+        parsed = parse_result(read_text(Path(rec["jobDir"]) / "stdout"))
         if parsed is None:
             phase, message = "Failed", "runner lost: the daemon stopped while it ran"
         else:
             phase, message = phase_after(parsed, 0)
-        await self._set_status(name, phase, message, pid=0)
+        await self._w.set_status(name, phase, message, pid=0)
         self.emit("RUNNER_REAPED", name, pid=pid, turn=rec.get("turn"), phase=phase)
         log.info("reaped runner %d of %s: %s", pid, name, message)
 
@@ -330,7 +261,7 @@ class AgentController:
             self._start_task(self._start_main(obj), f"start-{name}")
         elif action == "idle":
             self._handled.add(uid)
-            await self._set_status(name, "Idle", "no objective; waiting for messages")
+            await self._w.set_status(name, "Idle", "no objective; waiting for messages")
 
     def _mark_gone(self, name: str) -> None:
         ev = self._gone.pop(name, None)
@@ -365,19 +296,19 @@ class AgentController:
         # The sandboxed command runs in its own session inside bwrap: killing the runner's
         # group ends it through die-with-parent, asynchronously. Wait for those too, so
         # "stopped" means every process of the runner is gone.
-        inside = await asyncio.to_thread(_descendants, pids)
+        inside = await asyncio.to_thread(descendants, pids)
         tasks = self._stop_agent_turns(name)
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        await asyncio.to_thread(_wait_gone, inside, 1.0)
+        await asyncio.to_thread(wait_gone, inside, 1.0)
         took = round((time.monotonic() - began) * 1000)
         message = (
             f"cancelled: runner stopped in {took} ms (pid {', '.join(map(str, pids))})"
             if pids
             else "cancelled: no runner was running"
         )
-        await self._set_status(name, "Failed", message, pid=0)
+        await self._w.set_status(name, "Failed", message, pid=0)
         task_name = ((obj.get("spec") or {}).get("ownerRef") or {}).get("name")
         if task_name:
             with contextlib.suppress(StoreError):
@@ -390,7 +321,7 @@ class AgentController:
                 )
         self.emit("AGENT_STOPPED", name, pids=pids, stopped_ms=took)
         with contextlib.suppress(StoreError):
-            await self._sync_runners(name)
+            await self._w.sync_runners(name, self.turns.values())
             current = await self.store.get("agents", self.ns, name)
             rest = [f for f in current["metadata"].get("finalizers") or [] if f != FINALIZER]
             await self.store.patch(
@@ -412,16 +343,6 @@ class AgentController:
             self._sessions[name] = [LinkedSession.from_record(r) for r in recs]
         return self._sessions[name]
 
-    async def _save_sessions(self, name: str) -> None:
-        recs = [s.record() for s in self._sessions.get(name, [])]
-        with contextlib.suppress(ObjectNotFound):
-            await self.store.patch(
-                "agents",
-                self.ns,
-                name,
-                {"metadata": {"annotations": {SESSIONS_ANNOTATION: json.dumps(recs)}}},
-            )
-
     def session_ids(self, obj: dict[str, Any]) -> list[str]:
         """Every session the agent has run (main and linked), for checkpoints."""
         return [s.session_id for s in self._sessions_of(obj)]
@@ -437,12 +358,12 @@ class AgentController:
         try:
             cwd, session, resume, prompt = await self._prepare_main(obj)
         except (ToolError, StoreError, OSError) as exc:
-            await self._set_status(name, "Failed", f"cannot start: {exc}")
+            await self._w.set_status(name, "Failed", f"cannot start: {exc}")
             return
         place = TurnPlace(int(spec.get("depth") or 1), (name,))
         turn = self._new_turn(name, place, session, resume, prompt)
-        turn.focus = _focus(prompt)
-        await self._save_sessions(name)
+        turn.focus = focus_of(prompt)
+        await self._w.save_sessions(name, self._sessions.get(name, []))
         task_name = (spec.get("ownerRef") or {}).get("name")
         if task_name:
             with contextlib.suppress(StoreError):
@@ -535,8 +456,8 @@ class AgentController:
                 sessions.append(session)
             resume = session.turns > 0
             turn = self._new_turn(name, place, session, resume, prompt)
-            turn.focus = _focus(focus or prompt)
-            await self._save_sessions(name)
+            turn.focus = focus_of(focus or prompt)
+            await self._w.save_sessions(name, self._sessions.get(name, []))
         cwd = Path((obj.get("spec") or {}).get("cwd") or self.state_dir / "agents" / name / "work")
         await self._launch(turn, cwd)
         return turn
@@ -553,9 +474,9 @@ class AgentController:
     async def _record_start(self, turn: Turn) -> None:
         assert turn.key is not None
         async with self._locks[f"status:{turn.agent}"]:
-            await self._sync_runners(turn.agent)
+            await self._w.sync_runners(turn.agent, self.turns.values())
             if turn.id in self.turns:
-                await self._set_status(
+                await self._w.set_status(
                     turn.agent,
                     "Running",
                     f"turn {turn.id} in session {turn.session.name}",
@@ -580,7 +501,7 @@ class AgentController:
                 runtime_dir=self._runtime_dir,
                 claude_dir=self.claude_dir,
                 base_env=self._base_env,
-                runners=_Registering(self._runners, turn, self._on_runner_start),
+                runners=RegisteringRunners(self._runners, turn, self._on_runner_start),
                 runner_info=RunnerInfo(turn.agent, turn.place.depth, turn.place.chain),
                 shim=self._shim,
             )
@@ -635,12 +556,12 @@ class AgentController:
         try:
             async with self._locks[f"status:{turn.agent}"]:
                 with contextlib.suppress(StoreError):
-                    await self._sync_runners(turn.agent)
-                    await self._save_sessions(turn.agent)
+                    await self._w.sync_runners(turn.agent, self.turns.values())
+                    await self._w.save_sessions(turn.agent, self._sessions.get(turn.agent, []))
                     if not any(t.agent == turn.agent for t in self.turns.values()):
-                        await self._set_status(turn.agent, phase, message, pid=0)
+                        await self._w.set_status(turn.agent, phase, message, pid=0)
             if turn.session.name == "main":
-                obj = await self._get(turn.agent)
+                obj = await self._w.get(turn.agent)
                 task_name = ((obj or {}).get("spec", {}).get("ownerRef") or {}).get("name")
                 if task_name:
                     status = {"phase": phase, "message": message}
@@ -660,154 +581,3 @@ class AgentController:
         finally:
             if not turn.done.done():
                 turn.done.set_result(result)
-
-    # -- object writes -----------------------------------------------------------------------
-
-    async def _get(self, name: str) -> dict[str, Any] | None:
-        try:
-            return await self.store.get("agents", self.ns, name)
-        except ObjectNotFound:
-            return None
-
-    async def _sync_runners(self, name: str) -> None:
-        """Record the agent's live runners on it, so a restarted daemon can find them."""
-        recs = [
-            {
-                "turn": t.id,
-                "pid": t.key[0],
-                "createTime": t.key[1],
-                "jobDir": str(t.job_dir),
-                "depth": t.place.depth,
-                "chain": list(t.place.chain),
-                "sessionId": t.session.session_id,
-            }
-            for t in self.turns.values()
-            if t.agent == name and t.key is not None
-        ]
-        with contextlib.suppress(ObjectNotFound):
-            await self.store.patch(
-                "agents",
-                self.ns,
-                name,
-                {"metadata": {"annotations": {RUNNERS_ANNOTATION: json.dumps(recs)}}},
-            )
-
-    async def _set_status(
-        self,
-        name: str,
-        phase: str,
-        message: str,
-        *,
-        pid: int | None = None,
-        started: bool = False,
-        focus: str | None = None,
-    ) -> None:
-        status: dict[str, Any] = {"phase": phase, "message": message}
-        if focus is not None:
-            status["focus"] = focus
-        if pid is not None:
-            status["pid"] = pid
-        if started:
-            status["startedAt"] = rfc3339(time.time())
-        with contextlib.suppress(ObjectNotFound):
-            await self.store.patch(
-                "agents", self.ns, name, {"status": status}, subresource="status"
-            )
-
-
-def _focus(text: str, limit: int = 120) -> str:
-    """The first non-empty line of a turn's text: what the agent works on now."""
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:limit]
-    return ""
-
-
-def _runner_records(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    raw = (obj["metadata"].get("annotations") or {}).get(RUNNERS_ANNOTATION)
-    if not raw:
-        return []
-    try:
-        recs = json.loads(raw)
-    except ValueError:
-        return []
-    return [r for r in recs if isinstance(r, dict) and "pid" in r and "jobDir" in r]
-
-
-def _descendants(pids: list[int]) -> list[Any]:
-    """Every process below the given runners (psutil handles), looked up before a stop."""
-    import psutil
-
-    out: list[Any] = []
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            out.extend(psutil.Process(pid).children(recursive=True))
-    return out
-
-
-def _wait_gone(procs: list[Any], timeout: float) -> None:
-    """Wait on pidfds until ``procs`` have exited (a zombie whose parent is gone counts as
-    exited); SIGKILL whatever is left after ``timeout``. Runs in a worker thread."""
-    import psutil
-
-    left = _wait_pidfds(procs, timeout)
-    for proc in left:
-        with contextlib.suppress(psutil.Error):
-            proc.kill()  # psutil checks it is still the same process
-    _wait_pidfds(left, timeout)
-
-
-def _wait_pidfds(procs: list[Any], timeout: float) -> list[Any]:
-    import select
-
-    fds: dict[int, Any] = {}
-    for proc in procs:
-        with contextlib.suppress(ProcessLookupError):
-            fds[os.pidfd_open(proc.pid)] = proc
-    deadline = time.monotonic() + timeout
-    try:
-        while fds and (remaining := deadline - time.monotonic()) > 0:
-            ready, _, _ = select.select(list(fds), [], [], remaining)
-            for fd in ready:
-                os.close(fd)
-                fds.pop(fd)
-        return list(fds.values())
-    finally:
-        for fd in fds:
-            os.close(fd)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-async def _wait_pid(pid: int, timeout: float | None) -> bool:
-    """Wait for any process (not only a child) to exit, on its pidfd; False on timeout."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    loop = asyncio.get_running_loop()
-    exited = asyncio.Event()
-    loop.add_reader(fd, exited.set)
-    try:
-        async with asyncio.timeout(timeout):
-            await exited.wait()
-        return True
-    except TimeoutError:
-        return False
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
-
-
-async def _kill_pgroup(pid: int) -> None:
-    """SIGTERM a runner's process group, SIGKILL it after a grace period."""
-    for sig, grace in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-        if await _wait_pid(pid, grace):
-            return
