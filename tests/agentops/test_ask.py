@@ -191,3 +191,19 @@ def test_local_package_agent_is_woken_in_its_package(local_daemon: Any) -> None:
     assert report["whoami"]["depth"] == 1
     assert not (pkg / ".git").exists()
     assert stored(d, "agents", "pkg-a")["spec"]["agentType"] == "local"  # type: ignore[index]
+
+
+def test_ask_timeout_and_failed_turns_say_so(local_daemon: Any) -> None:
+    """An ask that outlives timeout_secs says the agent is still working; a turn that crashes
+    makes ask an error that carries the reason."""
+    d, _, call = local_daemon()
+    ok(call, "spawn_subagent", name="bee")
+    slow = ok(call, "ask", agent="bee", text="sleep 2\nanswer late", timeout_secs=0.3)
+    assert slow["answered"] is False
+    assert slow["note"] == "bee is still working after 0.3 s"
+    wait_for(
+        lambda: (stored(d, "agents", "bee") or {}).get("status", {}).get("phase") == "Succeeded"
+    )
+    err = fails(call, "ask", agent="bee", text="crash")
+    assert err.startswith("bee's turn failed: the runner exited 3 without a result")
+    assert stored(d, "agents", "bee")["status"]["phase"] == "Failed"  # type: ignore[index]

@@ -170,3 +170,20 @@ def test_kill_9_of_the_daemon_leaves_no_orphans_and_true_statuses(
     assert json.loads(again["answer"])["history"] == 1
     # the reaped agent still answers: a message wakes it in a new turn
     assert ok(call, "ask", agent="w1", text="answer back")["answer"] == "back"
+
+
+def test_sigterm_stops_runners_with_the_daemon(local_daemon: Any) -> None:
+    """A clean stop (SIGTERM) stops the running runner within the stop deadline, and the
+    restarted daemon says what happened to it."""
+    d, _, call = local_daemon()
+    ok(call, "spawn_subagent", name="w1", prompt="sleep 60\n# sigterm-check-5d1e")
+    wait_for(lambda: _phase(d, "w1") == "Running", what="w1 running")
+    began = time.monotonic()
+    assert d.stop(signal.SIGTERM) == 0
+    assert time.monotonic() - began < 5.0
+    assert not _marked("sigterm-check-5d1e")
+    d.start()
+    wait_for(lambda: _phase(d, "w1") == "Failed", what="w1 reaped")
+    assert stored(d, "agents", "w1")["status"]["message"] == (  # type: ignore[index]
+        "runner lost: the daemon stopped while it ran"
+    )
