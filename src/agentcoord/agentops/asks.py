@@ -295,7 +295,9 @@ class AgentOps:
                 m, me=caller.agent, target=name, place=place, body=body, timeout=timeout
             )
         await m.bus.ensure_inbox(name)
-        msg = wire.make_message(sender=caller.agent, kind=pb.MESSAGE_TEXT, body=body.encode())
+        msg = wire.make_message(
+            sender=caller.agent, kind=pb.MESSAGE_TEXT, body=body.encode(), to=name
+        )
         pub = await m.bus.publish(inbox_subject(name), msg)
         return {
             "sent": True,
