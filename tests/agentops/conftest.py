@@ -51,6 +51,23 @@ def stored(d: Daemon, plural: str, name: str) -> dict[str, Any] | None:
     return json.loads(row[0]) if row else None
 
 
+def first_version(d: Daemon, plural: str, name: str) -> dict[str, Any]:
+    """The object as first created (its ADDED event in the store's log)."""
+    import json
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{d.state_dir / 'objects.db'}?mode=ro", uri=True, timeout=5)
+    try:
+        row = db.execute(
+            "SELECT object FROM events WHERE type = 'ADDED' AND resource = ? AND name = ? "
+            "ORDER BY rv LIMIT 1",
+            (plural, name),
+        ).fetchone()
+    finally:
+        db.close()
+    return json.loads(row[0])  # type: ignore[no-any-return]
+
+
 def created_rv(d: Daemon, plural: str, name: str) -> int:
     """The resourceVersion of the object's ADDED event in the store's log (creation order)."""
     import sqlite3

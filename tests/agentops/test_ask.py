@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 from tests.agentops.conftest import fails, needs_bwrap, ok, stored, wait_for
@@ -87,7 +88,9 @@ def test_send_message_returns_at_once_and_wakes_the_agent(local_daemon: Any) -> 
     """send_message returns while the target still works; the turn then runs to the end."""
     d, _, call = local_daemon()
     _spawn_all(call, "bee")
+    began = time.monotonic()
     res = ok(call, "send_message", agent="bee", text="sleep 2\nanswer later")
+    assert time.monotonic() - began < 1.0
     assert res["sent"] is True
     agent = wait_for(
         lambda: (

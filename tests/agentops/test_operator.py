@@ -11,7 +11,15 @@ from typing import Any
 
 import psutil
 
-from tests.agentops.conftest import created_rv, fails, needs_bwrap, ok, stored, wait_for
+from tests.agentops.conftest import (
+    created_rv,
+    fails,
+    first_version,
+    needs_bwrap,
+    ok,
+    stored,
+    wait_for,
+)
 
 pytestmark = needs_bwrap
 
@@ -55,6 +63,7 @@ def test_spawn_creates_task_first_then_owned_agent_and_runs_it(local_daemon: Any
     assert agent["spec"]["ownerRef"]["uid"] == task["metadata"]["uid"]
     assert agent["metadata"]["ownerReferences"][0]["uid"] == task["metadata"]["uid"]
     assert created_rv(d, "agenttasks", "worker-task") < created_rv(d, "agents", "worker")
+    assert first_version(d, "agents", "worker")["status"]["phase"] == "Pending"
     running = wait_for(lambda: _phase(d, "worker") == "Running" and stored(d, "agents", "worker"))
     assert psutil.pid_exists(running["status"]["pid"])
     assert running["status"]["focus"] == "sleep 1"
