@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentcoord.daemon.natsd import find_nats_server
 
@@ -59,6 +60,15 @@ class Node:
                 return resp.status == 200
         except (OSError, urllib.error.HTTPError):
             return False
+
+    def meta(self) -> dict[str, Any]:
+        """This node's view of the JetStream meta group (``/jsz``), empty when unreachable."""
+        try:
+            url = f"http://127.0.0.1:{self.http_port}/jsz"
+            with urllib.request.urlopen(url, timeout=1) as resp:
+                return dict(json.loads(resp.read()).get("meta_cluster") or {})
+        except (OSError, ValueError):
+            return {}
 
     def log(self) -> str:
         path = self.root / "server.log"
@@ -145,10 +155,23 @@ class NatsCluster:
             for n in live:
                 if not n.alive:
                     raise RuntimeError(f"nats node {n.name} exited:\n{n.log()}")
-            if all(n.healthy() for n in live):
+            # /healthz is ok before the meta group has every peer; R3 placement needs them all.
+            if all(n.healthy() for n in live) and (self.size == 1 or self._meta_formed(live)):
                 return
             time.sleep(0.05)
         raise RuntimeError("nats cluster not healthy:\n" + "\n".join(n.log() for n in self.nodes))
+
+    def _meta_formed(self, live: list[Node]) -> bool:
+        """Every live node follows one meta leader, which sees every other live node current."""
+        leaders = {n.meta().get("leader") for n in live}
+        if len(leaders) != 1 or None in leaders or "" in leaders:
+            return False
+        leader = next((n for n in live if n.name in leaders), None)
+        if leader is None:
+            return False
+        names = {n.name for n in live} - {leader.name}
+        seen = {r.get("name"): r for r in leader.meta().get("replicas") or []}
+        return all(seen.get(name, {}).get("current") for name in names)
 
     def kill(self, node: Node) -> None:
         """SIGKILL one node (a crash, not a clean shutdown)."""

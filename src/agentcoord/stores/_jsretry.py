@@ -1,8 +1,9 @@
 """Ride out a JetStream leader election (issue 11: the daemon survives a NATS node loss).
 
 When the node leading a stream dies, the stream has no leader for a few seconds: a publish
-gets "no responders" and API requests get 503. Nothing was stored in either case, so the same
-request is safe to send again; :func:`while_electing` does, with a growing pause, for up to
+gets "no responders" and API requests get 503; a cluster still forming cannot place a new R3
+stream ("no suitable peers"). Nothing was stored in any of these cases, so the same request
+is safe to send again; :func:`while_electing` does, with a growing pause, for up to
 ``_RETRY_FOR_S``. Timeouts are not retried here: they are ambiguous, and the callers that can
 retry them safely (compare-and-set writes) decide that themselves.
 """
@@ -28,6 +29,9 @@ UNAVAILABLE = (
     nats.errors.NoRespondersError,
     nats.js.errors.ServiceUnavailableError,
 )
+# "no suitable peers for placement": a cluster still forming (or a peer just lost) cannot
+# place a new R3 stream yet; creation is retried like an election.
+_NO_PEERS = 10005
 _RETRY_FOR_S = 10.0
 _FIRST_PAUSE_S = 0.05
 _MAX_PAUSE_S = 1.0
@@ -41,9 +45,15 @@ async def while_electing(call: Callable[[], Awaitable[T]]) -> T:
     while True:
         try:
             return await call()
-        except UNAVAILABLE as exc:
-            if loop.time() + pause > deadline:
+        except nats.errors.Error as exc:
+            if not _transient(exc) or loop.time() + pause > deadline:
                 raise
             log.debug("jetstream unavailable (%s); retrying in %.2fs", type(exc).__name__, pause)
             await asyncio.sleep(pause)  # a backoff while a leader is elected, not a poll
             pause = min(pause * 2, _MAX_PAUSE_S)
+
+
+def _transient(exc: Exception) -> bool:
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    return isinstance(exc, nats.js.errors.APIError) and exc.err_code == _NO_PEERS

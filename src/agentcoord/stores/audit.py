@@ -82,8 +82,10 @@ class AuditLog:
             max_age=_MAX_AGE,
             num_replicas=self._replicas,
         )
+        from agentcoord.stores._jsretry import while_electing
+
         try:
-            await self._js.add_stream(config)
+            await while_electing(lambda: self._js.add_stream(config))  # issue 11: forming R3
         except Exception:
             await self._js.update_stream(config)
         self._writer = asyncio.get_running_loop().create_task(self._write(), name="audit-writer")

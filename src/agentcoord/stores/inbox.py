@@ -129,8 +129,10 @@ class MessageBus:
             duplicate_window=_DUPLICATE_WINDOW_S,
             num_replicas=self._replicas,
         )
+        from agentcoord.stores._jsretry import while_electing
+
         try:
-            await self._js.add_stream(config)
+            await while_electing(lambda: self._js.add_stream(config))  # issue 11: forming R3
         except BadRequestError:  # exists with another config (an older daemon): bring it up
             await self._js.update_stream(config)
         return self

@@ -48,7 +48,7 @@ async def ensure_bucket(js: Any, config: Any) -> Any:
     another replica count (R1 before the move to a cluster) is brought to ``config.replicas``;
     any other difference still fails, as nats-py says."""
     try:
-        return await js.create_key_value(config)
+        return await while_electing(lambda: js.create_key_value(config))
     except nats.js.errors.BadRequestError:
         info = await js.stream_info(f"KV_{config.bucket}")
         if info.config.num_replicas == config.replicas:
