@@ -202,7 +202,8 @@ def load_config(
         if env.get(var):
             values[name] = _coerce(name, env[var])
     for name, value in flags.items():
-        values[name] = _coerce(name, value)
+        if name != "config_file":  # read above, as the file itself
+            values[name] = _coerce(name, value)
 
     from agentcoord.daemon.activation import listen_fds, watchdog_interval
 
