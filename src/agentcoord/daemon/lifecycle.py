@@ -192,6 +192,9 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     app.messaging = await stack.enter_async_context(
         Messaging(app.nc, access=access, nats_url=app.nats_url, audit_log=app.audit)
     )
+    # issue 10: AgentProfiles drive every start; the default profile is created on first start.
+    assert app.store is not None
+    await app.local_agents.attach_launcher(app.store, nc=app.nc, bus=app.messaging.bus)
 
     # A desktop notification for each new prompt, where notify-send exists (issue 8).
     from agentcoord.daemon.desktop import DesktopNotifier
