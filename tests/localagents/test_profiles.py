@@ -306,7 +306,7 @@ async def test_message_reaches_the_running_runner_before_its_next_turn(
     assert [json.loads(line)["type"] for line in log] == ["system", "result", "result"]
     running = [u for u in updates if u.get("phase") == "Running"]
     assert running[0]["focus"] == f"touch {pkg}/ready"
-    assert running[-1]["focus"].startswith("1 new message(s)")
+    assert running[-1]["focus"].startswith("reading 1 message(s) from ")
     assert updates[-1]["phase"] == "Succeeded"
 
 

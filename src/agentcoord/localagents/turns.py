@@ -185,9 +185,9 @@ async def converse(
     pump = _Pump(mailbox, agent) if mailbox is not None else None
     pump_task = asyncio.create_task(pump.run(), name="runner-inbox") if pump else None
 
-    async def send_turn(text: str) -> bool:
+    async def send_turn(text: str, focus: str) -> bool:
         out.turns += 1
-        await status(phase="Running", focus=_focus(text), turns=out.turns)
+        await status(phase="Running", focus=focus, turns=out.turns)
         try:
             stdin.write(user_turn(text))
             await stdin.drain()
@@ -196,7 +196,7 @@ async def converse(
         return True
 
     try:
-        alive = await send_turn(prompt)
+        alive = await send_turn(prompt, _focus(prompt))
         while alive and not reader.done():
             waits = [asyncio.ensure_future(turn_done.wait()), reader]
             if pump is not None:
@@ -221,7 +221,9 @@ async def converse(
             if pump is None or not pump.pending:
                 break  # the work is done and nobody wrote: end the run
             batch, pump.pending = pump.pending, []
-            alive = await send_turn(render_messages(batch))
+            senders = ", ".join(dict.fromkeys(m.sender for m in batch))
+            focus = f"reading {len(batch)} message(s) from {senders}"
+            alive = await send_turn(render_messages(batch), focus)
             out.delivered += [m.seq for m in batch]
     finally:
         with contextlib.suppress(Exception):
