@@ -293,6 +293,9 @@ async def test_message_reaches_the_running_runner_before_its_next_turn(
         assert not err, sent
         (pkg / "go").touch()
         job = await asyncio.to_thread(wait_for, lambda: job_done(d, job_id))
+        async with asyncio.timeout(5):  # published before the job record; may still be in flight
+            while not updates or updates[-1].get("phase") != "Succeeded":
+                await asyncio.sleep(0.02)
     finally:
         await nc.close()
     assert job["status"] == "succeeded", job
