@@ -18,7 +18,7 @@ import yaml
 
 from tests.conftest import Daemon
 from tests.localagents.conftest import make_package
-from tests.stores.objects.conftest import Kubectl, kubeconfig_text
+from tests.stores.objects.conftest import Kubectl
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed"),
@@ -27,8 +27,17 @@ pytestmark = [
 
 
 def kubectl_for(d: Daemon) -> Kubectl:
+    """kubectl wired to this daemon (its kubeconfig from ``agentcoord kubeconfig``)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "kubeconfig"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
     path = d.root / "kubeconfig"
-    path.write_text(kubeconfig_text(d))
+    path.write_text(out.stdout)
     return Kubectl(d, path, d.root / "kube-cache")
 
 

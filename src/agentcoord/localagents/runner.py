@@ -297,7 +297,13 @@ async def run_local(
         finally:
             if not talk.done():  # cancelled (daemon stopping): never leave it behind
                 await asyncio.shield(_kill_group(proc))
-                talk.cancel()
+                # With the runner gone its stdout ends and the conversation winds down by itself,
+                # putting undelivered messages back; cut it off only if that takes too long.
+                try:
+                    async with asyncio.timeout(_KILL_GRACE_S):
+                        await asyncio.shield(talk)
+                except (TimeoutError, asyncio.CancelledError, Exception):
+                    talk.cancel()
         if not await _wait_exit(proc, _KILL_GRACE_S):
             await _kill_group(proc)
     finally:

@@ -399,6 +399,7 @@ class LocalAgents:
         self.tasks.upsert(task)
         prompt = _prompt(args)
         launcher = self.launcher
+        task.profile = str(args.get("profile") or DEFAULT_PROFILE)
         if launcher is None:
             return self._finish(task, "failed", error="profiles are not available (no store)")
         try:
