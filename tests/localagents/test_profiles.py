@@ -265,7 +265,9 @@ def test_whoami_through_the_mcp_config_ignores_claimed_ids(local_daemon: Any) ->
     assert "identity mismatch" in annotate["error"]
 
 
-async def _status_messages(d: Daemon, agent: str, into: list[dict[str, Any]]) -> Any:
+async def _status_messages(
+    d: Daemon, agent: str, into: list[dict[str, Any]], ended: asyncio.Event
+) -> Any:
     import nats
 
     from agentcoord import wire
@@ -276,6 +278,8 @@ async def _status_messages(d: Daemon, agent: str, into: list[dict[str, Any]]) ->
 
     async def on_msg(msg: Any) -> None:
         into.append(json.loads(wire.decode(msg.data).body))
+        if into[-1].get("phase") in ("Succeeded", "Failed"):
+            ended.set()
 
     await nc.subscribe(f"agents.{agent}.status", cb=on_msg)
     await nc.flush()
@@ -285,11 +289,13 @@ async def _status_messages(d: Daemon, agent: str, into: list[dict[str, Any]]) ->
 async def test_message_reaches_the_running_runner_before_its_next_turn(
     local_daemon: Any,
 ) -> None:
-    """A message sent while turn 1 runs is turn 2's input; status carries phase and focus."""
+    """Direct, broadcast and channel messages sent while turn 1 runs are turn 2's input, before
+    any further turn; the status subject carries phase and focus as it works."""
     d, hub, call = await asyncio.to_thread(local_daemon)
     pkg = make_package(hub, "alpha")
     updates: list[dict[str, Any]] = []
-    nc = await _status_messages(d, "alpha", updates)
+    ended = asyncio.Event()
+    nc = await _status_messages(d, "alpha", updates, ended)
     try:
         task = f"touch {pkg}/ready\nwait_file {pkg}/go"
         err, res = await asyncio.to_thread(call, "run_agent", {"agent_id": "alpha", "task": task})
@@ -300,25 +306,38 @@ async def test_message_reaches_the_running_runner_before_its_next_turn(
             call, "send", {"to": "alpha", "text": "please also check the README"}
         )
         assert not err, sent
+        err, opened = await asyncio.to_thread(
+            call, "open_channel", {"name": "ops", "participants": ["alpha"]}
+        )
+        assert not err, opened
+        err, posted = await asyncio.to_thread(
+            call, "send", {"channel": "ops", "text": "ops: deploy at noon"}
+        )
+        assert not err, posted
+        err, cast = await asyncio.to_thread(call, "broadcast", {"text": "all: freeze"})
+        assert not err, cast
         (pkg / "go").touch()
         job = await asyncio.to_thread(wait_for, lambda: job_done(d, job_id))
         async with asyncio.timeout(5):  # published before the job record; may still be in flight
-            while not updates or updates[-1].get("phase") != "Succeeded":
-                await asyncio.sleep(0.02)
+            await ended.wait()
     finally:
         await nc.close()
     assert job["status"] == "succeeded", job
     assert job["result"]["turns"] == 2
-    assert job["result"]["delivered"] == [sent["seq"]]
+    assert job["result"]["delivered"] == [sent["seq"], posted["seq"], cast["seq"]]
     last = inner(job)
     assert last["turn"] == 2
-    assert "please also check the README" in last["prompt"]
-    assert f"[{sent['seq']}] from " in last["prompt"]
+    lines = last["prompt"].splitlines()
+    assert lines[0] == "3 new message(s) for you, delivered by agentcoord:"
+    assert lines[1].startswith(f"[{sent['seq']}] from ")
+    assert lines[1].endswith("(text): please also check the README")
+    assert " on #ops (text): ops: deploy at noon" in lines[2]
+    assert lines[3].endswith("(text): all: freeze")
     log = (Path(job["log_dir"]) / "stdout").read_text().splitlines()
     assert [json.loads(line)["type"] for line in log] == ["system", "result", "result"]
     running = [u for u in updates if u.get("phase") == "Running"]
     assert running[0]["focus"] == f"touch {pkg}/ready"
-    assert running[-1]["focus"].startswith("reading 1 message(s) from ")
+    assert running[-1]["focus"].startswith("reading 3 message(s) from ")
     assert updates[-1]["phase"] == "Succeeded"
 
 

@@ -114,15 +114,27 @@ class _Pump:
         self.drain: Incoming | None = None
         self.stop: Incoming | None = None
         self._running = True
+        self._lock = asyncio.Lock()
 
     async def run(self) -> None:
         while self._running:
             try:
-                got = await self.mailbox.fetch(_PUMP_WAIT_S)
+                await self._take(_PUMP_WAIT_S)
             except Exception:
                 log.warning("reading %s's inbox failed", self.agent, exc_info=True)
                 await asyncio.sleep(_PUMP_WAIT_S)
-                continue
+
+    async def sweep(self) -> None:
+        """At a turn boundary: take whatever the inbox holds now (after any read in flight)."""
+        try:
+            await self._take(0.0)
+        except Exception:
+            log.warning("reading %s's inbox failed", self.agent, exc_info=True)
+
+    async def _take(self, wait: float) -> None:
+        # One read-and-sort at a time, so a sweep sees everything a read in flight took.
+        async with self._lock:
+            got = await self.mailbox.fetch(wait)
             for m in got:
                 if m.sender == self.agent and m.channel:
                     continue  # its own channel post coming back
@@ -195,6 +207,14 @@ async def converse(
             return False
         return True
 
+    async def stopped() -> bool:
+        if pump is None or pump.stop is None:
+            return False
+        out.control, out.control_from = "stop", pump.stop.sender
+        await status(phase="Running", focus=f"stopping (control from {pump.stop.sender})")
+        await kill()
+        return True
+
     try:
         alive = await send_turn(prompt, _focus(prompt))
         while alive and not reader.done():
@@ -205,16 +225,17 @@ async def converse(
             for w in waits:
                 if w is not reader and not w.done():
                     w.cancel()
-            if pump is not None and pump.stop is not None:
-                out.control, out.control_from = "stop", pump.stop.sender
-                await status(phase="Running", focus=f"stopping (control from {pump.stop.sender})")
-                await kill()
+            if await stopped():
                 break
             if pump is not None:
                 pump.changed.clear()
             if not turn_done.is_set():
                 continue  # a message arrived mid-turn: it waits for the turn to end
             turn_done.clear()
+            if pump is not None and not pump.pending and pump.drain is None:
+                await pump.sweep()  # anything sent before this turn ended is delivered now
+                if await stopped():
+                    break
             if pump is not None and pump.drain is not None:
                 out.control, out.control_from = "drain", pump.drain.sender
                 break
