@@ -14,6 +14,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.conftest import stored_records
 from tests.localagents.conftest import make_package
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -48,9 +49,9 @@ def test_runner_calls_back_and_is_the_dispatched_agent(local_daemon: Any) -> Non
     log_dir = Path(job["log_dir"])
     lines = [json.loads(line) for line in (log_dir / "stdout").read_text().splitlines()]
     assert [line["type"] for line in lines] == ["system", "result"]  # stream-json, one turn
-    tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
+    tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[job["job_id"]]["status"] == "succeeded"
-    assert os.stat(d.state_dir / "agent-tasks.json").st_mode & 0o777 == 0o600
+    assert os.stat(d.state_dir / "objects.db").st_mode & 0o777 == 0o600
 
 
 def test_sandbox_confines_writes_and_hides_processes(local_daemon: Any, visible_root: Path) -> None:
@@ -183,5 +184,5 @@ def test_daemon_stop_cancels_running_jobs(local_daemon: Any) -> None:
     assert _wait_for(lambda: len(_marked(d.runtime_dir)) >= 2, 10), "runner never started"
     assert d.stop() == 0
     assert _wait_for(lambda: not _marked(d.runtime_dir), 5)
-    tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
+    tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[res["job"]["job_id"]]["status"] == "cancelled"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, stored_records
 from tests.localagents.conftest import make_package
 from tests.stores.objects.conftest import Kubectl
 
@@ -71,11 +71,8 @@ def wait_for(pred: Any, timeout: float = 20.0) -> Any:
 
 
 def job_done(d: Daemon, job_id: str) -> dict[str, Any] | None:
-    try:
-        tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
-    except (OSError, ValueError):
-        return None
-    job = tasks.get(job_id)
+    """The job record once it has finished (read from the daemon's store file)."""
+    job = stored_records(d, "agenttasks", "job", "job_id").get(job_id)
     return job if job and job["status"] not in ("pending", "running") else None
 
 

@@ -124,6 +124,8 @@ def _tail(path: Path, limit: int = 2000) -> str:
 
 async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Wait for the child's exit on its pidfd (an event, not a poll); False on timeout."""
+    if proc.poll() is not None:  # reaped already: its pid may name another process now
+        return True
     loop = asyncio.get_running_loop()
     exited = asyncio.Event()
     pidfd = os.pidfd_open(proc.pid)

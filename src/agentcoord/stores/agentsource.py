@@ -74,13 +74,18 @@ class StoreAgents:
         self._ns = namespace
 
     async def list_agents(self) -> list[dict[str, Any]]:
-        _, objs, _ = self._store.list_raw("agents", self._ns)
+        # Registered HTTP agents are Agent objects too; list_agents shows them with the
+        # registry's own rows (effective_status), so they are left out here.
+        _, objs, _ = self._store.list_raw("agents", self._ns, "!fastverk.savvifi.com/record-kind")
         return sorted((agent_row(o) for o in objs), key=lambda r: r["name"])
 
     async def get_agent(self, name: str) -> dict[str, Any] | None:
         from agentcoord.stores.objects.errors import ObjectNotFound
 
         try:
-            return agent_row(await self._store.get("agents", self._ns, name))
+            obj = await self._store.get("agents", self._ns, name)
         except ObjectNotFound:
             return None
+        if "fastverk.savvifi.com/record-kind" in (obj["metadata"].get("labels") or {}):
+            return None  # a registered agent: get_agent answers with its registry row
+        return agent_row(obj)

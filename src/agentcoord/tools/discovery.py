@@ -126,9 +126,15 @@ async def _list_agents(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
 def _render_list(r: dict[str, Any]) -> str:
     if not r["agents"]:
         return "no agents"
-    return "\n".join(
-        f"{a['name']}  {a['phase']}  {(a['focus'] or {}).get('intent') or '-'}" for a in r["agents"]
-    )
+    lines = []
+    for a in r["agents"]:
+        if "transport" in a:  # a registered or local agent (seed 001 row)
+            caps = ", ".join(a.get("capabilities", [])) or "-"
+            lines.append(f"{a['name']}  {a['phase']}  {a['transport']}  [{caps}]")
+        else:
+            intent = (a.get("focus") or {}).get("intent") or "-"
+            lines.append(f"{a['name']}  {a['phase']}  {intent}")
+    return "\n".join(lines)
 
 
 async def _get_agent(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

@@ -118,6 +118,7 @@ _TASK_SPEC = _obj(
         "assignedAgentRef": _doc(_AGENT_REF, "The Agent working on the task."),
         "priority": _i(),
         "context": _doc(_s(), "Hand-over context (summary, next steps)."),
+        "lineage": _free("Where the task came from (handedOffFrom, spawnedBy, ...)."),
     },
     ["objective"],
 )
