@@ -77,7 +77,8 @@ def job_done(d: Daemon, job_id: str) -> dict[str, Any] | None:
 
 
 def test_default_profile_is_created_and_listed(local_daemon: Any) -> None:
-    """First start creates the default profile; kubectl and `agentcoord profiles` list it."""
+    """First start creates the default profile; kubectl and `agentcoord profiles` list it; a
+    restart keeps the user's edits to it."""
     d, _, call = local_daemon()
     kubectl = kubectl_for(d)
     table = kubectl("get", "agentprofiles").stdout.splitlines()
@@ -99,6 +100,13 @@ def test_default_profile_is_created_and_listed(local_daemon: Any) -> None:
     err, res = call("list_profiles", {})
     assert not err, res
     assert [p["name"] for p in res["profiles"]] == ["default"]
+    # a later start keeps the user's edits to the default profile
+    apply_profile(kubectl, "default", {"backend": "claude-code", "model": "mine"})
+    d.stop()
+    d.start()
+    kubectl = kubectl_for(d)
+    again = json.loads(kubectl("get", "ap", "default", "-o", "json").stdout)
+    assert again["spec"]["model"] == "mine"
 
 
 def test_synthesized_mcp_config_lists_exactly_the_profile_servers(
@@ -242,22 +250,25 @@ def test_doctor_names_a_backend_that_is_not_there(local_daemon: Any) -> None:
 
 
 def test_whoami_through_the_mcp_config_ignores_claimed_ids(local_daemon: Any) -> None:
-    """A runner that sets AGENT_ID=mallory and passes agent=mallory is still its own Agent."""
+    """A runner that sets AGENT_ID=mallory and passes agent=mallory is still its own Agent:
+    whoami answers alpha, refuses a claimed name, and tools acting as mallory are refused."""
     _, hub, call = local_daemon()
     make_package(hub, "alpha")
     script = "\n".join(
         [
             "setenv AGENT_ID mallory",
             "call whoami {}",
+            'call whoami {"agent": "mallory"}',
             'call inbox {"agent": "mallory"}',
             'call annotate {"agent": "mallory", "intent": "x"}',
         ]
     )
     err, res = call("run_agent", {"agent_id": "alpha", "task": script, "wait": True})
     assert not err, res
-    who, inbox, annotate = inner(res["job"])["calls"]
+    who, who_claimed, inbox, annotate = inner(res["job"])["calls"]
     assert who["agent"] == "alpha"
     assert who["kind"] == "runner"
+    assert who_claimed == {"error": "unknown argument `agent` (this tool takes: none)"}
     assert inbox == {"error": "identity mismatch: you are alpha, not mallory"}
     assert "identity mismatch" in annotate["error"]
 
