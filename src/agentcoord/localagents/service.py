@@ -410,7 +410,11 @@ class LocalAgents:
             return await self._finish(task, "failed", error="profiles are not available (no store)")
         try:
             plan = await launcher.prepare(
-                agent_id, str(args.get("profile") or ""), job_dir, depth=caller.depth + 1
+                agent_id,
+                str(args.get("profile") or ""),
+                job_dir,
+                depth=caller.depth + 1,
+                cwd=str(package),
             )
         except ProfileError as exc:
             return await self._finish(task, "failed", error=str(exc))
