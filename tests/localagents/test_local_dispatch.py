@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,18 @@ def test_sandbox_confines_writes_and_hides_processes(local_daemon: Any, visible_
     assert str(d.proc.pid) not in seen or "agentcoord" not in seen[str(d.proc.pid)]
     assert not any("agentcoord serve" in cmd or "nats-server" in cmd for cmd in seen.values())
     assert len(seen) < 10  # its own pid namespace: bwrap's init, the runner, a few children
+
+
+def _stored_agent(d: Any, name: str) -> dict[str, Any]:
+    """An Agent object as the daemon's SQLite file holds it (also after the daemon stopped)."""
+    db = sqlite3.connect(f"file:{d.state_dir / 'objects.db'}?mode=ro", uri=True)
+    try:
+        row = db.execute(
+            "SELECT object FROM objects WHERE resource = 'agents' AND name = ?", (name,)
+        ).fetchone()
+    finally:
+        db.close()
+    return json.loads(row[0])  # type: ignore[no-any-return]
 
 
 def _marked(runtime_dir: Path) -> list[psutil.Process]:
@@ -186,3 +199,5 @@ def test_daemon_stop_cancels_running_jobs(local_daemon: Any) -> None:
     assert _wait_for(lambda: not _marked(d.runtime_dir), 5)
     tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[res["job"]["job_id"]]["status"] == "cancelled"
+    status = _stored_agent(d, "alpha")["status"]  # its Agent says so too (issue 10)
+    assert (status["phase"], status["message"]) == ("Failed", "the daemon stopped")

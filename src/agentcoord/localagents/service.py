@@ -440,6 +440,7 @@ class LocalAgents:
                 )
             except asyncio.CancelledError:
                 await self._finish(task, "cancelled", error="the daemon stopped")
+                await launcher.agents.status(agent_id, phase="Failed", message="the daemon stopped")
                 raise
             except OSError as exc:
                 error = f"cannot start the runner: {exc}"
