@@ -245,7 +245,10 @@ async def converse(
             senders = ", ".join(dict.fromkeys(m.sender for m in batch))
             focus = f"reading {len(batch)} message(s) from {senders}"
             alive = await send_turn(render_messages(batch), focus)
-            out.delivered += [m.seq for m in batch]
+            if alive:
+                out.delivered += [m.seq for m in batch]
+            else:
+                pump.pending = batch + pump.pending  # the runner is gone: they go back
     finally:
         with contextlib.suppress(Exception):
             stdin.close()  # the runner ends after the turn in progress
