@@ -380,6 +380,27 @@ def test_control_drain_ends_the_run_cleanly(local_daemon: Any) -> None:
     assert later["seq"] not in again["job"]["result"]["delivered"]  # put back: a new seq
 
 
+def test_drain_after_a_failed_turn_fails_the_agent(local_daemon: Any) -> None:
+    """A drained runner whose last turn failed ends Failed, saying both."""
+    d, hub, call = local_daemon()
+    kubectl = kubectl_for(d)
+    pkg = make_package(hub, "alpha")
+    task = f"touch {pkg}/ready\nwait_file {pkg}/go\nis_error"
+    err, res = call("run_agent", {"agent_id": "alpha", "task": task})
+    assert not err, res
+    wait_for(lambda: (pkg / "ready").exists())
+    err, _ = call("send", {"to": "alpha", "kind": "control", "text": "drain"})
+    assert not err
+    (pkg / "go").touch()
+    job = wait_for(lambda: job_done(d, res["job"]["job_id"]))
+    assert job["status"] == "failed"
+    assert job["result"]["control"] == "drain"
+    status = agent_obj(kubectl, "alpha")["status"]
+    assert status["phase"] == "Failed"
+    assert status["message"].startswith("drained by ")
+    assert "the runner reported an error (error_during_execution)" in status["message"]
+
+
 def test_control_stop_kills_the_run_and_fails_the_agent(local_daemon: Any) -> None:
     """CONTROL stop ends a turn in progress at once; job and Agent say Failed and why."""
     d, hub, call = local_daemon()
