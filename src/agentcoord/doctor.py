@@ -145,12 +145,14 @@ def _profiles(cfg: Config) -> list[Check]:
     for p in (result.get("structuredContent") or {}).get("profiles", []):
         problems = p.get("problems") or []
         detail = "; ".join(problems) or f"{p['backend']}, mcp {' '.join(p['mcpServers']) or '-'}"
-        fix = (
-            "install the backend or set [backends] in config.toml; set MCP_<NAME>_URL for "
-            f"each MCP server (kubectl edit agentprofile {p['name']})"
-            if problems
-            else ""
-        )
+        fixes = []
+        if any(why.startswith("backend") for why in problems):
+            fixes.append("install the backend's command or set it under [backends] in config.toml")
+        if any("MCP" in why for why in problems):
+            fixes.append("set MCP_<NAME>_URL for the daemon or in the profile's spec.env")
+        if fixes:
+            fixes.append(f"or change the profile: kubectl edit agentprofile {p['name']}")
+        fix = "; ".join(fixes)
         checks.append(Check(f"profile {p['name']}", not problems, detail, fix))
     return checks
 

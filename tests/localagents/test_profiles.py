@@ -230,6 +230,8 @@ def test_unresolvable_server_fails_the_agent_with_a_reason(local_daemon: Any) ->
     checks = {c["name"]: c for c in json.loads(doctor.stdout)}
     assert checks["profile broken"]["ok"] is False
     assert "MCP_NOPE_SRV_URL" in checks["profile broken"]["detail"]
+    assert "set MCP_<NAME>_URL" in checks["profile broken"]["fix"]
+    assert "[backends]" not in checks["profile broken"]["fix"]
     assert checks["profile default"]["ok"] is True
 
 
