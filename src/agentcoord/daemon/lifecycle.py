@@ -35,12 +35,11 @@ from agentcoord.errors import ConfigError
 from agentcoord.stores.agentsource import StoreAgents
 from agentcoord.stores.objects.directory import StoreDirectory
 from agentcoord.stores.objects.records import (
-    StoreAgentRecords,
     StoreChannelRecords,
-    StoreJobRecords,
     StorePromptRecords,
     StoreTaskRecords,
 )
+from agentcoord.stores.objects.registry_records import StoreAgentRecords, StoreJobRecords
 from agentcoord.stores.objects.serve import start_objects
 from agentcoord.tools.registry import default_registry
 
