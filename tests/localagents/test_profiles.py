@@ -77,8 +77,7 @@ def job_done(d: Daemon, job_id: str) -> dict[str, Any] | None:
 
 
 def test_default_profile_is_created_and_listed(local_daemon: Any) -> None:
-    """First start creates the default profile; kubectl and `agentcoord profiles` list it; a
-    restart keeps the user's edits to it."""
+    """The default profile is made on first start, listed everywhere, and kept across restarts."""
     d, _, call = local_daemon()
     kubectl = kubectl_for(d)
     table = kubectl("get", "agentprofiles").stdout.splitlines()
@@ -112,8 +111,7 @@ def test_default_profile_is_created_and_listed(local_daemon: Any) -> None:
 def test_synthesized_mcp_config_lists_exactly_the_profile_servers(
     local_daemon: Any, runner_bin: Path
 ) -> None:
-    """The runner gets exactly the profile's servers, each with its resolved transport, the seed's
-    environment, and the profile's flags."""
+    """The runner gets exactly the profile's servers, resolved, plus the seed's env and flags."""
     d, hub, call = local_daemon(MCP_MERIDIAN_MCP_URL="http://127.0.0.1:9/mcp")
     kubectl = kubectl_for(d)
     apply_profile(
@@ -252,8 +250,7 @@ def test_doctor_names_a_backend_that_is_not_there(local_daemon: Any) -> None:
 
 
 def test_whoami_through_the_mcp_config_ignores_claimed_ids(local_daemon: Any) -> None:
-    """A runner that sets AGENT_ID=mallory and passes agent=mallory is still its own Agent:
-    whoami answers alpha, refuses a claimed name, and tools acting as mallory are refused."""
+    """A runner claiming to be mallory (AGENT_ID, agent argument) is still identified as alpha."""
     _, hub, call = local_daemon()
     make_package(hub, "alpha")
     script = "\n".join(
@@ -299,8 +296,7 @@ async def _status_messages(
 async def test_message_reaches_the_running_runner_before_its_next_turn(
     local_daemon: Any,
 ) -> None:
-    """Direct, broadcast and channel messages sent while turn 1 runs are turn 2's input, before
-    any further turn; the status subject carries phase and focus as it works."""
+    """Direct, channel and broadcast messages sent during turn 1 are turn 2; status says so."""
     d, hub, call = await asyncio.to_thread(local_daemon)
     pkg = make_package(hub, "alpha")
     updates: list[dict[str, Any]] = []
