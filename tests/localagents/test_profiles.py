@@ -109,10 +109,11 @@ def test_default_profile_is_created_and_listed(local_daemon: Any) -> None:
 
 
 def test_synthesized_mcp_config_lists_exactly_the_profile_servers(
-    local_daemon: Any, runner_bin: Path
+    local_daemon: Any, visible_root: Path
 ) -> None:
     """The runner gets exactly the profile's servers, resolved, plus the seed's env and flags."""
     d, hub, call = local_daemon(MCP_MERIDIAN_MCP_URL="http://127.0.0.1:9/mcp")
+    shared = visible_root / "shared-lib"
     kubectl = kubectl_for(d)
     apply_profile(
         kubectl,
@@ -128,12 +129,13 @@ def test_synthesized_mcp_config_lists_exactly_the_profile_servers(
             "maxBudgetUsd": 0.5,
             "systemPrompt": "Be brief.",
             "env": {"MCP_DOCS_URL": "https://docs.example/sse"},
+            "writablePaths": [str(shared)],
         },
     )
     make_package(hub, "alpha")
+    task = f"mcp_config\nenv\nwrite {shared}/out.txt\nwrite {visible_root}/elsewhere.txt"
     err, res = call(
-        "run_agent",
-        {"agent_id": "alpha", "task": "mcp_config\nenv", "profile": "migrator", "wait": True},
+        "run_agent", {"agent_id": "alpha", "task": task, "profile": "migrator", "wait": True}
     )
     assert not err, res
     job = res["job"]
@@ -164,6 +166,11 @@ def test_synthesized_mcp_config_lists_exactly_the_profile_servers(
     assert flags["--max-turns"] == "7"
     assert flags["--max-budget-usd"] == "0.5"
     assert flags["--append-system-prompt"] == "Be brief."
+    assert flags["--add-dir"] == [str(shared)]
+    assert report["write"] == {
+        f"{shared}/out.txt": "ok",  # writablePaths are bound writable
+        f"{visible_root}/elsewhere.txt": "Read-only file system",
+    }
     assert flags["--input-format"] == flags["--output-format"] == "stream-json"
     assert agent_obj(kubectl, "alpha")["status"]["phase"] == "Succeeded"
 
