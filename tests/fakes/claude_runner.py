@@ -24,6 +24,14 @@ A turn's prompt is a script, one command per line, whose outputs become ``result
   sleep SECONDS     sleep (for timeouts and die-with-parent)
   is_error          finish with is_error true and exit 0 (as API errors do)
   crash             exit 3 without any result JSON
+  answer TEXT       the final answer (``result``) is TEXT instead of the JSON report
+  ask AGENT REST    call ``ask`` (agent AGENT, text REST); the answer becomes ours, or
+                    "error: <message>" when the tool fails
+  send AGENT REST   call ``send_message``
+  history           how many earlier prompts this session's transcript holds
+With ``--session-id UUID`` or ``--resume ID`` the session is that one; ``--resume`` of a
+session without a transcript fails as the real CLI does. Each turn appends the prompt and the
+answer to ``$CLAUDE_CONFIG_DIR/projects/<cwd, non-alphanumerics as '-'>/<session>.jsonl``.
 Unknown flags exit 2, as the real CLI does, so a test fails when the daemon passes wrong ones.
 """
 
@@ -46,10 +54,12 @@ VALUE_FLAGS = {
     "--model",
     "--max-budget-usd",
     "--append-system-prompt",
+    "--resume",
+    "--session-id",
 }
 LIST_FLAGS = {"--add-dir"}
 BOOL_FLAGS = {"-p", "--print", "--strict-mcp-config", "--verbose"}
-SESSION = str(uuid.uuid4())
+SESSION = str(uuid.uuid4())  # replaced in main() by --resume / --session-id
 
 
 def parse(argv):
@@ -123,11 +133,54 @@ def mcp_call(config_file, tool, arguments):
     return result.get("structuredContent", result)
 
 
+def transcript_path(session_id):
+    import re
+
+    home = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
+    project = re.sub(r"[^A-Za-z0-9]", "-", os.getcwd())
+    return os.path.join(home, "projects", project, f"{session_id}.jsonl")
+
+
+def earlier_prompts(path):
+    try:
+        with open(path) as fh:
+            return sum(1 for line in fh if json.loads(line).get("type") == "user")
+    except OSError:
+        return 0
+
+
+def append_transcript(path, session_id, prompt, answer):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lines = [
+        {
+            "type": "user",
+            "sessionId": session_id,
+            "cwd": os.getcwd(),
+            "message": {"role": "user", "content": prompt},
+        },
+        {
+            "type": "assistant",
+            "sessionId": session_id,
+            "cwd": os.getcwd(),
+            "message": {
+                "role": "assistant",
+                "stop_reason": "end_turn",
+                "content": [{"type": "text", "text": answer}],
+            },
+        },
+    ]
+    with open(path, "a") as fh:
+        for line in lines:
+            fh.write(json.dumps(line) + "\n")
+
+
 def run_turn(flags, prompt, turn):
     """Run one turn's script; returns (result dict, exit code or None to go on)."""
     started = time.monotonic()
     out = {"cwd": os.getcwd(), "flags": flags, "prompt": prompt, "turn": turn}
     is_error = False
+    answer = None
+    transcript = transcript_path(SESSION)
     for line in prompt.strip().splitlines():
         cmd, _, arg = line.strip().partition(" ")
         if cmd == "whoami":
@@ -176,6 +229,17 @@ def run_turn(flags, prompt, turn):
             time.sleep(float(arg))
         elif cmd == "is_error":
             is_error = True
+        elif cmd == "answer":
+            answer = arg
+        elif cmd in ("ask", "send"):
+            target, _, rest = arg.partition(" ")
+            tool = "ask" if cmd == "ask" else "send_message"
+            got = mcp_call(flags["--mcp-config"], tool, {"agent": target, "text": rest})
+            out.setdefault(cmd, []).append(got)
+            if cmd == "ask":
+                answer = f"error: {got['error']}" if "error" in got else got.get("answer")
+        elif cmd == "history":
+            out["history"] = earlier_prompts(transcript)
         elif cmd == "crash":
             sys.stderr.write("stand-in crashed on purpose\n")
             return None, 3
@@ -183,13 +247,14 @@ def run_turn(flags, prompt, turn):
         "type": "result",
         "subtype": "error_during_execution" if is_error else "success",
         "is_error": is_error,
-        "result": json.dumps(out),
+        "result": json.dumps(out) if answer is None else answer,
         "session_id": SESSION,
         "total_cost_usd": 0.0,
         "num_turns": 1,
         "duration_ms": int((time.monotonic() - started) * 1000),
         "usage": {"input_tokens": 0, "output_tokens": 0},
     }
+    append_transcript(transcript, SESSION, prompt, result["result"])
     return result, None
 
 
@@ -199,7 +264,12 @@ def emit(value):
 
 
 def main():
+    global SESSION
     flags, prompt = parse(sys.argv[1:])
+    SESSION = flags.get("--resume") or flags.get("--session-id") or SESSION
+    if flags.get("--resume") and not os.path.exists(transcript_path(SESSION)):
+        sys.stderr.write(f"No conversation found with session ID: {SESSION}\n")
+        return 1
     output = flags.get("--output-format")
     if not (flags.get("-p") or flags.get("--print")) or output not in ("json", "stream-json"):
         sys.stderr.write("this stand-in only does -p with --output-format json|stream-json\n")

@@ -298,3 +298,25 @@ async def test_stop_kills_and_drain_gives_back(tmp_path: Path) -> None:
     out, _, killed = await _talk(tmp_path, "sleep 0.3", drain)
     assert (out.control, out.turns, killed) == ("drain", 1, [])
     assert [m.seq for m in drain.given_back] == [3]
+
+
+def test_oneshot_argv_for_the_operators_turns(tmp_path: Path) -> None:
+    """One-prompt runners get json output, the prompt (never read as a flag), the shim only."""
+    from agentcoord.localagents.runner import RunnerSpec, oneshot_plan, runner_argv
+
+    spec = RunnerSpec(command=("claude", "-p", "--output-format", "text", "--resume", "s1"))
+    argv = runner_argv(spec, "--rm -rf", tmp_path / "mcp.json")
+    assert argv[:7] == ["claude", "-p", "--resume", "s1", "--output-format", "json", " --rm -rf"]
+    assert argv[7:10] == ["--mcp-config", str(tmp_path / "mcp.json"), "--strict-mcp-config"]
+    plan = oneshot_plan(spec, "hi", tmp_path, tmp_path / "run", ["agentcoord", "mcp"])
+    assert plan.turns_on_stdin is False
+    assert plan.mcp_config == {
+        "mcpServers": {
+            "agent-coord": {
+                "type": "stdio",
+                "command": "agentcoord",
+                "args": ["mcp"],
+                "env": {"AGENTCOORD_RUNTIME_DIR": str(tmp_path / "run")},
+            }
+        }
+    }

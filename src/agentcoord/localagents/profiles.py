@@ -38,6 +38,8 @@ __all__ = [
     "resolve_servers",
     "runner_env",
     "server_env_name",
+    "shim_server",
+    "strip_owned_flags",
 ]
 
 DEFAULT_PROFILE = "default"
@@ -207,7 +209,8 @@ def runner_env(agent: str, profile: Profile) -> dict[str, str]:
     }
 
 
-def _strip_owned(command: Sequence[str]) -> list[str]:
+def strip_owned_flags(command: Sequence[str]) -> list[str]:
+    """``command`` without the output/input format flags the launcher sets itself."""
     out: list[str] = []
     skip = False
     for arg in command:
@@ -233,7 +236,7 @@ def backend_argv(command: Sequence[str], profile: Profile, config_file: Path) ->
         if f"mcp__{server}" not in allowed:
             allowed.append(f"mcp__{server}")
     argv = [
-        *_strip_owned(command),
+        *strip_owned_flags(command),
         "--input-format",
         "stream-json",
         "--output-format",
@@ -275,6 +278,9 @@ class LaunchPlan:
     network: bool = True
     timeout_s: float = 900.0
     profile: Profile = field(default_factory=lambda: Profile(DEFAULT_PROFILE))
+    # True: turns arrive as stream-json on stdin (turns.py). False: one prompt on the command
+    # line, the answer written straight into the job log (the operator's per-turn runners).
+    turns_on_stdin: bool = True
 
 
 def plan_launch(

@@ -19,22 +19,38 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentcoord.daemon.directory import RunnerInfo
-from agentcoord.localagents.profiles import LaunchPlan
+from agentcoord.localagents.profiles import (
+    AGENT_COORD,
+    LaunchPlan,
+    shim_server,
+    strip_owned_flags,
+)
 from agentcoord.localagents.sandbox import Limits, Sandbox, bwrap_argv, child_setup
 from agentcoord.localagents.turns import Mailbox, StatusFn, TurnsOutcome, converse
 
-__all__ = ["RunOutcome", "RunnerSpec", "parse_result", "run_local"]
+__all__ = [
+    "RunOutcome",
+    "RunnerSpec",
+    "mcp_config",
+    "oneshot_plan",
+    "parse_result",
+    "run_local",
+    "runner_argv",
+    "with_session",
+]
 
 log = logging.getLogger(__name__)
 
 _KILL_GRACE_S = 2.0
+_DEFAULT_SHIM = (sys.executable, "-m", "agentcoord", "mcp")
 _DROP_ENV = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_PROJECT_DIR")
 
 
@@ -96,6 +112,48 @@ class RunOutcome:
             "control": self.control or None,
             "control_from": self.control_from or None,
         }
+
+
+def mcp_config(shim: Sequence[str], runtime_dir: Path) -> dict[str, Any]:
+    """The one-shot MCP config: this daemon's shim, and nothing else."""
+    return {"mcpServers": {AGENT_COORD: shim_server(shim, runtime_dir)}}
+
+
+def runner_argv(spec: RunnerSpec, prompt: str, config_file: Path) -> list[str]:
+    """One-shot ``claude -p ... --output-format json PROMPT`` with the scoping flags of issue 6
+    (the operator's per-turn runners, which continue a session with ``--resume``)."""
+    if prompt.startswith("-"):
+        prompt = " " + prompt  # never let a prompt read as a flag
+    return [
+        *strip_owned_flags(spec.command),
+        "--output-format",
+        "json",
+        prompt,
+        "--mcp-config",
+        str(config_file),
+        "--strict-mcp-config",
+        "--permission-mode",
+        spec.permission_mode,
+        "--allowedTools",
+        spec.allowed_tools,
+        "--max-turns",
+        str(spec.max_turns),
+    ]
+
+
+def oneshot_plan(
+    spec: RunnerSpec, prompt: str, job_dir: Path, runtime_dir: Path, shim: Sequence[str] | None
+) -> LaunchPlan:
+    """A launch plan for one prompt, answered on stdout into the job log (no stdin turns)."""
+    config_file = job_dir / "mcp.json"
+    return LaunchPlan(
+        argv=runner_argv(spec, prompt, config_file),
+        env={},
+        mcp_config=mcp_config(list(shim or _DEFAULT_SHIM), runtime_dir),
+        config_file=config_file,
+        timeout_s=spec.timeout_s,
+        turns_on_stdin=False,
+    )
 
 
 def parse_result(stdout: str) -> dict[str, Any] | None:
@@ -173,7 +231,8 @@ def _spawn(
     claude_dir: Path,
     base_env: Mapping[str, str],
 ) -> subprocess.Popen[bytes]:
-    """Write the job's MCP config and start the (sandboxed) runner with stdin/stdout pipes.
+    """Write the job's MCP config and start the (sandboxed) runner: stdin/stdout pipes for
+    stream-json turns, else stdout straight into the job log.
 
     Called on the loop thread on purpose: PR_SET_PDEATHSIG follows the thread that forked.
     """
@@ -206,11 +265,12 @@ def _spawn(
         CLAUDE_CONFIG_DIR=str(claude_dir),
         AGENTCOORD_JOB_ID=job_dir.name,
     )
-    with (job_dir / "stderr").open("wb") as err:
+    piped = plan.turns_on_stdin
+    with (job_dir / "stderr").open("wb") as err, (job_dir / "stdout").open("wb") as out:
         return subprocess.Popen(
             argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if piped else out,
             stderr=err,
             cwd=package,
             env=env,
@@ -248,12 +308,19 @@ async def run_local(
     base_env: Mapping[str, str],
     runners: MutableMapping[tuple[int, float], RunnerInfo],
     runner_info: RunnerInfo,
-    plan: LaunchPlan,
+    plan: LaunchPlan | None = None,
     mailbox: Mailbox | None = None,
     status: StatusFn | None = None,
+    shim: Sequence[str] | None = None,
 ) -> RunOutcome:
-    """Run one agent until its work is done, it is drained or stopped, or its time is up."""
+    """Run one agent until its work is done, it is drained or stopped, or its time is up.
+
+    ``plan`` comes from the agent's profile (``launch.Launcher.prepare``); without one the
+    runner answers one prompt from the command line (:func:`oneshot_plan`).
+    """
     started = time.monotonic()
+    if plan is None:
+        plan = oneshot_plan(spec, prompt, job_dir, runtime_dir, shim)
     proc = _spawn(
         plan=plan,
         limits=spec.limits,
@@ -273,6 +340,12 @@ async def run_local(
     timed_out = False
     turns = TurnsOutcome()
     try:
+        if not plan.turns_on_stdin:
+            timed_out = await _run_oneshot(proc, plan.timeout_s, runner_info.agent)
+            text = await asyncio.to_thread((job_dir / "stdout").read_text, errors="replace")
+            parsed = parse_result(text)
+            turns = TurnsOutcome(results=[parsed] if parsed else [], turns=1)
+            return _outcome(proc, timed_out, turns, started, job_dir)
         stdin, stdout = await _pipes(proc)
         talk = asyncio.create_task(
             converse(
@@ -313,16 +386,51 @@ async def run_local(
             await asyncio.shield(_kill_group(proc))
         if key is not None:
             runners.pop(key, None)
-    code = proc.wait()
-    tail = await asyncio.to_thread(_tail, job_dir / "stderr")
+    return _outcome(proc, timed_out, turns, started, job_dir)
+
+
+async def _run_oneshot(proc: subprocess.Popen[bytes], timeout: float, agent: str) -> bool:
+    """Wait for a one-prompt runner; True when it ran out of time and was killed."""
+    if await _wait_exit(proc, timeout):
+        return False
+    log.warning("runner %d for %s timed out; killing its group", proc.pid, agent)
+    await _kill_group(proc)
+    return True
+
+
+def _outcome(
+    proc: subprocess.Popen[bytes],
+    timed_out: bool,
+    turns: TurnsOutcome,
+    started: float,
+    job_dir: Path,
+) -> RunOutcome:
     return RunOutcome(
-        code,
+        proc.wait(),
         timed_out,
         turns.last,
         time.monotonic() - started,
-        tail,
+        _tail(job_dir / "stderr"),
         turns=turns.turns,
         delivered=turns.delivered,
         control=turns.control,
         control_from=turns.control_from,
     )
+
+
+# -- issue 7: linked sessions ----------------------------------------------------------------
+def with_session(
+    spec: RunnerSpec, *, resume: str | None = None, session_id: str | None = None
+) -> RunnerSpec:
+    """``spec`` whose command continues a session (``--resume ID``) or starts a named one
+    (``--session-id UUID``), as a linked session or a resumed agent needs (FACTS.md)."""
+    import dataclasses
+
+    if resume and session_id:
+        raise ValueError("give resume or session_id, not both")
+    extra: tuple[str, ...] = ()
+    if resume:
+        extra = ("--resume", resume)
+    elif session_id:
+        extra = ("--session-id", session_id)
+    return dataclasses.replace(spec, command=(*spec.command, *extra))
