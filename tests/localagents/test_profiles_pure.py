@@ -320,3 +320,31 @@ def test_oneshot_argv_for_the_operators_turns(tmp_path: Path) -> None:
             }
         }
     }
+
+
+def test_a_profile_plan_for_one_prompt_per_process(tmp_path: Path) -> None:
+    """The one-prompt form keeps the profile's flags and MCP config, adds the session flags."""
+    profile = Profile("p", mcp_servers=("agent-coord",), model="m")
+    plan = plan_launch(
+        profile=profile,
+        agent="a",
+        backends={"claude-code": "claude -p --output-format text"},
+        base_env={},
+        job_dir=tmp_path,
+        default_agent_coord=SHIM,
+        prompt="-x do it",
+        session_args=("--resume", "s1"),
+    )
+    assert plan.turns_on_stdin is False
+    assert plan.argv[:7] == [
+        "claude",
+        "-p",
+        "--resume",
+        "s1",
+        "--output-format",
+        "json",
+        " -x do it",
+    ]
+    assert plan.argv[plan.argv.index("--model") + 1] == "m"
+    assert plan.mcp_config == {"mcpServers": {"agent-coord": SHIM}}
+    assert plan.env["AGENT_ID"] == "a"

@@ -226,22 +226,32 @@ def strip_owned_flags(command: Sequence[str]) -> list[str]:
     return out
 
 
-def backend_argv(command: Sequence[str], profile: Profile, config_file: Path) -> list[str]:
-    """``claude -p`` in stream-json both ways, with the profile's flags (FACTS.md "Headless").
+def backend_argv(
+    command: Sequence[str],
+    profile: Profile,
+    config_file: Path,
+    *,
+    prompt: str | None = None,
+    session_args: Sequence[str] = (),
+) -> list[str]:
+    """``claude -p`` with the profile's flags (FACTS.md "Headless").
 
-    The prompt is not on the command line: turns arrive on stdin (docs/profiles.md).
+    Without ``prompt``: stream-json both ways, turns arrive on stdin (docs/profiles.md). With
+    one: a single prompt on the command line answered as one result JSON (the operator's
+    per-turn runners); ``session_args`` is ``--resume ID`` or ``--session-id UUID``.
     """
     allowed = list(profile.allowed_tools)
     for server in profile.mcp_servers:  # listing a server grants its tools (seed 000)
         if f"mcp__{server}" not in allowed:
             allowed.append(f"mcp__{server}")
+    if prompt is None:
+        io = ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
+    else:
+        io = ["--output-format", "json", " " + prompt if prompt.startswith("-") else prompt]
     argv = [
         *strip_owned_flags(command),
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
+        *session_args,
+        *io,
         "--mcp-config",
         str(config_file),
         "--strict-mcp-config",
@@ -291,8 +301,14 @@ def plan_launch(
     base_env: Mapping[str, str],
     job_dir: Path,
     default_agent_coord: dict[str, Any],
+    prompt: str | None = None,
+    session_args: Sequence[str] = (),
 ) -> LaunchPlan:
-    """Translate a profile into a launch, or raise :class:`ProfileError` saying why not."""
+    """Translate a profile into a launch, or raise :class:`ProfileError` saying why not.
+
+    ``prompt`` makes it a one-prompt launch (see :func:`backend_argv`), for callers that run
+    one turn per process and continue the session with ``session_args``.
+    """
     command = backends.get(profile.backend)
     if command is None:
         known = ", ".join(sorted(backends))
@@ -320,7 +336,13 @@ def plan_launch(
             raise ProfileError(f"profile {profile.name!r}: writable path {raw!r} is not absolute")
         writable.append(path)
     return LaunchPlan(
-        argv=backend_argv(shlex.split(command), profile, config_file),
+        argv=backend_argv(
+            shlex.split(command),
+            profile,
+            config_file,
+            prompt=prompt,
+            session_args=session_args,
+        ),
         env=runner_env(agent, profile),
         mcp_config=mcp,
         config_file=config_file,
@@ -329,6 +351,7 @@ def plan_launch(
         network=profile.network,
         timeout_s=profile.timeout_s,
         profile=profile,
+        turns_on_stdin=prompt is None,
     )
 
 
