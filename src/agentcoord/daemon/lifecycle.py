@@ -318,6 +318,7 @@ async def _start_agentops(app: App, stack: contextlib.AsyncExitStack) -> None:
             base_env=dict(os.environ),
             audit=app.audit,
             user=app.config.user,
+            launcher=la.launcher,
         )
     )
     app.agentops = AgentOps(controller, messaging=app.messaging, local_agents=la)
