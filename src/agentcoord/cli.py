@@ -27,7 +27,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # argparse dests that are Config fields; every other option belongs to its command.
-_CONFIG_FLAGS = ("state_dir", "runtime_dir", "config_file", "http_addr", "nats_url", "log_level")
+_CONFIG_FLAGS = (
+    "state_dir",
+    "runtime_dir",
+    "config_file",
+    "http_addr",
+    "nats_url",
+    "log_level",
+    "nats_replicas",  # issue 11
+    "host_id",  # issue 11
+)
 
 
 def _common(parser: Any) -> None:
@@ -46,7 +55,14 @@ def _main_full(args: list[str]) -> int:
     p_serve = sub.add_parser("serve", help="run the daemon in the foreground")
     _common(p_serve)
     p_serve.add_argument("--http-addr", dest="http_addr", help="loopback host:port (:0 = any)")
-    p_serve.add_argument("--nats-url", dest="nats_url", help="use this NATS instead of embedding")
+    p_serve.add_argument(
+        "--nats-url", dest="nats_url", help="existing NATS server or cluster (comma-separated)"
+    )
+    # issue 11; credentials come from the config file or environment, never argv (ps shows it)
+    p_serve.add_argument(
+        "--nats-replicas", dest="nats_replicas", type=int, help="JetStream replicas (R3 cluster)"
+    )
+    p_serve.add_argument("--host-id", dest="host_id", help="this host's name in agent ids")
     p_serve.add_argument("--log-level", dest="log_level", help="DEBUG, INFO, WARNING, ...")
     p_mcp = sub.add_parser("mcp", help="stdio MCP shim (what Claude Code launches)")
     p_mcp.add_argument("--runtime-dir", dest="runtime_dir", help="runtime directory (socket)")

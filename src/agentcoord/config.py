@@ -41,6 +41,17 @@ _ENV_FIELDS = {
     "AGENTCOORD_RUNNER_TIMEOUT": "runner_timeout",
     "AGENTCOORD_RUNNER_SANDBOX": "runner_sandbox",
     # --- end local agents ---
+    # --- external NATS (issue 11) ---
+    "AGENTCOORD_NATS_REPLICAS": "nats_replicas",
+    "AGENTCOORD_NATS_USER": "nats_user",
+    "AGENTCOORD_NATS_PASSWORD": "nats_password",
+    "AGENTCOORD_NATS_NKEY_SEED": "nats_nkey_seed",
+    "AGENTCOORD_NATS_CREDS": "nats_creds",
+    "AGENTCOORD_NATS_TLS_CA": "nats_tls_ca",
+    "AGENTCOORD_NATS_TLS_CERT": "nats_tls_cert",
+    "AGENTCOORD_NATS_TLS_KEY": "nats_tls_key",
+    "AGENTCOORD_HOST_ID": "host_id",
+    # --- end external NATS ---
 }
 
 
@@ -77,6 +88,17 @@ class Config:
     runner_timeout: int = 900  # seconds, then the runner's process group is killed
     runner_sandbox: str = "auto"  # "auto" (bwrap if found), "none", or a bwrap path
     # --- end local agents ---
+    # --- external NATS (issue 11); only used with nats_url, checked by daemon/natsremote.py ---
+    nats_replicas: int = 1  # JetStream replicas of the KV buckets and streams (3 on a cluster)
+    nats_user: str | None = None  # or user:password in the URL
+    nats_password: str | None = None
+    nats_nkey_seed: Path | None = None  # a file holding the user's nkey seed (SU...)
+    nats_creds: Path | None = None  # a .creds file (user JWT + nkey seed)
+    nats_tls_ca: Path | None = None  # CA bundle that signed the servers' certificates
+    nats_tls_cert: Path | None = None  # client certificate (mutual TLS), with nats_tls_key
+    nats_tls_key: Path | None = None
+    host_id: str | None = None  # qualifies session agent names; default: the hostname
+    # --- end external NATS ---
     # --- agent profiles (issue 10): backend name -> runner command; claude-code defaults to
     # runner_command. From the TOML table ``[backends]`` only. ---
     backends: tuple[tuple[str, str], ...] = ()
@@ -227,6 +249,9 @@ def load_config(
     cfg = Config(**values)
     parse_http_addr(cfg.http_addr)  # validate early, with a clear message
     parse_http_addr(cfg.kube_addr)
+    from agentcoord.daemon.natsremote import check_nats_config
+
+    check_nats_config(cfg)  # issue 11: external NATS fields, with clear messages
     return cfg
 
 

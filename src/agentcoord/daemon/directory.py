@@ -12,9 +12,15 @@ from typing import Protocol
 
 from agentcoord.daemon.ancestry import session_agent_stem
 
-__all__ = ["AgentDirectory", "MemoryDirectory", "RunnerInfo", "SessionKey"]
+__all__ = ["AgentDirectory", "MemoryDirectory", "RunnerInfo", "SessionKey", "host_suffix"]
 
 SessionKey = tuple[int, float]  # (pid, create_time) of the claude process
+
+
+def host_suffix(host: str | None) -> str:
+    """What a session agent's name ends with when several hosts share one NATS (issue 11):
+    ``--<host>``, valid in an object name and a NATS subject token (no dots, no ``@``)."""
+    return f"--{host}" if host else ""
 
 
 @dataclass(frozen=True)
@@ -39,9 +45,11 @@ class AgentDirectory(Protocol):
 
 
 class MemoryDirectory:
-    """Session -> Agent name, kept in memory; names are ``<dir>-<n>``."""
+    """Session -> Agent name, kept in memory; names are ``<dir>-<n>``, or ``<dir>-<n>--<host>``
+    when daemons on several hosts share one NATS (issue 11: ids unique across hosts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str | None = None) -> None:
+        self._suffix = host_suffix(host)
         self._by_key: dict[SessionKey, str] = {}
         self._by_session_id: dict[str, str] = {}
         self._names: set[str] = set()
@@ -56,9 +64,9 @@ class MemoryDirectory:
             if name is None:
                 stem = session_agent_stem(cwd)
                 n = 1
-                while f"{stem}-{n}" in self._names:
+                while f"{stem}-{n}{self._suffix}" in self._names:
                     n += 1
-                name = f"{stem}-{n}"
+                name = f"{stem}-{n}{self._suffix}"
                 self._names.add(name)
             self._by_key[key] = name
             if session_id:

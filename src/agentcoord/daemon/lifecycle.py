@@ -27,6 +27,7 @@ from agentcoord.daemon.identity import IdentityResolver, TokenStore, write_priva
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.mcp import McpCore
 from agentcoord.daemon.natsd import NatsSupervisor
+from agentcoord.daemon.natsremote import host_qualifier
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
@@ -61,11 +62,20 @@ def prepare_dirs(cfg: Config) -> None:
             os.chmod(path, 0o700)
 
 
-async def _connect_nats(url: str, user: str | None, password: str | None) -> Any:
+async def _connect_nats(
+    url: str | list[str],
+    user: str | None,
+    password: str | None,
+    seen: list[Exception] | None = None,
+    first_attempts: int = -1,
+    **options: Any,
+) -> Any:
     import nats
 
     async def on_error(exc: Exception) -> None:
         log.debug("nats client: %s", exc)
+        if seen is not None:
+            seen.append(exc)
 
     async def on_disconnect() -> None:
         log.info("nats client disconnected; reconnecting")
@@ -73,19 +83,24 @@ async def _connect_nats(url: str, user: str | None, password: str | None) -> Any
     async def on_reconnect() -> None:
         log.info("nats client reconnected")
 
-    return await nats.connect(
+    nc = await nats.connect(
         url,
         user=user,
         password=password,
         name="agentcoord-daemon",
         allow_reconnect=True,
-        max_reconnect_attempts=-1,
+        max_reconnect_attempts=first_attempts,
         reconnect_time_wait=0.05,
         connect_timeout=2,
         error_cb=on_error,
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
+        **options,
     )
+    # Issue 11: a bounded first connect, then reconnect forever (nats-py reads this option
+    # at each reconnect; it retries a first connect forever when it is -1).
+    nc.options["max_reconnect_attempts"] = -1
+    return nc
 
 
 def _install_signals(stop: asyncio.Event) -> None:
@@ -199,14 +214,14 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         user=cfg.user,
         claude_dir=cfg.claude_dir,
         probe=PsutilProbe(),
-        directory=StoreDirectory(store),  # session agents are Agent objects
+        # session agents are Agent objects; issue 11: host-qualified names with nats_url
+        directory=StoreDirectory(store, host=host_qualifier(cfg)),
         tokens=tokens,
     )
     app = App(config=cfg, identity=identity, store=store, nats=nats)
     if nats is None:
         assert cfg.nats_url is not None
-        app.nats_url = cfg.nats_url
-        app.nc = await _connect_nats(cfg.nats_url, None, None)
+        app.nc = await _connect_external(cfg, app)  # issue 11
     else:
         app.nats_url = nats.url
         app.nc = await _connect_nats(nats.url, nats.user, nats.password)
@@ -218,13 +233,16 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
-    js = app.nc.jetstream()
+    js = app.nc.jetstream(timeout=js_timeout(cfg))  # issue 11
+    r, host = cfg.nats_replicas, host_qualifier(cfg)  # issue 11: replicas, holder host
     # The audit stream first: claims, focus and messaging report into it (issue 4).
-    app.audit = await stack.enter_async_context(AuditLog(js))
+    app.audit = await stack.enter_async_context(AuditLog(js, replicas=r))
     access = nats if isinstance(nats, ScopedNatsSupervisor) else None
     async with asyncio.TaskGroup() as tg:
-        claims = tg.create_task(stack.enter_async_context(ClaimStore(js, app.audit)))
-        focus = tg.create_task(stack.enter_async_context(FocusStore(js, app.audit)))
+        claims = tg.create_task(
+            stack.enter_async_context(ClaimStore(js, app.audit, replicas=r, host=host))
+        )
+        focus = tg.create_task(stack.enter_async_context(FocusStore(js, app.audit, replicas=r)))
         # Issue 6: the package index watcher and local jobs.
         local = tg.create_task(
             stack.enter_async_context(
@@ -248,6 +266,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
                     access=access,
                     nats_url=app.nats_url,
                     audit_log=app.audit,
+                    replicas=r,  # issue 11
+                    js_timeout=js_timeout(cfg),
                 )
             )
         )
@@ -285,6 +305,53 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     phases.mark("listeners")
     log.info("started in %s", phases.summary())
     return app
+
+
+# --- issue 11: an existing NATS server or cluster -------------------------------------------
+def js_timeout(cfg: Config) -> float:
+    """JetStream request timeout: on a cluster a leader election after a node loss takes a few
+    seconds, and a request that waits it out beats one that fails ambiguously."""
+    return 15.0 if cfg.nats_url else 5.0
+
+
+# A dead node drops the TCP connection at once; a lost host does not, so ping often enough to
+# notice within ~15 s and move to another seed (the default is minutes).
+_EXTERNAL_PING_INTERVAL = 5
+_EXTERNAL_MAX_PINGS = 2
+# Tries per seed before a first connect gives up and says why (a wrong password included);
+# reconnects later are unlimited. Cancelling nats-py's connect is not reliable (its
+# wait_for can swallow the cancellation), so the attempts are bounded instead of timed.
+_EXTERNAL_FIRST_ATTEMPTS = 20
+
+
+async def _connect_external(cfg: Config, app: App) -> Any:
+    """Connect to ``cfg.nats_url``; only the redacted URL is kept, logged or shown."""
+    import nats.errors
+
+    from agentcoord.daemon.natsremote import nats_target
+
+    target = nats_target(cfg)
+    app.nats_url = target.display
+    options = dict(target.options)
+    seen: list[Exception] = []
+    try:
+        return await _connect_nats(
+            target.servers,
+            options.pop("user", None),
+            options.pop("password", None),
+            seen,
+            _EXTERNAL_FIRST_ATTEMPTS,
+            ping_interval=_EXTERNAL_PING_INTERVAL,
+            max_outstanding_pings=_EXTERNAL_MAX_PINGS,
+            **options,
+        )
+    except (OSError, TimeoutError, nats.errors.Error) as exc:
+        # nats-py's errors do not carry the URL's password; ours names the redacted URL.
+        why = seen[-1] if seen else exc
+        raise ConfigError(f"cannot connect to NATS at {target.display}: {why!r}") from None
+
+
+# --- end issue 11 ---------------------------------------------------------------------------
 
 
 def _inherited_socket(cfg: Config) -> socket.socket | None:

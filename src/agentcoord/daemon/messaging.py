@@ -87,10 +87,12 @@ class Messaging:
     access: AgentAccess | None = None  # per-agent NATS users (embedded NATS only)
     audit_log: AuditSink | None = None  # the AGENT_EVENTS stream (stores/audit.py)
     nats_url: str = ""
+    replicas: int = 1  # issue 11: JetStream replicas of AGENT_MESSAGES
+    js_timeout: float = 5.0  # issue 11: longer on a cluster (leader elections)
     bus: MessageBus = field(init=False)
 
     def __post_init__(self) -> None:
-        self.bus = MessageBus(self.nc)
+        self.bus = MessageBus(self.nc, replicas=self.replicas, js_timeout=self.js_timeout)
 
     async def __aenter__(self) -> Messaging:
         await self.bus.__aenter__()

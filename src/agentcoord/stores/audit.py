@@ -67,8 +67,9 @@ def _subject(type_: str, agent: str) -> str:
 class AuditLog:
     """Async context manager owning the stream, the append queue and its writer task."""
 
-    def __init__(self, js: Any) -> None:
+    def __init__(self, js: Any, *, replicas: int = 1) -> None:
         self._js = js
+        self._replicas = replicas  # issue 11: R3 on a cluster
         self._queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self.failed = 0  # appends that could not be stored (each one is logged)
@@ -79,9 +80,12 @@ class AuditLog:
             subjects=["events.>"],
             storage=api.StorageType.FILE,
             max_age=_MAX_AGE,
+            num_replicas=self._replicas,
         )
+        from agentcoord.stores._jsretry import while_electing
+
         try:
-            await self._js.add_stream(config)
+            await while_electing(lambda: self._js.add_stream(config))  # issue 11: forming R3
         except Exception:
             await self._js.update_stream(config)
         self._writer = asyncio.get_running_loop().create_task(self._write(), name="audit-writer")

@@ -103,8 +103,10 @@ class Received:
 class MessageBus:
     """Async context manager: the stream, per-agent consumers, publishing and reading."""
 
-    def __init__(self, nc: Any) -> None:
+    def __init__(self, nc: Any, *, replicas: int = 1, js_timeout: float = 5.0) -> None:
         self._nc = nc
+        self._replicas = replicas  # issue 11: R3 on a cluster (consumers inherit it)
+        self._js_timeout = js_timeout
         self._js: Any = None
         self._ready: dict[str, set[str]] = {}  # agent -> its consumer's filter subjects
         self._setup_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -117,7 +119,7 @@ class MessageBus:
         from nats.js.api import RetentionPolicy, StorageType, StreamConfig
         from nats.js.errors import BadRequestError
 
-        self._js = self._nc.jetstream()
+        self._js = self._nc.jetstream(timeout=self._js_timeout)
         config = StreamConfig(
             name=STREAM,
             subjects=list(_SUBJECTS),
@@ -125,9 +127,12 @@ class MessageBus:
             storage=StorageType.FILE,
             max_age=_MAX_AGE_S,
             duplicate_window=_DUPLICATE_WINDOW_S,
+            num_replicas=self._replicas,
         )
+        from agentcoord.stores._jsretry import while_electing
+
         try:
-            await self._js.add_stream(config)
+            await while_electing(lambda: self._js.add_stream(config))  # issue 11: forming R3
         except BadRequestError:  # exists with another config (an older daemon): bring it up
             await self._js.update_stream(config)
         return self
@@ -158,8 +163,9 @@ class MessageBus:
             except NotFoundError:
                 last = (await self._js.stream_info(STREAM)).state.last_seq
                 subjects = {inbox_subject(agent), BROADCAST_SUBJECT}
-                await self._js.add_consumer(
-                    STREAM,
+                floor = await self._add_consumer_once(
+                    name,
+                    last,
                     ConsumerConfig(
                         durable_name=name,
                         deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
@@ -170,8 +176,26 @@ class MessageBus:
                         filter_subjects=sorted(subjects),
                     ),
                 )
-                self._acked.setdefault(agent, last)
+                self._acked.setdefault(agent, floor)
             self._ready[agent] = subjects
+
+    async def _add_consumer_once(self, name: str, last: int, config: Any) -> int:
+        """Create a consumer starting after ``last``; the floor of what it has handed out.
+
+        Issue 11: the sender's and the reader's daemons (two hosts) may create an agent's inbox
+        at once. If theirs won, it may start earlier than ours: take its ack floor, so nothing
+        between the two starts is mistaken for a redelivery and dropped."""
+        from nats.js.errors import APIError, NotFoundError
+
+        try:
+            await self._js.add_consumer(STREAM, config)
+            return last
+        except APIError as exc:
+            try:
+                info = await self._js.consumer_info(STREAM, name)
+            except NotFoundError:
+                raise exc from None
+            return int(info.ack_floor.stream_seq) if info.ack_floor else 0
 
     async def subscribe_subjects(self, agent: str, subjects: list[str]) -> None:
         """Add subjects (channels) to ``agent``'s consumer; messages after now reach it."""
@@ -183,6 +207,10 @@ class MessageBus:
                 return
             info = await self._js.consumer_info(STREAM, consumer_name(agent))
             config = info.config
+            # Issue 11: another host's daemon may have added channels since we cached; keep them.
+            wanted |= set(config.filter_subjects or ())
+            if config.filter_subject:
+                wanted.add(config.filter_subject)
             config.filter_subject = None
             config.filter_subjects = sorted(wanted)
             await self._js.add_consumer(STREAM, config)
@@ -192,8 +220,12 @@ class MessageBus:
 
     async def publish(self, subject: str, msg: Any, msg_id: str | None = None) -> Published:
         """Store one ChannelMessage; ``msg_id`` de-duplicates within the duplicate window."""
+        from agentcoord.stores._jsretry import while_electing
+
         headers = {"Nats-Msg-Id": msg_id} if msg_id else None
-        ack = await self._js.publish(subject, msg.SerializeToString(), headers=headers)
+        data = msg.SerializeToString()
+        # Issue 11: "no responders" while a new stream leader is elected stored nothing.
+        ack = await while_electing(lambda: self._js.publish(subject, data, headers=headers))
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def delivered(self, agent: str, seq: int) -> bool:

@@ -12,13 +12,17 @@ a CAS and carries its own per-message TTL (``update()`` cannot set one).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import nats.js.errors
 
 from agentcoord.errors import AgentCoordError
+from agentcoord.stores._jsretry import while_electing
 
-__all__ = ["CasConflict", "create", "delete", "fetch", "update"]
+__all__ = ["CasConflict", "create", "delete", "ensure_bucket", "fetch", "update"]
+
+log = logging.getLogger(__name__)
 
 KV_OP = "KV-Operation"
 MARKER_REASON = "Nats-Marker-Reason"
@@ -39,10 +43,31 @@ def is_absent(headers: dict[str, str] | None) -> bool:
     return headers.get(KV_OP) in ("DEL", "PURGE") or MARKER_REASON in headers
 
 
+async def ensure_bucket(js: Any, config: Any) -> Any:
+    """The KV bucket of ``config``, created if absent. Issue 11: a bucket made earlier with
+    another replica count (R1 before the move to a cluster) is brought to ``config.replicas``;
+    any other difference still fails, as nats-py says."""
+    try:
+        return await while_electing(lambda: js.create_key_value(config))
+    except nats.js.errors.BadRequestError:
+        info = await js.stream_info(f"KV_{config.bucket}")
+        if info.config.num_replicas == config.replicas:
+            raise
+        log.warning(
+            "KV bucket %s has %s replicas; changing to %d",
+            config.bucket,
+            info.config.num_replicas,
+            config.replicas,
+        )
+        info.config.num_replicas = config.replicas
+        await js.update_stream(info.config)
+        return await js.create_key_value(config)
+
+
 async def fetch(js: Any, stream: str, subject: str) -> tuple[bytes | None, int]:
     """The value (None when absent) and the last sequence of ``subject`` (0 when none)."""
     try:
-        msg = await js.get_msg(stream, subject=subject)
+        msg = await while_electing(lambda: js.get_msg(stream, subject=subject))
     except nats.js.errors.NotFoundError:
         return None, 0
     if is_absent(msg.headers):
@@ -57,7 +82,7 @@ async def _publish(
     if op is not None:
         headers[KV_OP] = op
     try:
-        ack = await js.publish(subject, data, headers=headers, msg_ttl=ttl)
+        ack = await while_electing(lambda: js.publish(subject, data, headers=headers, msg_ttl=ttl))
     except nats.js.errors.APIError as exc:
         if exc.err_code in _WRONG_LAST:
             raise CasConflict(str(exc.description)) from None

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
+import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -62,7 +63,11 @@ STREAM = f"KV_{BUCKET}"
 _PREFIX = f"$KV.{BUCKET}."
 # How long the server keeps the marker of an expired key; the watch needs it to see expiry.
 LIMIT_MARKER_TTL = 5.0
-_CAS_ATTEMPTS = 8
+_CAS_ATTEMPTS = 16
+# Issue 11: daemons on other hosts write the same keys outside our per-key lock; after a lost
+# CAS, wait a random moment (growing, capped) so two daemons do not keep colliding in step.
+_CAS_BACKOFF_S = 0.002
+_CAS_BACKOFF_CAP_S = 0.05
 _SYNC_TIMEOUT = 10.0
 
 
@@ -97,8 +102,12 @@ class ClaimStore:
         policy: ClaimPolicy | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        replicas: int = 1,
+        host: str | None = None,
     ) -> None:
         self._js = js
+        self._replicas = replicas  # issue 11: R3 on a cluster
+        self._host = host  # issue 11: only this host's holder processes are watched
         self._audit = audit
         self.policy = policy or ClaimPolicy()
         self._clock = clock
@@ -121,8 +130,14 @@ class ClaimStore:
 
     async def __aenter__(self) -> ClaimStore:
         try:
-            kv = await self._js.create_key_value(
-                api.KeyValueConfig(bucket=BUCKET, history=1, limit_marker_ttl=LIMIT_MARKER_TTL)
+            kv = await _natskv.ensure_bucket(
+                self._js,
+                api.KeyValueConfig(
+                    bucket=BUCKET,
+                    history=1,
+                    limit_marker_ttl=LIMIT_MARKER_TTL,
+                    replicas=self._replicas,
+                ),
             )
             await self._procs.__aenter__()
             self._watcher = await kv.watchall()
@@ -196,6 +211,7 @@ class ClaimStore:
                 pid=proc[0] if proc else None,
                 pid_start=proc[1] if proc else None,
                 heartbeat=now if agent in self._heartbeats else None,
+                host=self._host,
             )
             outcome = grant(cur, key, wanted, now, self.policy)
             if isinstance(outcome, Contention):
@@ -310,8 +326,11 @@ class ClaimStore:
         subject = _PREFIX + esc
         async with self._key_lock(esc):
             fresh = False
-            for _ in range(_CAS_ATTEMPTS):
+            for attempt in range(_CAS_ATTEMPTS):
                 if fresh:
+                    if attempt > 1:  # a backoff, not a poll: the next try re-reads the key
+                        cap = min(_CAS_BACKOFF_CAP_S, _CAS_BACKOFF_S * 2**attempt)
+                        await asyncio.sleep(random.uniform(0, cap))
                     cur, rev = await self._fetch(esc)
                     self._apply(esc, cur, rev)
                 else:
@@ -416,7 +435,7 @@ class ClaimStore:
     async def _exit_loop(self) -> None:
         while True:
             key = await self._exits.get()
-            why = _exited(key)
+            why = _exited(key, self._host)
             hit = [
                 esc
                 for esc, record in list(self._records.items())
@@ -438,16 +457,17 @@ class ClaimStore:
         await self._mutate(esc, plan)
 
     def processes(self) -> Iterator[ProcKey]:
-        """Processes whose exit would release claims (for tests and status)."""
+        """Processes whose exit would release claims (for tests and status): this host's only,
+        since another host's pids mean nothing here (issue 11: two daemons, one bucket)."""
         for record in self._records.values():
             for h in record.holders:
-                if h.pid is not None and h.pid_start is not None:
+                if h.pid is not None and h.pid_start is not None and h.host == self._host:
                     yield h.pid, h.pid_start
 
 
-def _exited(key: ProcKey) -> Callable[[Holder, float], ReleaseReason | None]:
+def _exited(key: ProcKey, host: str | None) -> Callable[[Holder, float], ReleaseReason | None]:
     def why(h: Holder, _now: float) -> ReleaseReason | None:
-        return "holder-exited" if (h.pid, h.pid_start) == key else None
+        return "holder-exited" if (h.pid, h.pid_start) == key and h.host == host else None
 
     return why
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from nats.js import api
 
+from agentcoord.stores.kv import _natskv
 from agentcoord.stores.kv._keys import escape_key
 
 if TYPE_CHECKING:
@@ -129,9 +130,15 @@ class FocusStore:
     """Async context manager: the ``agent-focus`` bucket and its watch-fed view."""
 
     def __init__(
-        self, js: Any, audit: AuditSink, *, clock: Callable[[], float] = time.time
+        self,
+        js: Any,
+        audit: AuditSink,
+        *,
+        clock: Callable[[], float] = time.time,
+        replicas: int = 1,
     ) -> None:
         self._js = js
+        self._replicas = replicas  # issue 11: R3 on a cluster
         self._audit = audit
         self._clock = clock
         self._kv: Any = None
@@ -143,7 +150,9 @@ class FocusStore:
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> FocusStore:
-        self._kv = await self._js.create_key_value(api.KeyValueConfig(bucket=BUCKET, history=1))
+        self._kv = await _natskv.ensure_bucket(
+            self._js, api.KeyValueConfig(bucket=BUCKET, history=1, replicas=self._replicas)
+        )
         self._watcher = await self._kv.watchall()
         self._task = asyncio.get_running_loop().create_task(self._watch(), name="focus-watch")
         await self._synced.wait()

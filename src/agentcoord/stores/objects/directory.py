@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.daemon.ancestry import session_agent_stem
-from agentcoord.daemon.directory import AgentDirectory, SessionKey
+from agentcoord.daemon.directory import AgentDirectory, SessionKey, host_suffix
 from agentcoord.stores.objects.errors import AlreadyExists, ObjectNotFound
 from agentcoord.stores.objects.rules import rfc3339
 from agentcoord.stores.objects.store import ObjectStore
@@ -35,9 +35,13 @@ def _label_safe(value: str) -> str:
 class StoreDirectory:
     """:class:`agentcoord.daemon.directory.AgentDirectory` on Agent objects."""
 
-    def __init__(self, store: ObjectStore, namespace: str = "default") -> None:
+    def __init__(
+        self, store: ObjectStore, namespace: str = "default", host: str | None = None
+    ) -> None:
         self._store = store
         self._ns = namespace
+        # Issue 11: with a shared NATS, names are <dir>-<n>--<host> (unique across hosts).
+        self._suffix = host_suffix(host)
         self._by_key: dict[SessionKey, str] = {}
         self._lock = asyncio.Lock()
 
@@ -88,9 +92,9 @@ class StoreDirectory:
         names = {o["metadata"]["name"] for o in taken}
         n = 1
         while True:
-            while f"{stem}-{n}" in names:
+            while f"{stem}-{n}{self._suffix}" in names:
                 n += 1
-            name = f"{stem}-{n}"
+            name = f"{stem}-{n}{self._suffix}"
             try:
                 await self._store.create(
                     "agents", self._ns, self._body(name, key, session_id, cwd), keep_status=True

@@ -1,0 +1,59 @@
+"""Ride out a JetStream leader election (issue 11: the daemon survives a NATS node loss).
+
+When the node leading a stream dies, the stream has no leader for a few seconds: a publish
+gets "no responders" and API requests get 503; a cluster still forming cannot place a new R3
+stream ("no suitable peers"). Nothing was stored in any of these cases, so the same request
+is safe to send again; :func:`while_electing` does, with a growing pause, for up to
+``_RETRY_FOR_S``. Timeouts are not retried here: they are ambiguous, and the callers that can
+retry them safely (compare-and-set writes) decide that themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import nats.errors
+import nats.js.errors
+
+__all__ = ["UNAVAILABLE", "while_electing"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+UNAVAILABLE = (
+    nats.js.errors.NoStreamResponseError,
+    nats.errors.NoRespondersError,
+    nats.js.errors.ServiceUnavailableError,
+)
+# "no suitable peers for placement": a cluster still forming (or a peer just lost) cannot
+# place a new R3 stream yet; creation is retried like an election.
+_NO_PEERS = 10005
+_RETRY_FOR_S = 10.0
+_FIRST_PAUSE_S = 0.05
+_MAX_PAUSE_S = 1.0
+
+
+async def while_electing(call: Callable[[], Awaitable[T]]) -> T:
+    """``await call()``, sent again while JetStream has no leader to answer it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _RETRY_FOR_S
+    pause = _FIRST_PAUSE_S
+    while True:
+        try:
+            return await call()
+        except nats.errors.Error as exc:
+            if not _transient(exc) or loop.time() + pause > deadline:
+                raise
+            log.debug("jetstream unavailable (%s); retrying in %.2fs", type(exc).__name__, pause)
+            await asyncio.sleep(pause)  # a backoff while a leader is elected, not a poll
+            pause = min(pause * 2, _MAX_PAUSE_S)
+
+
+def _transient(exc: Exception) -> bool:
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    return isinstance(exc, nats.js.errors.APIError) and exc.err_code == _NO_PEERS
