@@ -255,6 +255,10 @@ class MessageBus:
         await self.ensure_inbox(agent)
         async with self._read_locks[agent]:
             raw = await self._pull(agent, limit, None)
+            if not raw and wait <= 0 and await self._pending(agent):
+                # A no_wait pull can race a just-stored message under load (the consumer's
+                # view lags the stream's ack); the consumer's own count is authoritative.
+                raw = await self._pull(agent, limit, 1.0)
             live = not raw and wait > 0
             if live:
                 # Counted until the ack lands, so a concurrent send waits for it (delivered).
@@ -270,6 +274,14 @@ class MessageBus:
             finally:
                 if live:
                     self._waiting[agent] -= 1
+
+    async def _pending(self, agent: str) -> int:
+        """Messages the agent's consumer has not delivered yet (0 when it cannot tell)."""
+        try:
+            info = await self._js.consumer_info(STREAM, consumer_name(agent))
+        except Exception:
+            return 0
+        return int(info.num_pending or 0)
 
     async def _take(self, agent: str, raw: list[Any]) -> list[Received]:
         """Acknowledge ``raw`` (AckAll on the last) and decode what was not returned before."""
