@@ -27,7 +27,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # argparse dests that are Config fields; every other option belongs to its command.
-_CONFIG_FLAGS = ("state_dir", "runtime_dir", "config_file", "http_addr", "nats_url", "log_level")
+_CONFIG_FLAGS = (
+    "state_dir",
+    "runtime_dir",
+    "config_file",
+    "http_addr",
+    "nats_url",
+    "log_level",
+    "store",
+    "kubeconfig",
+    "kube_namespace",
+)
 
 
 def _common(parser: Any) -> None:
@@ -48,6 +58,13 @@ def _main_full(args: list[str]) -> int:
     p_serve.add_argument("--http-addr", dest="http_addr", help="loopback host:port (:0 = any)")
     p_serve.add_argument("--nats-url", dest="nats_url", help="use this NATS instead of embedding")
     p_serve.add_argument("--log-level", dest="log_level", help="DEBUG, INFO, WARNING, ...")
+    p_serve.add_argument(
+        "--store", dest="store", choices=["sqlite", "kubernetes"], help="object store backend"
+    )
+    p_serve.add_argument("--kubeconfig", dest="kubeconfig", help="for --store kubernetes")
+    p_serve.add_argument(
+        "--kube-namespace", dest="kube_namespace", help="namespace of the daemon's objects"
+    )
     p_mcp = sub.add_parser("mcp", help="stdio MCP shim (what Claude Code launches)")
     p_mcp.add_argument("--runtime-dir", dest="runtime_dir", help="runtime directory (socket)")
     p_status = sub.add_parser("status", help="show the running daemon's status")

@@ -75,6 +75,12 @@ class Watcher:
                 return
         elif not now_in:
             return
+        self.deliver(event)
+
+    def deliver(self, event: WatchEvent) -> None:
+        """Queue an event already filtered by its source (a Kubernetes API server's watch)."""
+        if self._ended is not None:
+            return
         try:
             self._queue.put_nowait(event)
         except asyncio.QueueFull:
