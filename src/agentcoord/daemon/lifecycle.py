@@ -38,7 +38,7 @@ from agentcoord.stores.objects.records import (
     StorePromptRecords,
     StoreTaskRecords,
 )
-from agentcoord.stores.objects.serve import start_objects
+from agentcoord.stores.objects.serve import open_store
 from agentcoord.tools.registry import default_registry
 
 __all__ = ["prepare_dirs", "serve"]
@@ -156,10 +156,12 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
 
 
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
-    # Object store and its kubectl API over TLS; address in <runtime>/kube.addr (issue 3).
-    # Session agents are Agent objects there (StoreDirectory).
-    store, _, _ = await start_objects(cfg, stack)
-    directory = StoreDirectory(store)
+    # Object store: SQLite with its kubectl API over TLS, address in <runtime>/kube.addr
+    # (issue 3), or a real Kubernetes API server (issue 11). Session agents are Agent objects
+    # there (StoreDirectory); nothing below knows which store it has.
+    store = await open_store(cfg, stack)
+    ns = cfg.kube_namespace
+    directory = StoreDirectory(store, ns)
     tokens = TokenStore(cfg.state_dir / "tokens.json")
     # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
     tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
@@ -193,8 +195,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
             cfg,
             runners=identity.runners,
             base_env=dict(os.environ),
-            records=StoreAgentRecords(store),
-            tasks=StoreJobRecords(store),
+            records=StoreAgentRecords(store, ns),
+            tasks=StoreJobRecords(store, ns),
         )
     )
 
@@ -205,9 +207,9 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     app.messaging = await stack.enter_async_context(
         Messaging(
             app.nc,
-            channels=StoreChannelRecords(store),
-            prompts=StorePromptRecords(store),
-            tasks=StoreTaskRecords(store),
+            channels=StoreChannelRecords(store, ns),
+            prompts=StorePromptRecords(store, ns),
+            tasks=StoreTaskRecords(store, ns),
             access=access,
             nats_url=app.nats_url,
             audit_log=app.audit,
@@ -265,7 +267,7 @@ async def _start_coordination(app: App, stack: contextlib.AsyncExitStack) -> Non
     app.claims = await stack.enter_async_context(ClaimStore(js, app.audit))
     app.focus = await stack.enter_async_context(FocusStore(js, app.audit))
     assert app.store is not None
-    app.agents = StoreAgents(app.store)
+    app.agents = StoreAgents(app.store, app.config.kube_namespace)
 
 
 def _with_addr(cfg: Config, addr: str) -> Config:

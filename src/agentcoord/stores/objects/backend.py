@@ -23,6 +23,7 @@ from agentcoord.stores.objects.watch import Watcher
 __all__ = ["ObjectBackend"]
 
 Obj = dict[str, Any]
+_Warnings = list[str]  # out-parameter: warnings for the client (fieldValidation=Warn)
 
 
 class ObjectBackend(Protocol):
@@ -69,7 +70,7 @@ class ObjectBackend(Protocol):
         *,
         field_validation: str = "Strict",
         keep_status: bool = False,
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Create; :class:`AlreadyExists` if the name is taken."""
         ...
@@ -82,7 +83,7 @@ class ObjectBackend(Protocol):
         *,
         subresource: str | None = None,
         field_validation: str = "Strict",
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Replace; :class:`Conflict` if ``metadata.resourceVersion`` is not the current one."""
         ...
@@ -97,7 +98,7 @@ class ObjectBackend(Protocol):
         content_type: str = MERGE_PATCH,
         subresource: str | None = None,
         field_validation: str = "Strict",
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Merge or JSON patch of the newest version; strategic and apply are 415."""
         ...

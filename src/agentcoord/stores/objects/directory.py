@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.daemon.ancestry import session_agent_stem
 from agentcoord.daemon.directory import AgentDirectory, SessionKey
+from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.errors import AlreadyExists, ObjectNotFound
 from agentcoord.stores.objects.rules import rfc3339
-from agentcoord.stores.objects.store import ObjectStore
 
 __all__ = ["DIR_LABEL", "SESSION_LABEL", "StoreDirectory"]
 
@@ -35,7 +35,7 @@ def _label_safe(value: str) -> str:
 class StoreDirectory:
     """:class:`agentcoord.daemon.directory.AgentDirectory` on Agent objects."""
 
-    def __init__(self, store: ObjectStore, namespace: str = "default") -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._store = store
         self._ns = namespace
         self._by_key: dict[SessionKey, str] = {}
@@ -132,5 +132,5 @@ class StoreDirectory:
 
 if TYPE_CHECKING:
 
-    def _satisfies_protocol(store: ObjectStore) -> AgentDirectory:
+    def _satisfies_protocol(store: ObjectBackend) -> AgentDirectory:
         return StoreDirectory(store)

@@ -61,6 +61,7 @@ __all__ = ["KubeObjectStore", "translate"]
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+_Warnings = list[str]  # out-parameter: warnings for the client (fieldValidation=Warn)
 _VERSION = "v1"
 _BACKOFF_MAX = 5.0
 
@@ -113,15 +114,22 @@ def _kind(plural: str) -> Kind:
 
 def _label_pairs(sel: LabelSelector) -> list[tuple[str, Any]] | None:
     """Our parsed selector as lightkube operators (it encodes them to the same grammar)."""
-    ops = {
-        "=": lambda v: op.equal(next(iter(v))),
-        "!=": lambda v: op.not_equal(next(iter(v))),
-        "in": op.in_,
-        "notin": op.not_in,
-        "exists": lambda _: op.exists(),
-        "!exists": lambda _: op.not_exists(),
-    }
-    return [(r.key, ops[r.op](r.values)) for r in sel.requirements] or None
+    pairs: list[tuple[str, Any]] = []
+    for r in sel.requirements:
+        one = next(iter(r.values), "")
+        if r.op == "=":
+            pairs.append((r.key, op.equal(one)))
+        elif r.op == "!=":
+            pairs.append((r.key, op.not_equal(one)))
+        elif r.op == "in":
+            pairs.append((r.key, op.in_(r.values)))
+        elif r.op == "notin":
+            pairs.append((r.key, op.not_in(r.values)))
+        elif r.op == "exists":
+            pairs.append((r.key, op.exists()))
+        else:
+            pairs.append((r.key, op.not_exists()))
+    return pairs or None
 
 
 def _field_pairs(sel: FieldSelector) -> list[tuple[str, Any]] | None:
@@ -130,7 +138,8 @@ def _field_pairs(sel: FieldSelector) -> list[tuple[str, Any]] | None:
 
 def _plain(obj: Any) -> Obj:
     """A lightkube generic object as a plain dict."""
-    return obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)  # type: ignore[no-any-return]
+    out: Obj = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+    return out
 
 
 class KubeObjectStore:
@@ -172,6 +181,8 @@ class KubeObjectStore:
             config = KubeConfig.from_file(str(self.kubeconfig)).get(context_name=self.context)
         except Exception as exc:
             raise StoreError(f"cannot use kubeconfig {self.kubeconfig}: {exc}") from None
+        if config is None:
+            raise StoreError(f"kubeconfig {self.kubeconfig} has no current context")
         # trust_env=False: components receive config, they do not read the environment.
         self._client = AsyncClient(
             config=config, timeout=httpx2.Timeout(10.0), trust_env=False, field_manager=None
@@ -336,7 +347,7 @@ class KubeObjectStore:
         *,
         field_validation: str = "Strict",
         keep_status: bool = False,
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Create; with ``keep_status``, then write the status too (the server drops it on
         create): two writes, where the SQLite store makes one."""
@@ -368,7 +379,7 @@ class KubeObjectStore:
         *,
         subresource: str | None = None,
         field_validation: str = "Strict",
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Replace (PUT); the server answers 409 Conflict on a stale resourceVersion."""
         kind = _kind(plural)
@@ -397,7 +408,7 @@ class KubeObjectStore:
         content_type: str = MERGE_PATCH,
         subresource: str | None = None,
         field_validation: str = "Strict",
-        warnings: list[str] | None = None,
+        warnings: _Warnings | None = None,
     ) -> Obj:
         """Merge or JSON patch on the server. Strategic is sent and refused there (415, as for
         any custom resource); apply is refused here, since a real server would accept it."""
@@ -412,7 +423,7 @@ class KubeObjectStore:
                 f"the body of the request was in an unknown format - accepted media types "
                 f"include: {JSON_PATCH}, {MERGE_PATCH}"
             )
-        res = self._res[plural]
+        res: Any = self._res[plural]
         if subresource == "status":
             res = res.Status
         elif subresource is not None:
@@ -488,7 +499,12 @@ class KubeObjectStore:
         self._pumps.add(pump)
         self._watchers.add(w)
         pump.add_done_callback(self._pumps.discard)
-        w.on_close.append(lambda x: (self._watchers.discard(x), pump.cancel("watch closed")))
+
+        def closed(x: Watcher) -> None:
+            self._watchers.discard(x)
+            pump.cancel("watch closed")
+
+        w.on_close.append(closed)
         return w
 
     async def _pump(self, w: Watcher, stream: Any) -> None:

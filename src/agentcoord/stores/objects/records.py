@@ -23,10 +23,10 @@ from typing import Any, Generic, TypeVar
 
 from agentcoord.errors import NotFound
 from agentcoord.localagents.records import AgentRecord, AgentTaskRecord
+from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.errors import Conflict, ObjectNotFound
 from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION
 from agentcoord.stores.objects.rules import rfc3339
-from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.stores.records import (
     AlreadyAnswered,
     ChannelPhase,
@@ -68,7 +68,7 @@ class _Records(Generic[R]):
 
     def __init__(
         self,
-        store: ObjectStore,
+        store: ObjectBackend,
         *,
         plural: str,
         kind: str,
@@ -222,7 +222,7 @@ def _channel_shape(rec: ChannelRecord) -> tuple[dict[str, Any], dict[str, Any]]:
 class StoreChannelRecords:
     """:class:`agentcoord.stores.records.ChannelRecords` on AgentChannel objects."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: _Records[ChannelRecord] = _Records(
             store,
             plural="agentchannels",
@@ -231,6 +231,7 @@ class StoreChannelRecords:
             key=lambda r: r.name,
             load=lambda d: ChannelRecord(**d),
             shape=_channel_shape,
+            namespace=namespace,
         )
 
     async def get(self, name: str) -> ChannelRecord | None:
@@ -283,7 +284,7 @@ def _prompt_shape(rec: PromptRecord) -> tuple[dict[str, Any], dict[str, Any]]:
 class StorePromptRecords:
     """:class:`agentcoord.stores.records.PromptRecords` on HumanPrompt objects."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: _Records[PromptRecord] = _Records(
             store,
             plural="humanprompts",
@@ -292,6 +293,7 @@ class StorePromptRecords:
             key=lambda r: r.id,
             load=lambda d: PromptRecord(**d),
             shape=_prompt_shape,
+            namespace=namespace,
         )
 
     async def create(self, rec: PromptRecord) -> PromptRecord:
@@ -331,7 +333,7 @@ def _handoff_task_shape(rec: TaskRecord) -> tuple[dict[str, Any], dict[str, Any]
 class StoreTaskRecords:
     """:class:`agentcoord.stores.records.TaskRecords` (handoff successors) on AgentTasks."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: _Records[TaskRecord] = _Records(
             store,
             plural="agenttasks",
@@ -340,6 +342,7 @@ class StoreTaskRecords:
             key=lambda r: r.name,
             load=lambda d: TaskRecord(**d),
             shape=_handoff_task_shape,
+            namespace=namespace,
         )
 
     async def record_handoff(
@@ -383,7 +386,7 @@ def _registered_shape(rec: AgentRecord) -> tuple[dict[str, Any], dict[str, Any]]
 class StoreAgentRecords:
     """:class:`agentcoord.localagents.records.AgentRecords` on Agent objects."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: _Records[AgentRecord] = _Records(
             store,
             plural="agents",
@@ -392,6 +395,7 @@ class StoreAgentRecords:
             key=lambda r: r.agent_id,
             load=AgentRecord.from_dict,
             shape=_registered_shape,
+            namespace=namespace,
         )
 
     async def upsert(self, record: AgentRecord) -> None:
@@ -430,7 +434,7 @@ def _job_shape(rec: AgentTaskRecord) -> tuple[dict[str, Any], dict[str, Any]]:
 class StoreJobRecords:
     """:class:`agentcoord.localagents.records.TaskRecords` (dispatch jobs) on AgentTasks."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: _Records[AgentTaskRecord] = _Records(
             store,
             plural="agenttasks",
@@ -439,6 +443,7 @@ class StoreJobRecords:
             key=lambda r: f"job-{r.job_id}",
             load=AgentTaskRecord.from_dict,
             shape=_job_shape,
+            namespace=namespace,
         )
 
     async def upsert(self, record: AgentTaskRecord) -> None:
