@@ -86,6 +86,17 @@ class Mirror:
         self._seen[key] = rv
         self.cache.remember(plural, obj, dumps(obj))
 
+    def gone(self, plural: str, obj: Obj) -> None:
+        """Our write removed the last finalizer of a deleted object: the server dropped it."""
+        rv = rv_of(obj)
+        self._bump(rv)
+        key = self.key(plural, obj)
+        seen = self._seen.get(key, 0)
+        if seen != _PENDING and rv <= seen:
+            return
+        self._seen[key] = rv
+        self.cache.forget(key)
+
     def deleted(self, key: Key) -> None:
         """We deleted ``key`` and the server no longer has it."""
         if self.cache.get(key) is not None:

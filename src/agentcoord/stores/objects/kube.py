@@ -329,7 +329,11 @@ class KubeObjectStore:
             obj = _plain(await coro)
         except Exception as exc:
             raise translate(exc) from None
-        self._mirror.wrote(plural, obj)
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._mirror.gone(plural, obj)  # the write released it: the server deleted it
+        else:
+            self._mirror.wrote(plural, obj)
         return obj
 
     def _body(self, kind: Kind, namespace: str, obj: Obj, field_validation: str) -> Any:
