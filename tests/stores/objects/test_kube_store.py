@@ -1,0 +1,89 @@
+"""A daemon with ``--store kubernetes`` keeps its objects in another daemon's API server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from tests.conftest import Daemon
+from tests.stores.objects.conftest import Kubectl, kubeconfig_text
+from tests.tools.session_helpers import own_call, session_call
+
+
+def _pair(factory: Callable[..., Daemon]) -> tuple[Daemon, Daemon, Kubectl]:
+    api = factory("api").start()
+    config = api.root / "kubeconfig"
+    config.write_text(kubeconfig_text(api))
+    node = factory("node", AGENTCOORD_STORE="kubernetes", AGENTCOORD_KUBECONFIG=str(config))
+    node.start()
+    return api, node, Kubectl(api, config, api.root / "kube-cache")
+
+
+def test_session_agent_appears_in_the_api_servers_store(
+    daemon_factory: Callable[..., Daemon],
+    claude_bin: Path,
+    tmp_path: Path,
+    kubectl_present: None,
+) -> None:
+    """whoami from a Claude session on the kubernetes-store daemon creates its Agent in the
+    other daemon's store, where kubectl lists it; the node keeps no objects.db of its own."""
+    _, node, kubectl = _pair(daemon_factory)
+    project = tmp_path / "webapp"
+    project.mkdir()
+    result = session_call(node, claude_bin, [("whoami", {})], cwd=project)[0]
+    agent = result["structuredContent"]["agent"]
+    assert agent == "webapp-1"
+    listed = kubectl("get", "agents", "-o", "yaml").stdout
+    items = {i["metadata"]["name"]: i for i in yaml.safe_load(listed)["items"]}
+    assert agent in items
+    assert items[agent]["status"]["phase"] == "Running"
+    assert items[agent]["spec"]["cwd"] == str(project)
+    assert agent in kubectl("get", "agents").stdout
+    assert not (node.state_dir / "objects.db").exists()
+    assert not (node.runtime_dir / "kube.addr").exists()
+
+
+def test_objects_written_elsewhere_reach_the_node(
+    daemon_factory: Callable[..., Daemon], kubectl_present: None
+) -> None:
+    """An Agent applied with kubectl on the API server shows in the node's list_agents (its
+    mirror follows the server's watch); `agentcoord kubeconfig` on the node explains why it
+    has none to print."""
+    _, node, kubectl = _pair(daemon_factory)
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(
+            {
+                "apiVersion": "fastverk.savvifi.com/v1",
+                "kind": "Agent",
+                "metadata": {"name": "buildbox-1", "namespace": "default"},
+                "spec": {"profile": "builder"},
+            }
+        ),
+    )
+    names: list[str] = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        rows = own_call(node, "list_agents", {})["structuredContent"]["agents"]
+        names = [r["name"] for r in rows]
+        if "buildbox-1" in names:
+            break
+        time.sleep(0.05)
+    assert "buildbox-1" in names
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "kubeconfig"],
+        env=node.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert out.returncode == 1
+    assert "serves no kube API" in out.stderr
