@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
+from agentcoord.stores.objects import StoreError
+from agentcoord.stores.objects.kube import KubeObjectStore
 from tests.conftest import Daemon
 from tests.stores.objects.conftest import Kubectl, kubeconfig_text
 from tests.tools.session_helpers import own_call, session_call
@@ -87,3 +91,36 @@ def test_objects_written_elsewhere_reach_the_node(
     )
     assert out.returncode == 1
     assert "serves no kube API" in out.stderr
+
+
+async def test_unreachable_api_server_fails_with_a_typed_error(tmp_path: Path) -> None:
+    """Opening the kubernetes store against a closed port raises StoreError, not a hang."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": f"https://127.0.0.1:{port}",
+                            "insecure-skip-tls-verify": True,
+                        },
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    started = time.monotonic()
+    with pytest.raises(StoreError, match=r"cannot list .*cannot reach"):
+        async with KubeObjectStore(config, ready_timeout=10):
+            pass
+    assert time.monotonic() - started < 5
