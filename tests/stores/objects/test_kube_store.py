@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
@@ -124,3 +125,25 @@ async def test_unreachable_api_server_fails_with_a_typed_error(tmp_path: Path) -
         async with KubeObjectStore(config, ready_timeout=10):
             pass
     assert time.monotonic() - started < 5
+
+
+async def test_mirror_recovers_after_api_server_restart(
+    daemon_factory: Callable[..., Daemon],
+) -> None:
+    """When the API server restarts, the mirror lists and watches again and sees later writes
+    made by another client."""
+    api = daemon_factory("api").start()
+    config = api.root / "kubeconfig"
+    config.write_text(kubeconfig_text(api))
+    async with KubeObjectStore(config) as store:
+        await store.create("agents", "default", {"metadata": {"name": "a"}, "spec": {}})
+        await asyncio.to_thread(api.stop)
+        await asyncio.to_thread(api.start)
+        async with KubeObjectStore(config) as other:
+            await other.create("agents", "default", {"metadata": {"name": "b"}, "spec": {}})
+        async with asyncio.timeout(15):
+            while True:
+                _, objs, _ = store.list_raw("agents", "default")
+                if [o["metadata"]["name"] for o in objs] == ["a", "b"]:
+                    break
+                await asyncio.sleep(0.05)

@@ -125,5 +125,9 @@ class ObjectBackend(Protocol):
         fields: FieldSelector | str | None = None,
         since: int | None = None,
     ) -> Watcher:
-        """Events after ``since``, or ADDED for the current objects first when it is None/0."""
+        """Events after ``since``, or ADDED for the current objects first when it is None/0.
+
+        A ``since`` below the compacted point is :class:`Expired`: raised here by the SQLite
+        store, from the watcher's first ``next()`` by the Kubernetes one (the server says so).
+        """
         ...

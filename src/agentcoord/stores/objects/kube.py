@@ -80,9 +80,11 @@ def translate(exc: BaseException) -> StoreError:
             for c in ((status.details.causes or []) if status.details else [])
         ]
     elif isinstance(exc, httpx2.HTTPStatusError):
-        code, reason, message, causes = exc.response.status_code, "", exc.response.text, []
-        with contextlib.suppress(ValueError, AttributeError):
-            body = json.loads(exc.response.text)
+        code, reason, message, causes = exc.response.status_code, "", "", []
+        # A watch's error response is streamed and may be unread: then the code is all we have.
+        with contextlib.suppress(ValueError, AttributeError, RuntimeError, httpx2.HTTPError):
+            message = exc.response.text
+            body = json.loads(message)
             reason, message = body.get("reason") or "", body.get("message") or message
     elif isinstance(exc, httpx2.TransportError):
         return StoreError(f"cannot reach the Kubernetes API server: {exc!r}")
