@@ -147,3 +147,16 @@ async def test_mirror_recovers_after_api_server_restart(
                 if [o["metadata"]["name"] for o in objs] == ["a", "b"]:
                     break
                 await asyncio.sleep(0.05)
+
+
+def test_default_daemon_does_not_import_the_client() -> None:
+    """Loading the daemon (SQLite store) leaves lightkube unimported: only --store kubernetes
+    pays for it."""
+    code = (
+        "import sys, agentcoord.daemon.lifecycle, agentcoord.cli;"
+        "print(sorted(m for m in sys.modules if m.startswith(('lightkube', 'httpx2'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -10,7 +10,7 @@ contract as the SQLite store, with the CRDs ``agentcoord crds`` prints installed
   ``deletionTimestamp``, and garbage collection of owned objects are the server's job.
 - ``watch()`` opens a watch on the server per call (replay from ``since`` is the server's
   history), fed into the same :class:`~agentcoord.stores.objects.watch.Watcher`.
-- API errors become the same typed errors (:func:`translate`, the one mapping).
+- API errors become the same typed errors (:func:`._kubeclient.translate`, the one mapping).
 
 Create and update validate and prune locally against the kinds' schemas first (the same
 Strict/Warn/Ignore rules as the SQLite store); patches are validated by the server.
@@ -25,20 +25,18 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from lightkube import ApiError, AsyncClient, KubeConfig
-from lightkube import operators as op
+import httpx2
+from lightkube import AsyncClient, KubeConfig
 from lightkube.core.generic_client import ALL_NS
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import CascadeType, PatchType
 
+from agentcoord.stores.objects._kubeclient import field_pairs, label_pairs, plain, translate
 from agentcoord.stores.objects._mirror import Mirror, rv_of
 from agentcoord.stores.objects.errors import (
-    AlreadyExists,
     BadRequest,
     Conflict,
     Expired,
-    Invalid,
-    MethodNotAllowed,
     ObjectNotFound,
     StoreError,
     TooManyRequests,
@@ -56,7 +54,7 @@ from agentcoord.stores.objects.selectors import (
 )
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
 
-__all__ = ["KubeObjectStore", "translate"]
+__all__ = ["KubeObjectStore"]
 
 log = logging.getLogger(__name__)
 
@@ -66,82 +64,11 @@ _VERSION = "v1"
 _BACKOFF_MAX = 5.0
 
 
-def translate(exc: BaseException) -> StoreError:
-    """The one mapping from a client or API error to the store's typed errors."""
-    import httpx2
-
-    if isinstance(exc, StoreError):
-        return exc
-    if isinstance(exc, ApiError):
-        status = exc.status
-        code, reason, message = status.code or 500, status.reason or "", status.message or ""
-        causes = [
-            (c.field or "", c.message or "")
-            for c in ((status.details.causes or []) if status.details else [])
-        ]
-    elif isinstance(exc, httpx2.HTTPStatusError):
-        code, reason, message, causes = exc.response.status_code, "", "", []
-        # A watch's error response is streamed and may be unread: then the code is all we have.
-        with contextlib.suppress(ValueError, AttributeError, RuntimeError, httpx2.HTTPError):
-            message = exc.response.text
-            body = json.loads(message)
-            reason, message = body.get("reason") or "", body.get("message") or message
-    elif isinstance(exc, httpx2.TransportError):
-        return StoreError(f"cannot reach the Kubernetes API server: {exc!r}")
-    elif isinstance(exc, ValueError):
-        return BadRequest(str(exc))
-    else:
-        return StoreError(f"Kubernetes API call failed: {exc!r}")
-    if code == 409:
-        return AlreadyExists(message) if reason == "AlreadyExists" else Conflict(message)
-    if code == 422:
-        return Invalid(message, causes)
-    cls: type[StoreError] = {
-        400: BadRequest,
-        404: ObjectNotFound,
-        405: MethodNotAllowed,
-        410: Expired,
-        415: UnsupportedMediaType,
-        429: TooManyRequests,
-    }.get(code, StoreError)
-    return cls(message or f"HTTP {code} {reason}")
-
-
 def _kind(plural: str) -> Kind:
     kind = KINDS.get(plural)
     if kind is None:
         raise ObjectNotFound(f"the server could not find the requested resource ({plural})")
     return kind
-
-
-def _label_pairs(sel: LabelSelector) -> list[tuple[str, Any]] | None:
-    """Our parsed selector as lightkube operators (it encodes them to the same grammar)."""
-    pairs: list[tuple[str, Any]] = []
-    for r in sel.requirements:
-        one = next(iter(r.values), "")
-        if r.op == "=":
-            pairs.append((r.key, op.equal(one)))
-        elif r.op == "!=":
-            pairs.append((r.key, op.not_equal(one)))
-        elif r.op == "in":
-            pairs.append((r.key, op.in_(r.values)))
-        elif r.op == "notin":
-            pairs.append((r.key, op.not_in(r.values)))
-        elif r.op == "exists":
-            pairs.append((r.key, op.exists()))
-        else:
-            pairs.append((r.key, op.not_exists()))
-    return pairs or None
-
-
-def _field_pairs(sel: FieldSelector) -> list[tuple[str, Any]] | None:
-    return [(f, op.equal(v) if eq else op.not_equal(v)) for f, eq, v in sel.terms] or None
-
-
-def _plain(obj: Any) -> Obj:
-    """A lightkube generic object as a plain dict."""
-    out: Obj = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
-    return out
 
 
 class KubeObjectStore:
@@ -175,8 +102,6 @@ class KubeObjectStore:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> KubeObjectStore:
-        import httpx2
-
         if self.kubeconfig is None:
             raise StoreError("--store kubernetes needs a kubeconfig")
         try:
@@ -247,14 +172,14 @@ class KubeObjectStore:
         while True:
             try:
                 listing = self._client.list(res, namespace=scope)
-                items = [_plain(o) async for o in listing]
+                items = [plain(o) async for o in listing]
                 rv = int(listing.resourceVersion)
                 self._mirror.relist(plural, items, rv)
                 ready.set()
                 backoff = 0.1
                 stream = self._client.watch(res, namespace=scope, resource_version=str(rv))
                 async for etype, obj in stream:
-                    self._mirror.event(plural, etype, _plain(obj))
+                    self._mirror.event(plural, etype, plain(obj))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -328,7 +253,7 @@ class KubeObjectStore:
         if self._client is None:
             raise TooManyRequests("the object store is not open")
         try:
-            obj = _plain(await coro)
+            obj = plain(await coro)
         except Exception as exc:
             raise translate(exc) from None
         meta = obj.get("metadata") or {}
@@ -458,7 +383,7 @@ class KubeObjectStore:
         before = self._mirror.cache.get(key)
         try:
             if rv is not None or uid is not None:
-                current = _plain(await self._client.get(res, name, namespace=namespace))
+                current = plain(await self._client.get(res, name, namespace=namespace))
                 if uid is not None and current["metadata"].get("uid") != uid:
                     raise Conflict(f'Precondition failed: UID in precondition: {uid}, for "{name}"')
                 if rv is not None and rv_of(current) != rv:
@@ -497,8 +422,8 @@ class KubeObjectStore:
         stream = self._client.watch(
             self._res[plural],
             namespace=namespace or ALL_NS,
-            labels=_label_pairs(lsel),
-            fields=_field_pairs(fsel),
+            labels=label_pairs(lsel),
+            fields=field_pairs(fsel),
             resource_version=str(since) if since else None,
         )
         pump = asyncio.create_task(self._pump(w, stream), name=f"kube-watch-{plural}")
@@ -516,7 +441,7 @@ class KubeObjectStore:
     async def _pump(self, w: Watcher, stream: Any) -> None:
         try:
             async for etype, obj in stream:
-                body = _plain(obj)
+                body = plain(obj)
                 if etype != "BOOKMARK":
                     w.deliver(WatchEvent(etype, body, rv_of(body)))
                 if w.ended:
