@@ -36,11 +36,17 @@ def test_session_agent_appears_in_the_api_servers_store(
     kubectl_present: None,
 ) -> None:
     """whoami from a Claude session on the kubernetes-store daemon creates its Agent in the
-    other daemon's store, where kubectl lists it; the node keeps no objects.db of its own."""
+    other daemon's store, where kubectl lists it, and so does open_channel's AgentChannel
+    (with its status); the node keeps no objects.db of its own."""
     _, node, kubectl = _pair(daemon_factory)
     project = tmp_path / "webapp"
     project.mkdir()
-    result = session_call(node, claude_bin, [("whoami", {})], cwd=project)[0]
+    calls = [
+        ("whoami", {}),
+        ("open_channel", {"name": "release", "participants": ["qa-1"], "topic": "1.4"}),
+    ]
+    result, opened = session_call(node, claude_bin, calls, cwd=project)
+    assert opened["isError"] is False, opened
     agent = result["structuredContent"]["agent"]
     assert agent == "webapp-1"
     listed = kubectl("get", "agents", "-o", "yaml").stdout
@@ -49,6 +55,9 @@ def test_session_agent_appears_in_the_api_servers_store(
     assert items[agent]["status"]["phase"] == "Running"
     assert items[agent]["spec"]["cwd"] == str(project)
     assert agent in kubectl("get", "agents").stdout
+    channel = yaml.safe_load(kubectl("get", "agentchannel", "release", "-o", "yaml").stdout)
+    assert "qa-1" in channel["spec"]["participants"]
+    assert channel["status"]["phase"] == "Open"
     assert not (node.state_dir / "objects.db").exists()
     assert not (node.runtime_dir / "kube.addr").exists()
 
