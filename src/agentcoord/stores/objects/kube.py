@@ -82,12 +82,14 @@ class KubeObjectStore:
         context: str | None = None,
         watch_queue: int = 1_000,
         ready_timeout: float = 15.0,
+        transport: Any = None,
     ) -> None:
         self.kubeconfig = kubeconfig
         self.namespace = namespace  # the namespace mirrored for reads; None: all of them
         self.context = context
         self.watch_queue = watch_queue
         self.ready_timeout = ready_timeout
+        self._transport = transport  # an httpx2 transport for tests of the informer's edges
         self._mirror = Mirror()
         self._res = {
             plural: create_namespaced_resource(GROUP, _VERSION, kind.kind, plural)
@@ -112,7 +114,7 @@ class KubeObjectStore:
             raise StoreError(f"kubeconfig {self.kubeconfig} has no current context")
         # trust_env=False: components receive config, they do not read the environment.
         self._client = AsyncClient(
-            config=config, timeout=httpx2.Timeout(10.0), trust_env=False, field_manager=None
+            config=config, timeout=httpx2.Timeout(10.0), trust_env=False, transport=self._transport
         )
         ready = {plural: asyncio.Event() for plural in KINDS}
         self._tasks = [
