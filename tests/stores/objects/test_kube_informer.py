@@ -1,5 +1,6 @@
 """Edges of the Kubernetes store that a healthy API server does not produce on demand: a watch
-that ends with 410 Gone (the informer lists again) and a watch from a compacted version.
+that ends with 410 Gone (the informer lists again), a watch from a compacted version, and a
+conflict with a write the mirror has not seen yet.
 
 A scripted API server behind lightkube's own client (an ``httpx2.MockTransport``); everything
 else about the store runs against a real daemon's API (test_store.py, test_kube_store.py).
@@ -17,7 +18,7 @@ import httpx2
 import pytest
 import yaml
 
-from agentcoord.stores.objects import Expired
+from agentcoord.stores.objects import Conflict, Expired
 from agentcoord.stores.objects.kube import KubeObjectStore
 
 PREFIX = "/apis/fastverk.savvifi.com/v1/namespaces/default/"
@@ -53,6 +54,11 @@ class ScriptedApi:
         self.requests.append(request)
         plural = request.url.path.removeprefix(PREFIX)
         params = request.url.params
+        if request.method == "PUT":
+            conflict = {**GONE, "code": 409, "reason": "Conflict", "message": "modified"}
+            return httpx2.Response(409, json=conflict)
+        if plural == "agents/a":  # GET of one object: the version someone else wrote
+            return httpx2.Response(200, json={**_agent("a", 7), "spec": {"pool": "theirs"}})
         if params.get("watch") == "true":
             if plural == "agents" and params.get("resourceVersion") == "1":
                 return httpx2.Response(410, json=GONE)
@@ -114,3 +120,19 @@ async def test_watch_from_compacted_version_is_expired(tmp_path: Path) -> None:
             await w.next(timeout=5)
     sent = [r for r in api.requests if r.url.params.get("resourceVersion") == "1"]
     assert [r.url.params["labelSelector"] for r in sent] == ["team in (x,y),!gone"]
+
+
+async def test_conflict_refreshes_the_mirror(tmp_path: Path) -> None:
+    """A 409 on update raises Conflict and fetches the object, so a read-change-write retry
+    starts from the other writer's version even before its watch event arrives."""
+    api = ScriptedApi()
+    api.agent_watches = 1  # the watch stays silent: only the refresh can bring version 7
+    store = KubeObjectStore(_kubeconfig(tmp_path), transport=httpx2.MockTransport(api))
+    async with store:
+        stale = await store.get("agents", "default", "a")
+        assert stale["metadata"]["resourceVersion"] == "5"
+        with pytest.raises(Conflict, match="modified"):
+            await store.update("agents", "default", {**stale, "spec": {"pool": "mine"}})
+        fresh = await store.get("agents", "default", "a")
+    assert fresh["metadata"]["resourceVersion"] == "7"
+    assert fresh["spec"] == {"pool": "theirs"}

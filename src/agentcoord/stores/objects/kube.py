@@ -34,6 +34,7 @@ from lightkube.types import CascadeType, PatchType
 from agentcoord.stores.objects._kubeclient import field_pairs, label_pairs, plain, translate
 from agentcoord.stores.objects._mirror import Mirror, rv_of
 from agentcoord.stores.objects.errors import (
+    AlreadyExists,
     BadRequest,
     Conflict,
     Expired,
@@ -251,19 +252,39 @@ class KubeObjectStore:
 
     # -- writes --------------------------------------------------------------------------
 
-    async def _call(self, plural: str, coro: Any) -> Obj:
+    @property
+    def _api(self) -> Any:
         if self._client is None:
             raise TooManyRequests("the object store is not open")
+        return self._client
+
+    async def _call(self, plural: str, coro: Any, namespace: str = "", name: str = "") -> Obj:
         try:
             obj = plain(await coro)
         except Exception as exc:
-            raise translate(exc) from None
+            err = translate(exc)
+            if isinstance(err, Conflict | AlreadyExists) and name:
+                # Someone else wrote first and the mirror may not have seen it yet: fetch it,
+                # so the caller's retry (read, change, write) starts from the newest version.
+                await self._refresh(plural, namespace, name)
+            raise err from None
+        self._remember(plural, obj)
+        return obj
+
+    async def _refresh(self, plural: str, namespace: str, name: str) -> None:
+        try:
+            fresh = plain(await self._api.get(self._res[plural], name, namespace=namespace))
+        except Exception as exc:
+            log.debug("could not refresh %s/%s/%s: %s", plural, namespace, name, exc)
+            return
+        self._remember(plural, fresh)
+
+    def _remember(self, plural: str, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._mirror.gone(plural, obj)  # the write released it: the server deleted it
         else:
             self._mirror.wrote(plural, obj)
-        return obj
 
     def _body(self, kind: Kind, namespace: str, obj: Obj, field_validation: str) -> Any:
         body, warns = validate(kind, obj, field_validation)
@@ -289,14 +310,15 @@ class KubeObjectStore:
         if warnings is not None:
             warnings.extend(warns)
         res = self._res[plural]
+        name = body["metadata"].get("name", "")
         created = await self._call(
-            plural, self._client.create(res.from_dict(body), namespace=namespace)
+            plural, self._api.create(res.from_dict(body), namespace=namespace), namespace, name
         )
         status = body.get("status")
         if keep_status and status and created.get("status") != status:
             created = await self._call(
                 plural,
-                self._client.replace(
+                self._api.replace(
                     res.Status.from_dict({**created, "status": status}),
                     created["metadata"]["name"],
                     namespace=namespace,
@@ -324,12 +346,12 @@ class KubeObjectStore:
             raise BadRequest("the object has no metadata.name")
         res = self._res[plural]
         if subresource == "status":
-            call = self._client.replace(res.Status.from_dict(body), name, namespace=namespace)
+            call = self._api.replace(res.Status.from_dict(body), name, namespace=namespace)
         elif subresource is None:
-            call = self._client.replace(res.from_dict(body), namespace=namespace)
+            call = self._api.replace(res.from_dict(body), namespace=namespace)
         else:
             raise ObjectNotFound(f"no subresource {subresource!r} on {plural}")
-        return await self._call(plural, call)
+        return await self._call(plural, call, namespace, name)
 
     async def patch(
         self,
@@ -361,8 +383,8 @@ class KubeObjectStore:
             res = res.Status
         elif subresource is not None:
             raise ObjectNotFound(f"no subresource {subresource!r} on {plural}")
-        call = self._client.patch(res, name, patch, namespace=namespace, patch_type=patch_type)
-        return await self._call(plural, call)
+        call = self._api.patch(res, name, patch, namespace=namespace, patch_type=patch_type)
+        return await self._call(plural, call, namespace, name)
 
     async def delete(
         self,
@@ -385,18 +407,16 @@ class KubeObjectStore:
         before = self._mirror.cache.get(key)
         try:
             if rv is not None or uid is not None:
-                current = plain(await self._client.get(res, name, namespace=namespace))
+                current = plain(await self._api.get(res, name, namespace=namespace))
                 if uid is not None and current["metadata"].get("uid") != uid:
                     raise Conflict(f'Precondition failed: UID in precondition: {uid}, for "{name}"')
                 if rv is not None and rv_of(current) != rv:
                     raise Conflict(f'Precondition failed: resourceVersion {rv}, for "{name}"')
-            await self._client.delete(
-                res, name, namespace=namespace, cascade=CascadeType(propagation)
-            )
+            await self._api.delete(res, name, namespace=namespace, cascade=CascadeType(propagation))
         except Exception as exc:
             raise translate(exc) from None
         try:
-            return await self._call(plural, self._client.get(res, name, namespace=namespace))
+            return await self._call(plural, self._api.get(res, name, namespace=namespace))
         except ObjectNotFound:
             self._mirror.deleted(key)
             return before.obj if before else {"metadata": {"name": name, "namespace": namespace}}
