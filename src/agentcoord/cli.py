@@ -178,16 +178,9 @@ def _main_full(args: list[str]) -> int:
 
 
 def _console(cfg: Any, open_browser: bool) -> int:
-    from agentcoord.errors import DaemonUnreachable
+    from agentcoord.views import console_link
 
-    try:
-        addr = cfg.http_addr_file.read_text().strip()
-        token = (cfg.state_dir / "human.token").read_text().strip()
-    except OSError:
-        raise DaemonUnreachable(
-            "no running daemon found (start it with `agentcoord serve`)"
-        ) from None
-    link = f"http://{addr}/console/login?token={token}"
+    link = console_link(cfg)
     print(link)
     if open_browser:
         import webbrowser

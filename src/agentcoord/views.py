@@ -114,10 +114,8 @@ def run_view(cfg: Config, view: str, arguments: dict[str, Any], as_json: bool) -
     return 0
 
 
-def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:
-    """Follow the audit log live (the console's SSE stream, with the human's token)."""
-    import http.client
-
+def human_http(cfg: Config) -> tuple[str, str]:
+    """The running daemon's HTTP address and the human's bearer token."""
     try:
         addr = cfg.http_addr_file.read_text().strip()
         token = (cfg.state_dir / "human.token").read_text().strip()
@@ -125,6 +123,20 @@ def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:
         raise DaemonUnreachable(
             "no running daemon found (start it with `agentcoord serve`)"
         ) from None
+    return addr, token
+
+
+def console_link(cfg: Config) -> str:
+    """The web console's login link (the human's token rides it once, then a cookie)."""
+    addr, token = human_http(cfg)
+    return f"http://{addr}/console/login?token={token}"
+
+
+def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:
+    """Follow the audit log live (the console's SSE stream, with the human's token)."""
+    import http.client
+
+    addr, token = human_http(cfg)
     host, port = addr.rsplit(":", 1)
     conn = http.client.HTTPConnection(host.strip("[]"), int(port))
     conn.request("GET", "/console/api/events", headers={"authorization": f"Bearer {token}"})

@@ -98,7 +98,7 @@ def test_input_validated_against_schema(daemon: Daemon, agents: Any) -> None:
     prompt = _wait_prompt(daemon)
     bad = cli(daemon, "answer", prompt["id"], '{"port": 0}')
     assert bad.returncode == 1
-    assert "port must be >= 1" in bad.stderr
+    assert "the answer.port: 0 is less than the minimum of 1" in bad.stderr
     assert cli(daemon, "answer", prompt["id"], '{"port": 8080}').returncode == 0
     assert a.result(pending)["answer"] == {"port": 8080}
 

@@ -15,12 +15,13 @@ import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 __all__ = ["Credentials", "client_context", "ensure_credentials", "kubeconfig", "server_context"]
 
@@ -50,6 +51,8 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -66,6 +69,12 @@ def _cert(
     usage: str,
     org: str | None = None,
 ) -> x509.Certificate:
+    # Imported here: only a first start creates certificates, and cryptography costs ~25 ms of
+    # import time that every daemon start would otherwise pay (start-up is a goal).
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
     now = dt.datetime.now(dt.UTC)
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, subject)]
     if org:
@@ -130,6 +139,9 @@ def ensure_credentials(directory: Path, user: str = "user") -> Credentials:
     creds = Credentials(directory)
     if all(creds.path(f).exists() for f in _FILES):
         return creds
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = _cert("agentcoord-ca", ca_key, None, ca_key, usage="ca")
     server_key = ec.generate_private_key(ec.SECP256R1())
