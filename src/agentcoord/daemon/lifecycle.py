@@ -15,6 +15,7 @@ import signal
 import socket
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
-from agentcoord.errors import ConfigError
+from agentcoord.errors import AgentCoordError, ConfigError
 from agentcoord.stores.agentsource import StoreAgents
 from agentcoord.stores.objects.directory import StoreDirectory
 from agentcoord.stores.objects.records import (
@@ -175,6 +176,19 @@ class _Phases:
         return f"{1000 * (self._last - self._t0):.0f}ms: " + ", ".join(self.marks)
 
 
+@contextlib.contextmanager
+def _one_error() -> Iterator[None]:
+    """A part that fails to start raises its own typed error rather than the TaskGroup's
+    group, so the CLI still prints one line (``agentcoord: <why>``) and exits 1."""
+    try:
+        yield
+    except ExceptionGroup as group:
+        typed = [e for e in group.exceptions if isinstance(e, AgentCoordError)]
+        if not typed:
+            raise
+        raise typed[0] from group
+
+
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     phases = _Phases()
     tokens = TokenStore(cfg.state_dir / "tokens.json")
@@ -185,13 +199,16 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     # below knows which) and NATS (embedded server, then our client).
     nats: NatsSupervisor | None = None
     ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
-    async with asyncio.TaskGroup() as tg:
-        objects = tg.create_task(open_store(cfg, stack))
-        if not cfg.nats_url:
-            # issue 5: the supervisor also renders per-agent NATS users (daemon/natsusers.py).
-            supervisor = tg.create_task(
-                stack.enter_async_context(ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin))
-            )
+    with _one_error():
+        async with asyncio.TaskGroup() as tg:
+            objects = tg.create_task(open_store(cfg, stack))
+            if not cfg.nats_url:
+                # issue 5: the supervisor also renders per-agent NATS users (natsusers.py).
+                supervisor = tg.create_task(
+                    stack.enter_async_context(
+                        ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
+                    )
+                )
     store = objects.result()
     if not cfg.nats_url:
         nats = supervisor.result()

@@ -15,7 +15,7 @@ import yaml
 
 from agentcoord.stores.objects import StoreError
 from agentcoord.stores.objects.kube import KubeObjectStore
-from tests.conftest import Daemon
+from tests.conftest import Daemon, make_env
 from tests.stores.objects.conftest import Kubectl, kubeconfig_text
 from tests.tools.session_helpers import own_call, session_call
 
@@ -169,3 +169,29 @@ def test_default_daemon_does_not_import_the_client() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_serve_with_a_bad_kubeconfig_exits_with_one_line(tmp_path: Path) -> None:
+    """`serve --store kubernetes` with a missing kubeconfig exits 1 and says why in one line."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentcoord",
+            "serve",
+            "--store",
+            "kubernetes",
+            "--kubeconfig",
+            str(tmp_path / "missing"),
+        ],
+        env=make_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        f"agentcoord: cannot use kubeconfig {tmp_path / 'missing'}: "
+        f"Configuration file {tmp_path / 'missing'} not found"
+    ]
