@@ -11,6 +11,14 @@ The prompt is a script, one command per line, whose outputs become ``result`` (a
   sleep SECONDS     sleep (for timeouts and die-with-parent)
   is_error          finish with is_error true and exit 0 (as API errors do)
   crash             exit 3 without any result JSON
+  answer TEXT       the final answer (``result``) is TEXT instead of the JSON report
+  ask AGENT REST    call ``ask`` (agent AGENT, text REST); the answer becomes ours, or
+                    "error: <message>" when the tool fails
+  send AGENT REST   call ``send_message``
+  history           how many earlier prompts this session's transcript holds
+With ``--session-id UUID`` or ``--resume ID`` the session is that one; ``--resume`` of a
+session without a transcript fails as the real CLI does. Each run appends the prompt and the
+answer to ``$CLAUDE_CONFIG_DIR/projects/<cwd, non-alphanumerics as '-'>/<session>.jsonl``.
 Unknown flags exit 2, as the real CLI does, so a test fails when the daemon passes wrong ones.
 """
 
@@ -27,6 +35,8 @@ VALUE_FLAGS = {
     "--permission-mode",
     "--allowedTools",
     "--max-turns",
+    "--resume",
+    "--session-id",
 }
 BOOL_FLAGS = {"-p", "--print", "--strict-mcp-config"}
 
@@ -93,7 +103,51 @@ def mcp_call(config_file, tool, arguments):
             break
     proc.stdin.close()
     proc.wait(5)
-    return answer["result"].get("structuredContent", answer["result"])
+    result = answer["result"]
+    if result.get("isError"):
+        return {"error": result["content"][0]["text"]}
+    return result.get("structuredContent", result)
+
+
+def transcript_path(session_id):
+    import re
+
+    home = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
+    project = re.sub(r"[^A-Za-z0-9]", "-", os.getcwd())
+    return os.path.join(home, "projects", project, f"{session_id}.jsonl")
+
+
+def earlier_prompts(path):
+    try:
+        with open(path) as fh:
+            return sum(1 for line in fh if json.loads(line).get("type") == "user")
+    except OSError:
+        return 0
+
+
+def append_transcript(path, session_id, prompt, answer):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lines = [
+        {
+            "type": "user",
+            "sessionId": session_id,
+            "cwd": os.getcwd(),
+            "message": {"role": "user", "content": prompt},
+        },
+        {
+            "type": "assistant",
+            "sessionId": session_id,
+            "cwd": os.getcwd(),
+            "message": {
+                "role": "assistant",
+                "stop_reason": "end_turn",
+                "content": [{"type": "text", "text": answer}],
+            },
+        },
+    ]
+    with open(path, "a") as fh:
+        for line in lines:
+            fh.write(json.dumps(line) + "\n")
 
 
 def main():
@@ -104,6 +158,12 @@ def main():
     started = time.monotonic()
     out = {"cwd": os.getcwd(), "flags": flags}
     is_error = False
+    answer = None
+    session_id = flags.get("--resume") or flags.get("--session-id") or str(uuid.uuid4())
+    transcript = transcript_path(session_id)
+    if flags.get("--resume") and not os.path.exists(transcript):
+        sys.stderr.write(f"No conversation found with session ID: {session_id}\n")
+        return 1
     for line in prompt.strip().splitlines():
         cmd, _, arg = line.strip().partition(" ")
         if cmd == "whoami":
@@ -129,6 +189,17 @@ def main():
             time.sleep(float(arg))
         elif cmd == "is_error":
             is_error = True
+        elif cmd == "answer":
+            answer = arg
+        elif cmd in ("ask", "send"):
+            target, _, rest = arg.partition(" ")
+            tool = "ask" if cmd == "ask" else "send_message"
+            got = mcp_call(flags["--mcp-config"], tool, {"agent": target, "text": rest})
+            out.setdefault(cmd, []).append(got)
+            if cmd == "ask":
+                answer = f"error: {got['error']}" if "error" in got else got.get("answer")
+        elif cmd == "history":
+            out["history"] = earlier_prompts(transcript)
         elif cmd == "crash":
             sys.stderr.write("stand-in crashed on purpose\n")
             return 3
@@ -136,13 +207,14 @@ def main():
         "type": "result",
         "subtype": "error_during_execution" if is_error else "success",
         "is_error": is_error,
-        "result": json.dumps(out),
-        "session_id": str(uuid.uuid4()),
+        "result": json.dumps(out) if answer is None else answer,
+        "session_id": session_id,
         "total_cost_usd": 0.0,
         "num_turns": 1,
         "duration_ms": int((time.monotonic() - started) * 1000),
         "usage": {"input_tokens": 0, "output_tokens": 0},
     }
+    append_transcript(transcript, session_id, prompt, result["result"])
     print(json.dumps(result))
     return 0
 

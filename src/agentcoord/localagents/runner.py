@@ -27,7 +27,15 @@ from typing import Any
 from agentcoord.daemon.directory import RunnerInfo
 from agentcoord.localagents.sandbox import Limits, Sandbox, bwrap_argv, child_setup
 
-__all__ = ["RunOutcome", "RunnerSpec", "mcp_config", "parse_result", "run_local", "runner_argv"]
+__all__ = [
+    "RunOutcome",
+    "RunnerSpec",
+    "mcp_config",
+    "parse_result",
+    "run_local",
+    "runner_argv",
+    "with_session",
+]
 
 log = logging.getLogger(__name__)
 
@@ -279,3 +287,21 @@ async def run_local(
     parsed = parse_result(stdout)
     tail = await asyncio.to_thread(_tail, job_dir / "stderr")
     return RunOutcome(code, timed_out, parsed, time.monotonic() - started, tail)
+
+
+# -- issue 7: linked sessions ----------------------------------------------------------------
+def with_session(
+    spec: RunnerSpec, *, resume: str | None = None, session_id: str | None = None
+) -> RunnerSpec:
+    """``spec`` whose command continues a session (``--resume ID``) or starts a named one
+    (``--session-id UUID``), as a linked session or a resumed agent needs (FACTS.md)."""
+    import dataclasses
+
+    if resume and session_id:
+        raise ValueError("give resume or session_id, not both")
+    extra: tuple[str, ...] = ()
+    if resume:
+        extra = ("--resume", resume)
+    elif session_id:
+        extra = ("--session-id", session_id)
+    return dataclasses.replace(spec, command=(*spec.command, *extra))
