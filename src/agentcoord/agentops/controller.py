@@ -59,7 +59,7 @@ from agentcoord.errors import ToolError
 from agentcoord.localagents.runner import RunnerSpec, parse_result, run_local, with_session
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.audit import AuditSink
-from agentcoord.stores.objects import Expired, ObjectNotFound, ObjectStore, StoreError
+from agentcoord.stores.objects import Expired, ObjectBackend, ObjectNotFound, StoreError
 
 __all__ = [
     "FINALIZER",
@@ -78,7 +78,7 @@ class AgentController:
     def __init__(
         self,
         *,
-        store: ObjectStore,
+        store: ObjectBackend,
         runners: MutableMapping[tuple[int, float], RunnerInfo],
         spec: RunnerSpec,
         sandbox: Sandbox,

@@ -335,6 +335,7 @@ async def _start_agentops(app: App, stack: contextlib.AsyncExitStack) -> None:
             base_env=dict(os.environ),
             audit=app.audit,
             user=app.config.user,
+            namespace=app.config.kube_namespace,
         )
     )
     app.agentops = AgentOps(controller, messaging=app.messaging, local_agents=la)
