@@ -22,6 +22,24 @@ from tests.localagents.conftest import (  # noqa: F401  (fixtures)
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
 
+def make_profiles(d: Daemon, *names: str) -> None:
+    """AgentProfiles (claude-code, agent-coord only) applied with the real kubectl."""
+    from tests.conftest import kubectl_apply
+
+    kubectl_apply(
+        d,
+        [
+            {
+                "apiVersion": "fastverk.savvifi.com/v1",
+                "kind": "AgentProfile",
+                "metadata": {"name": name},
+                "spec": {"backend": "claude-code", "mcpServers": ["agent-coord"]},
+            }
+            for name in names
+        ],
+    )
+
+
 def ok(call: Call, tool: str, **args: Any) -> dict[str, Any]:
     """A tool call that must succeed; its structured result."""
     err, res = call(tool, args)

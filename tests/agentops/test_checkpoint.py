@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.agentops.conftest import fails, needs_bwrap, ok, stored, wait_for
+from tests.agentops.conftest import fails, make_profiles, needs_bwrap, ok, stored, wait_for
 
 pytestmark = needs_bwrap
 
@@ -57,6 +57,7 @@ def test_checkpoint_then_resume_restores_wip_byte_for_byte(
     """Edits, a deletion, an untracked binary and an executable survive checkpoint -> resume
     into a new worktree; the resumed runner continues the checkpointed session (--resume)."""
     d, _, call = local_daemon()
+    make_profiles(d, "coder")
     repo = _repo(visible_root)
     ok(call, "spawn_subagent", name="dev", profile="coder", prompt="answer started", repo=str(repo))
     wait_for(

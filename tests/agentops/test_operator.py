@@ -15,6 +15,7 @@ from tests.agentops.conftest import (
     created_rv,
     fails,
     first_version,
+    make_profiles,
     needs_bwrap,
     ok,
     stored,
@@ -45,6 +46,7 @@ def test_spawn_creates_task_first_then_owned_agent_and_runs_it(local_daemon: Any
     """spawn_subagent writes <name>-task (objective, assignee) and the Agent owned by it; the
     controller runs the objective: Running with a pid, then Succeeded, result on the task."""
     d, _, call = local_daemon()
+    make_profiles(d, "p1")
     res = ok(call, "spawn_subagent", name="worker", profile="p1", prompt="sleep 1\nanswer built")
     assert stored(d, "agents", "worker") is not None
     assert res == {
@@ -196,3 +198,17 @@ def test_sigterm_stops_runners_with_the_daemon(local_daemon: Any) -> None:
     assert stored(d, "agents", "w1")["status"]["message"] == (  # type: ignore[index]
         "runner lost: the daemon stopped while it ran"
     )
+
+
+def test_spawn_with_a_missing_profile_fails_with_the_reason(local_daemon: Any) -> None:
+    """The operator starts agents from their AgentProfile: a profile that does not exist
+    fails the agent's start with a readable reason instead of running with defaults."""
+    d, _, call = local_daemon()
+    ok(call, "spawn_subagent", name="ghosted", profile="ghost", prompt="answer never")
+    agent = wait_for(
+        lambda: (
+            (stored(d, "agents", "ghosted") or {}).get("status", {}).get("phase") == "Failed"
+            and stored(d, "agents", "ghosted")
+        )
+    )
+    assert "no AgentProfile 'ghost'" in json.dumps(agent["status"])

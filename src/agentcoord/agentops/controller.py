@@ -56,6 +56,14 @@ from agentcoord.agentops.rules import (
 from agentcoord.agentops.turns import ActiveTurns, RegisteringRunners, Turn, focus_of
 from agentcoord.daemon.directory import RunnerInfo
 from agentcoord.errors import ToolError
+from agentcoord.localagents.launch import Launcher
+from agentcoord.localagents.profiles import (
+    DEFAULT_PROFILE,
+    LaunchPlan,
+    ProfileError,
+    plan_launch,
+    shim_server,
+)
 from agentcoord.localagents.runner import RunnerSpec, parse_result, run_local, with_session
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.audit import AuditSink
@@ -90,8 +98,11 @@ class AgentController:
         user: str = "user",
         namespace: str = "default",
         shim: Sequence[str] | None = None,
+        launcher: Launcher | None = None,
     ) -> None:
         self.store = store
+        # issue 10: the agent's AgentProfile (read at each start) shapes the launch.
+        self.launcher = launcher
         self._runners = runners
         self.spec = spec
         self.sandbox = sandbox
@@ -485,12 +496,38 @@ class AgentController:
                     focus=turn.focus,
                 )
 
+    async def _plan(self, turn: Turn) -> LaunchPlan | None:
+        """The launch from the agent's AgentProfile as stored now (a one-prompt launch that
+        continues its linked session); None without a launcher. Raises ProfileError."""
+        if self.launcher is None:
+            return None
+        obj = await self._w.get(turn.agent)
+        name = ((obj or {}).get("spec") or {}).get("profile") or DEFAULT_PROFILE
+        profile = await self.launcher.profiles.get(name)
+        sid = turn.session.session_id
+        turn.job_dir.mkdir(parents=True, exist_ok=True)
+        return plan_launch(
+            profile=profile,
+            agent=turn.agent,
+            backends=self.launcher.backends,
+            base_env=self._base_env,
+            job_dir=turn.job_dir,
+            default_agent_coord=shim_server(self.launcher.shim, self._runtime_dir),
+            prompt=turn.prompt,
+            session_args=("--resume", sid) if turn.resume else ("--session-id", sid),
+        )
+
     async def _run_turn(self, turn: Turn, cwd: Path) -> None:
         spec = (
             with_session(self.spec, resume=turn.session.session_id)
             if turn.resume
             else with_session(self.spec, session_id=turn.session.session_id)
         )
+        try:
+            plan = await self._plan(turn)
+        except ProfileError as exc:  # a start that cannot happen fails with the reason
+            await self._after_turn(turn, self._turn_finished(turn, None, None, error=str(exc)))
+            return
         try:
             outcome = await run_local(
                 spec=spec,
@@ -504,6 +541,7 @@ class AgentController:
                 runners=RegisteringRunners(self._runners, turn, self._on_runner_start),
                 runner_info=RunnerInfo(turn.agent, turn.place.depth, turn.place.chain),
                 shim=self._shim,
+                plan=plan,
             )
         except asyncio.CancelledError:
             self._turn_finished(turn, None, None, cancelled=True)

@@ -274,6 +274,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     app.local_agents, app.messaging = local.result(), messaging.result()
     app.agents = StoreAgents(store, ns)
     phases.mark("claims, focus, audit, local agents, messaging")
+    # issue 10: AgentProfiles drive every start; the default profile is created on first start.
+    await app.local_agents.attach_launcher(store, nc=app.nc, bus=app.messaging.bus, namespace=ns)
 
     # Issue 7: the Agent controller (adopts or reaps runners first), ask and send_message.
     await _start_agentops(app, stack)
@@ -336,6 +338,7 @@ async def _start_agentops(app: App, stack: contextlib.AsyncExitStack) -> None:
             audit=app.audit,
             user=app.config.user,
             namespace=app.config.kube_namespace,
+            launcher=la.launcher,
         )
     )
     app.agentops = AgentOps(controller, messaging=app.messaging, local_agents=la)
