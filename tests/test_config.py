@@ -77,3 +77,27 @@ def test_non_loopback_or_malformed_addr_refused(addr: str) -> None:
 def test_loopback_addrs_parse(addr: str, expect: tuple[str, int]) -> None:
     """Loopback forms parse to host and port."""
     assert parse_http_addr(addr) == expect
+
+
+def test_store_choice_and_kubeconfig(tmp_path: Path) -> None:
+    """store defaults to sqlite; AGENTCOORD_STORE/--store pick kubernetes; the kubeconfig is
+    the flag, else the first $KUBECONFIG file, else ~/.kube/config; a bad store is refused."""
+    cfg = load_config({}, {"HOME": "/h"}, uid=1)
+    assert (cfg.store, cfg.kubeconfig, cfg.kube_namespace) == (
+        "sqlite",
+        Path("/h/.kube/config"),
+        "default",
+    )
+    env = {"HOME": "/h", "AGENTCOORD_STORE": "kubernetes", "KUBECONFIG": "/k/a:/k/b"}
+    cfg = load_config({}, env, uid=1)
+    assert (cfg.store, cfg.kubeconfig) == ("kubernetes", Path("/k/a"))
+    conf = tmp_path / "c.toml"
+    conf.write_text('store = "kubernetes"\nkube_namespace = "agents"\n')
+    cfg = load_config({"kubeconfig": "/flag/kc"}, {"HOME": "/h", "AGENTCOORD_CONFIG": str(conf)})
+    assert (cfg.store, cfg.kubeconfig, cfg.kube_namespace) == (
+        "kubernetes",
+        Path("/flag/kc"),
+        "agents",
+    )
+    with pytest.raises(ConfigError, match="not one of sqlite, kubernetes"):
+        load_config({"store": "etcd"}, {"HOME": "/h"}, uid=1)

@@ -36,6 +36,9 @@ _CONFIG_FLAGS = (
     "log_level",
     "nats_replicas",  # issue 11
     "host_id",  # issue 11
+    "store",
+    "kubeconfig",
+    "kube_namespace",
 )
 
 
@@ -64,6 +67,13 @@ def _main_full(args: list[str]) -> int:
     )
     p_serve.add_argument("--host-id", dest="host_id", help="this host's name in agent ids")
     p_serve.add_argument("--log-level", dest="log_level", help="DEBUG, INFO, WARNING, ...")
+    p_serve.add_argument(
+        "--store", dest="store", choices=["sqlite", "kubernetes"], help="object store backend"
+    )
+    p_serve.add_argument("--kubeconfig", dest="kubeconfig", help="for --store kubernetes")
+    p_serve.add_argument(
+        "--kube-namespace", dest="kube_namespace", help="namespace of the daemon's objects"
+    )
     p_mcp = sub.add_parser("mcp", help="stdio MCP shim (what Claude Code launches)")
     p_mcp.add_argument("--runtime-dir", dest="runtime_dir", help="runtime directory (socket)")
     p_status = sub.add_parser("status", help="show the running daemon's status")

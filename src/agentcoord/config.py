@@ -18,9 +18,10 @@ from typing import Any
 from agentcoord._paths import default_runtime_dir, default_state_dir
 from agentcoord.errors import ConfigError
 
-__all__ = ["DEFAULT_HTTP_ADDR", "Config", "load_config", "parse_http_addr"]
+__all__ = ["DEFAULT_HTTP_ADDR", "STORES", "Config", "load_config", "parse_http_addr"]
 
 DEFAULT_HTTP_ADDR = "127.0.0.1:7420"
+STORES = ("sqlite", "kubernetes")
 
 # environment variable -> Config field
 _ENV_FIELDS = {
@@ -30,6 +31,9 @@ _ENV_FIELDS = {
     "AGENTCOORD_KUBE_ADDR": "kube_addr",
     "AGENTCOORD_NATS_URL": "nats_url",
     "AGENTCOORD_LOG_LEVEL": "log_level",
+    "AGENTCOORD_STORE": "store",
+    "AGENTCOORD_KUBECONFIG": "kubeconfig",
+    "AGENTCOORD_KUBE_NAMESPACE": "kube_namespace",
     # --- local agents (issue 6): seed 001's names first, ours win when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
     "AGENTIHUB_DIR": "agentihub_dir",
@@ -67,6 +71,11 @@ class Config:
     user: str = "user"
     nats_url: str | None = None  # an existing NATS server instead of the embedded one
     log_level: str = "INFO"
+    # The object store (issue 11): "sqlite" (the daemon's own, serving the kubectl API) or
+    # "kubernetes" (a real API server through ``kubeconfig``; the daemon serves no kube API).
+    store: str = "sqlite"
+    kubeconfig: Path | None = None  # None: $KUBECONFIG (its first file) or ~/.kube/config
+    kube_namespace: str = "default"  # where the daemon keeps its objects, on either store
     max_request_bytes: int = 4 * 1024 * 1024
     tools_page_size: int = 100
     nats_server_bin: Path | None = None
@@ -246,13 +255,25 @@ def load_config(
     values["notify_socket"] = env.get("NOTIFY_SOCKET") or None
     values["watchdog_interval"] = watchdog_interval(env, pid)
     values["listen_fds"] = listen_fds(env, pid)
+    if values.get("kubeconfig") is None:
+        values["kubeconfig"] = default_kubeconfig(env)
     cfg = Config(**values)
+    if cfg.store not in STORES:
+        raise ConfigError(f"store {cfg.store!r} is not one of {', '.join(STORES)}")
     parse_http_addr(cfg.http_addr)  # validate early, with a clear message
     parse_http_addr(cfg.kube_addr)
     from agentcoord.daemon.natsremote import check_nats_config
 
     check_nats_config(cfg)  # issue 11: external NATS fields, with clear messages
     return cfg
+
+
+def default_kubeconfig(env: Mapping[str, str]) -> Path:
+    """kubectl's choice: the first file of ``$KUBECONFIG``, else ``~/.kube/config``."""
+    for part in (env.get("KUBECONFIG") or "").split(os.pathsep):
+        if part:
+            return Path(part).expanduser()
+    return Path(env.get("HOME") or Path.home()) / ".kube" / "config"
 
 
 def with_overrides(cfg: Config, **changes: Any) -> Config:

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentcoord.agentops.rules import LinkedSession
 from agentcoord.agentops.turns import Turn
-from agentcoord.stores.objects import ObjectNotFound, ObjectStore
+from agentcoord.stores.objects import ObjectBackend, ObjectNotFound
 from agentcoord.stores.objects.rules import rfc3339
 
 __all__ = [
@@ -32,7 +32,7 @@ SESSIONS_ANNOTATION = "fastverk.savvifi.com/linked-sessions"
 class AgentWrites:
     """Patches of one namespace's Agents; an Agent that is gone is not an error here."""
 
-    def __init__(self, store: ObjectStore, namespace: str) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str) -> None:
         self._store = store
         self._ns = namespace
 

@@ -67,7 +67,7 @@ from agentcoord.localagents.profiles import (
 from agentcoord.localagents.runner import RunnerSpec, parse_result, run_local, with_session
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.audit import AuditSink
-from agentcoord.stores.objects import Expired, ObjectNotFound, ObjectStore, StoreError
+from agentcoord.stores.objects import Expired, ObjectBackend, ObjectNotFound, StoreError
 
 __all__ = [
     "FINALIZER",
@@ -86,7 +86,7 @@ class AgentController:
     def __init__(
         self,
         *,
-        store: ObjectStore,
+        store: ObjectBackend,
         runners: MutableMapping[tuple[int, float], RunnerInfo],
         spec: RunnerSpec,
         sandbox: Sandbox,

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from agentcoord.stores.agentsource import AgentSource
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
-    from agentcoord.stores.objects import ObjectStore
+    from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["App"]
 
@@ -45,7 +45,7 @@ class App:
     # Answers a HumanPrompt: (prompt id, answer, answered by); set by the prompts part.
     prompt_answerer: Callable[[str, Any, str], Awaitable[None]] | None = None
     messaging: Messaging | None = None  # send/inbox/channels/handoff/prompts (issue 5)
-    store: ObjectStore | None = None  # the object store (issue 3)
+    store: ObjectBackend | None = None  # the object store: SQLite or Kubernetes (issues 3, 11)
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0
@@ -77,7 +77,11 @@ class App:
             "nats_pid": self.nats.pid if self.nats else None,
             "nats_restarts": self.nats.restarts if self.nats else 0,
             "state_dir": str(self.config.state_dir),
-            "store_path": str(self.config.state_dir / "objects.db"),
+            "store_path": (
+                str(self.config.state_dir / "objects.db")
+                if self.config.store == "sqlite"
+                else f"kubernetes {self.config.kubeconfig} ns={self.config.kube_namespace}"
+            ),
             "socket": str(self.config.socket_path),
             "http_addr": self.config.http_addr,
             "connections": {

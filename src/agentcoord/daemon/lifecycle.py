@@ -15,6 +15,7 @@ import signal
 import socket
 import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
-from agentcoord.errors import ConfigError
+from agentcoord.errors import AgentCoordError, ConfigError
 from agentcoord.stores.agentsource import StoreAgents
 from agentcoord.stores.objects.directory import StoreDirectory
 from agentcoord.stores.objects.records import (
@@ -41,7 +42,7 @@ from agentcoord.stores.objects.records import (
     StoreTaskRecords,
 )
 from agentcoord.stores.objects.registry_records import StoreAgentRecords, StoreJobRecords
-from agentcoord.stores.objects.serve import start_objects
+from agentcoord.stores.objects.serve import open_store
 from agentcoord.tools.registry import default_registry
 
 __all__ = ["prepare_dirs", "serve"]
@@ -190,22 +191,40 @@ class _Phases:
         return f"{1000 * (self._last - self._t0):.0f}ms: " + ", ".join(self.marks)
 
 
+@contextlib.contextmanager
+def _one_error() -> Iterator[None]:
+    """A part that fails to start raises its own typed error rather than the TaskGroup's
+    group, so the CLI still prints one line (``agentcoord: <why>``) and exits 1."""
+    try:
+        yield
+    except ExceptionGroup as group:
+        typed = [e for e in group.exceptions if isinstance(e, AgentCoordError)]
+        if not typed:
+            raise
+        raise typed[0] from group
+
+
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     phases = _Phases()
     tokens = TokenStore(cfg.state_dir / "tokens.json")
     # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
     tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
     # Independent parts start together (start-up is a goal: ready <= 300 ms): the object store
-    # with its kubectl API, and NATS (embedded server, then our client).
+    # (SQLite with its kubectl API, issue 3, or a real Kubernetes API server, issue 11; nothing
+    # below knows which) and NATS (embedded server, then our client).
     nats: NatsSupervisor | None = None
-    async with asyncio.TaskGroup() as tg:
-        objects = tg.create_task(start_objects(cfg, stack))
-        if not cfg.nats_url:
-            # issue 5: the supervisor also renders per-agent NATS users (daemon/natsusers.py).
-            supervisor = tg.create_task(
-                stack.enter_async_context(ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin))
-            )
-    store = objects.result()[0]
+    ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
+    with _one_error():
+        async with asyncio.TaskGroup() as tg:
+            objects = tg.create_task(open_store(cfg, stack))
+            if not cfg.nats_url:
+                # issue 5: the supervisor also renders per-agent NATS users (natsusers.py).
+                supervisor = tg.create_task(
+                    stack.enter_async_context(
+                        ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
+                    )
+                )
+    store = objects.result()
     if not cfg.nats_url:
         nats = supervisor.result()
     phases.mark("store+nats-server")
@@ -215,7 +234,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         claude_dir=cfg.claude_dir,
         probe=PsutilProbe(),
         # session agents are Agent objects; issue 11: host-qualified names with nats_url
-        directory=StoreDirectory(store, host=host_qualifier(cfg)),
+        directory=StoreDirectory(store, ns, host=host_qualifier(cfg)),
         tokens=tokens,
     )
     app = App(config=cfg, identity=identity, store=store, nats=nats)
@@ -250,8 +269,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
                     cfg,
                     runners=identity.runners,
                     base_env=dict(os.environ),
-                    records=StoreAgentRecords(store),
-                    tasks=StoreJobRecords(store),
+                    records=StoreAgentRecords(store, ns),
+                    tasks=StoreJobRecords(store, ns),
                 )
             )
         )
@@ -260,9 +279,9 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
             stack.enter_async_context(
                 Messaging(
                     app.nc,
-                    channels=StoreChannelRecords(store),
-                    prompts=StorePromptRecords(store),
-                    tasks=StoreTaskRecords(store),
+                    channels=StoreChannelRecords(store, ns),
+                    prompts=StorePromptRecords(store, ns),
+                    tasks=StoreTaskRecords(store, ns),
                     access=access,
                     nats_url=app.nats_url,
                     audit_log=app.audit,
@@ -273,10 +292,10 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         )
     app.claims, app.focus = claims.result(), focus.result()
     app.local_agents, app.messaging = local.result(), messaging.result()
-    app.agents = StoreAgents(store)
+    app.agents = StoreAgents(store, ns)
     phases.mark("claims, focus, audit, local agents, messaging")
     # issue 10: AgentProfiles drive every start; the default profile is created on first start.
-    await app.local_agents.attach_launcher(store, nc=app.nc, bus=app.messaging.bus)
+    await app.local_agents.attach_launcher(store, nc=app.nc, bus=app.messaging.bus, namespace=ns)
 
     # Issue 7: the Agent controller (adopts or reaps runners first), ask and send_message.
     await _start_agentops(app, stack)
@@ -385,6 +404,7 @@ async def _start_agentops(app: App, stack: contextlib.AsyncExitStack) -> None:
             base_env=dict(os.environ),
             audit=app.audit,
             user=app.config.user,
+            namespace=app.config.kube_namespace,
             launcher=la.launcher,
         )
     )

@@ -39,7 +39,7 @@ from agentcoord.localagents.turns import BusMailbox, Mailbox, StatusFn
 
 if TYPE_CHECKING:
     from agentcoord.localagents.runner import RunOutcome
-    from agentcoord.stores.objects.store import ObjectStore
+    from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["Launcher", "status_subject"]
 
@@ -54,7 +54,7 @@ def status_subject(agent: str) -> str:
 class Launcher:
     """Profiles, Agent objects and messages for started agents (see the module docstring)."""
 
-    store: ObjectStore
+    store: ObjectBackend
     defaults: Profile
     backends: Mapping[str, str]
     base_env: Mapping[str, str]
@@ -62,10 +62,11 @@ class Launcher:
     nc: Any = None  # NATS client for the status subject
     bus: Any = None  # MessageBus for inboxes
     shim: Sequence[str] = (sys.executable, "-m", "agentcoord", "mcp")
+    namespace: str = "default"  # the daemon's kube_namespace
 
     def __post_init__(self) -> None:
-        self.profiles = ProfileBook(self.store, self.defaults)
-        self.agents = AgentObjects(self.store)
+        self.profiles = ProfileBook(self.store, self.defaults, self.namespace)
+        self.agents = AgentObjects(self.store, self.namespace)
 
     async def ensure_default_profile(self) -> None:
         """Create the ``default`` AgentProfile on first start."""

@@ -23,7 +23,7 @@ from agentcoord.stores.objects.errors import AlreadyExists, ObjectNotFound, Stor
 from agentcoord.stores.objects.rules import rfc3339
 
 if TYPE_CHECKING:
-    from agentcoord.stores.objects.store import ObjectStore
+    from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["AgentObjects", "ProfileBook"]
 
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 class ProfileBook:
     """AgentProfiles in one namespace of the store."""
 
-    def __init__(self, store: ObjectStore, defaults: Profile, namespace: str = "default") -> None:
+    def __init__(self, store: ObjectBackend, defaults: Profile, namespace: str = "default") -> None:
         self._store = store
         self._defaults = defaults
         self._ns = namespace
@@ -66,7 +66,7 @@ class ProfileBook:
 class AgentObjects:
     """The Agent object of a started runner: created or reused, then its status as it runs."""
 
-    def __init__(self, store: ObjectStore, namespace: str = "default") -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._store = store
         self._ns = namespace
 

@@ -50,7 +50,7 @@ from agentcoord.localagents.sessions import PsutilSessionProbe, SessionProbe
 
 if TYPE_CHECKING:
     from agentcoord.config import Config
-    from agentcoord.stores.objects.store import ObjectStore
+    from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["MAX_DEPTH", "LocalAgents"]
 
@@ -143,7 +143,9 @@ class LocalAgents:
             backends=cfg.backend_commands(),
         )
 
-    async def attach_launcher(self, store: ObjectStore, *, nc: Any, bus: Any) -> Launcher:
+    async def attach_launcher(
+        self, store: ObjectBackend, *, nc: Any, bus: Any, namespace: str = "default"
+    ) -> Launcher:
         """Issue 10: profiles from ``store``, messages from ``bus``, status on ``nc``."""
         defaults = Profile(
             DEFAULT_PROFILE,
@@ -162,6 +164,7 @@ class LocalAgents:
             runtime_dir=self._runtime_dir,
             nc=nc,
             bus=bus,
+            namespace=namespace,
         )
         await self.launcher.ensure_default_profile()
         return self.launcher

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentcoord.daemon.directory import MemoryDirectory
 
 if TYPE_CHECKING:
-    from agentcoord.stores.objects.store import ObjectStore
+    from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["AgentSource", "DirectoryAgents", "StoreAgents"]
 
@@ -69,7 +69,7 @@ def agent_row(obj: dict[str, Any]) -> dict[str, Any]:
 class StoreAgents:
     """:class:`AgentSource` over Agent objects in one namespace of the object store."""
 
-    def __init__(self, store: ObjectStore, namespace: str = "default") -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._store = store
         self._ns = namespace
 

@@ -1,16 +1,19 @@
-"""A real daemon shared by this directory's kubectl tests, and a kubectl runner for it."""
+"""A real daemon shared by this directory's kubectl tests, a kubectl runner for it, and the
+``store`` fixture that runs the backend-agnostic store tests on both backends: the SQLite
+store on a temp file, and the Kubernetes store pointed at another real daemon's API."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from agentcoord.stores.objects import ObjectBackend, ObjectStore
 from tests.conftest import Daemon, make_env
 
 
@@ -92,3 +95,30 @@ def kubectl(kube_daemon: Daemon, kubectl_present: None) -> Kubectl:
     path = kube_daemon.root / "kubeconfig"
     path.write_text(kubeconfig_text(kube_daemon))
     return Kubectl(kube_daemon, path, kube_daemon.root / "kube-cache")
+
+
+@pytest.fixture
+def api_kubeconfig(tmp_path: Path) -> Iterator[Path]:
+    """A fresh daemon serving the Kubernetes-compatible API, and the kubeconfig it printed."""
+    root = tmp_path / "api"
+    root.mkdir()
+    d = Daemon(root, make_env(root))
+    d.start()
+    path = root / "kubeconfig"
+    path.write_text(kubeconfig_text(d))
+    yield path
+    d.stop()
+
+
+@pytest.fixture(params=["sqlite", "kubernetes"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ObjectBackend]:
+    """An open object store: SQLite on a temp file, or Kubernetes through a kubeconfig."""
+    if request.param == "sqlite":
+        async with ObjectStore(tmp_path / "objects.db") as s:
+            yield s
+        return
+    from agentcoord.stores.objects.kube import KubeObjectStore
+
+    kubeconfig: Path = request.getfixturevalue("api_kubeconfig")
+    async with KubeObjectStore(kubeconfig, namespace=None) as k:
+        yield k

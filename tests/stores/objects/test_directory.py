@@ -4,25 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcoord.stores.objects import ObjectStore
+from agentcoord.stores.objects import ObjectBackend, ObjectStore
 from agentcoord.stores.objects.directory import DIR_LABEL, SESSION_LABEL, StoreDirectory
 
 SID = "0b7e9a52-5d43-4d5a-9a55-5c1d1f7b0c11"
 
 
-async def test_first_contact_creates_running_agent(tmp_path: Path) -> None:
-    """A new session gets `<dir>-<n>`, phase Running, and session/dir labels."""
-    async with ObjectStore(tmp_path / "o.db") as store:
-        d = StoreDirectory(store)
-        name = await d.session_agent((100, 1.5), SID, "/home/u/My Project")
-        assert name == "my-project-1"
-        obj = await store.get("agents", "default", name)
-        assert obj["status"]["phase"] == "Running"
-        assert obj["metadata"]["labels"] == {SESSION_LABEL: SID, DIR_LABEL: "my-project"}
-        assert obj["spec"]["cwd"] == "/home/u/My Project"
-        assert await d.session_agent((100, 1.5), SID, "/home/u/My Project") == name
-        other = await d.session_agent((200, 2.5), None, "/home/u/my-project")
-        assert other == "my-project-2"
+async def test_first_contact_creates_running_agent(store: ObjectBackend) -> None:
+    """A new session gets `<dir>-<n>`, phase Running, and session/dir labels (both stores)."""
+    d = StoreDirectory(store)
+    name = await d.session_agent((100, 1.5), SID, "/home/u/My Project")
+    assert name == "my-project-1"
+    obj = await store.get("agents", "default", name)
+    assert obj["status"]["phase"] == "Running"
+    assert obj["metadata"]["labels"] == {SESSION_LABEL: SID, DIR_LABEL: "my-project"}
+    assert obj["spec"]["cwd"] == "/home/u/My Project"
+    assert await d.session_agent((100, 1.5), SID, "/home/u/My Project") == name
+    other = await d.session_agent((200, 2.5), None, "/home/u/my-project")
+    assert other == "my-project-2"
 
 
 async def test_same_session_found_after_restart(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ memory + watchers), :mod:`api` (HTTP), :mod:`tls` (CA, certificates, kubeconfig)
 
 from __future__ import annotations
 
+from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.errors import (
     AlreadyExists,
     BadRequest,
@@ -31,6 +32,7 @@ __all__ = [
     "Expired",
     "Invalid",
     "Kind",
+    "ObjectBackend",
     "ObjectNotFound",
     "ObjectStore",
     "StoreError",

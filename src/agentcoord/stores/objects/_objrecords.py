@@ -16,9 +16,9 @@ from dataclasses import asdict
 from typing import Any, Generic, TypeVar
 
 from agentcoord.errors import NotFound
+from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.errors import Conflict, ObjectNotFound
 from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION
-from agentcoord.stores.objects.store import ObjectStore
 
 __all__ = ["KIND_LABEL", "RECORD_ANNOTATION", "ObjectRecords", "object_name"]
 
@@ -45,7 +45,7 @@ class ObjectRecords(Generic[R]):
 
     def __init__(
         self,
-        store: ObjectStore,
+        store: ObjectBackend,
         *,
         plural: str,
         kind: str,

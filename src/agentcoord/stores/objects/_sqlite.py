@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -74,6 +75,12 @@ class SqliteFile:
     async def events(self, resource: str, after: int, upto: int) -> list[tuple[int, str, bytes]]:
         """The log of ``resource`` in (after, upto], oldest first."""
         return await self._run(self._events, resource, after, upto)
+
+    async def versions_at(
+        self, resource: str, keys: set[tuple[str, str]], at: int
+    ) -> dict[tuple[str, str], dict[str, Any] | None]:
+        """Each object's version at ``at`` (None: absent then) where the log still knows it."""
+        return await self._run(self._versions_at, resource, keys, at)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         assert self._executor is not None
@@ -170,5 +177,25 @@ class SqliteFile:
             (after, upto, resource),
         ).fetchall()
         return rows
+
+    def _versions_at(
+        self, resource: str, keys: set[tuple[str, str]], at: int
+    ) -> dict[tuple[str, str], dict[str, Any] | None]:
+        conn = self._conn
+        assert conn is not None
+        compacted = conn.execute("SELECT value FROM meta WHERE key = 'compacted'").fetchone()
+        floor = compacted[0] if compacted else 0
+        out: dict[tuple[str, str], dict[str, Any] | None] = {}
+        for ns, name in keys:
+            row = conn.execute(
+                "SELECT type, object FROM events WHERE resource = ? AND namespace = ? "
+                "AND name = ? AND rv <= ? ORDER BY rv DESC LIMIT 1",
+                (resource, ns, name, at),
+            ).fetchone()
+            if row is not None:
+                out[(ns, name)] = None if row[0] == "DELETED" else json.loads(row[1])
+            elif floor == 0:
+                out[(ns, name)] = None  # the whole log is there: it did not exist at ``at``
+        return out
 
     # -- cache and indexes ----------------------------------------------------------------

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.daemon.ancestry import session_agent_stem
 from agentcoord.daemon.directory import AgentDirectory, SessionKey, host_suffix
+from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.errors import AlreadyExists, ObjectNotFound
 from agentcoord.stores.objects.rules import rfc3339
-from agentcoord.stores.objects.store import ObjectStore
 
 __all__ = ["DIR_LABEL", "SESSION_LABEL", "StoreDirectory"]
 
@@ -36,7 +36,7 @@ class StoreDirectory:
     """:class:`agentcoord.daemon.directory.AgentDirectory` on Agent objects."""
 
     def __init__(
-        self, store: ObjectStore, namespace: str = "default", host: str | None = None
+        self, store: ObjectBackend, namespace: str = "default", host: str | None = None
     ) -> None:
         self._store = store
         self._ns = namespace
@@ -136,5 +136,5 @@ class StoreDirectory:
 
 if TYPE_CHECKING:
 
-    def _satisfies_protocol(store: ObjectStore) -> AgentDirectory:
+    def _satisfies_protocol(store: ObjectBackend) -> AgentDirectory:
         return StoreDirectory(store)

@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 from agentcoord.stores.objects._objrecords import ObjectRecords, object_name
+from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.rules import rfc3339
-from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.stores.records import (
     AlreadyAnswered,
     ChannelPhase,
@@ -42,7 +42,7 @@ def _channel_shape(rec: ChannelRecord) -> tuple[dict[str, Any], dict[str, Any]]:
 class StoreChannelRecords:
     """:class:`agentcoord.stores.records.ChannelRecords` on AgentChannel objects."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: ObjectRecords[ChannelRecord] = ObjectRecords(
             store,
             plural="agentchannels",
@@ -51,6 +51,7 @@ class StoreChannelRecords:
             key=lambda r: r.name,
             load=lambda d: ChannelRecord(**d),
             shape=_channel_shape,
+            namespace=namespace,
         )
 
     async def get(self, name: str) -> ChannelRecord | None:
@@ -103,7 +104,7 @@ def _prompt_shape(rec: PromptRecord) -> tuple[dict[str, Any], dict[str, Any]]:
 class StorePromptRecords:
     """:class:`agentcoord.stores.records.PromptRecords` on HumanPrompt objects."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: ObjectRecords[PromptRecord] = ObjectRecords(
             store,
             plural="humanprompts",
@@ -112,6 +113,7 @@ class StorePromptRecords:
             key=lambda r: r.id,
             load=lambda d: PromptRecord(**d),
             shape=_prompt_shape,
+            namespace=namespace,
         )
 
     async def create(self, rec: PromptRecord) -> PromptRecord:
@@ -151,7 +153,7 @@ def _handoff_task_shape(rec: TaskRecord) -> tuple[dict[str, Any], dict[str, Any]
 class StoreTaskRecords:
     """:class:`agentcoord.stores.records.TaskRecords` (handoff successors) on AgentTasks."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: ObjectRecords[TaskRecord] = ObjectRecords(
             store,
             plural="agenttasks",
@@ -160,6 +162,7 @@ class StoreTaskRecords:
             key=lambda r: r.name,
             load=lambda d: TaskRecord(**d),
             shape=_handoff_task_shape,
+            namespace=namespace,
         )
 
     async def record_handoff(

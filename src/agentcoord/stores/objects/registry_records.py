@@ -8,7 +8,7 @@ from typing import Any
 
 from agentcoord.localagents.records import AgentRecord, AgentTaskRecord
 from agentcoord.stores.objects._objrecords import ObjectRecords
-from agentcoord.stores.objects.store import ObjectStore
+from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["StoreAgentRecords", "StoreJobRecords"]
 
@@ -36,7 +36,7 @@ def _registered_shape(rec: AgentRecord) -> tuple[dict[str, Any], dict[str, Any]]
 class StoreAgentRecords:
     """:class:`agentcoord.localagents.records.AgentRecords` on Agent objects."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: ObjectRecords[AgentRecord] = ObjectRecords(
             store,
             plural="agents",
@@ -45,6 +45,7 @@ class StoreAgentRecords:
             key=lambda r: r.agent_id,
             load=AgentRecord.from_dict,
             shape=_registered_shape,
+            namespace=namespace,
         )
 
     async def upsert(self, record: AgentRecord) -> None:
@@ -83,7 +84,7 @@ def _job_shape(rec: AgentTaskRecord) -> tuple[dict[str, Any], dict[str, Any]]:
 class StoreJobRecords:
     """:class:`agentcoord.localagents.records.TaskRecords` (dispatch jobs) on AgentTasks."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r: ObjectRecords[AgentTaskRecord] = ObjectRecords(
             store,
             plural="agenttasks",
@@ -92,6 +93,7 @@ class StoreJobRecords:
             key=lambda r: f"job-{r.job_id}",
             load=AgentTaskRecord.from_dict,
             shape=_job_shape,
+            namespace=namespace,
         )
 
     async def upsert(self, record: AgentTaskRecord) -> None:

@@ -1,7 +1,10 @@
 """Wiring for the daemon: open the store, serve the kubectl API over mutual TLS on loopback.
 
-``lifecycle._start`` calls :func:`start_objects`; everything it opens is closed by the exit
-stack in reverse order (the API's watch streams end before the listener closes).
+``lifecycle._start`` calls :func:`open_store`, which picks the backend from ``cfg.store``:
+``sqlite`` opens the daemon's own store and its kubectl API (:func:`start_objects`);
+``kubernetes`` opens :class:`~agentcoord.stores.objects.kube.KubeObjectStore` and serves no
+kube API (kubectl talks to the real API server; a second, partial API would only mislead).
+Everything opened is closed by the exit stack in reverse order.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from pathlib import Path
 
 from agentcoord.config import Config, parse_http_addr
 from agentcoord.daemon.http import HttpServer
+from agentcoord.errors import ConfigError
 from agentcoord.stores.objects.api import KubeApi
+from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.stores.objects.tls import (
     Credentials,
@@ -21,7 +26,7 @@ from agentcoord.stores.objects.tls import (
     server_context,
 )
 
-__all__ = ["credentials_dir", "kubeconfig_for", "start_objects", "store_path"]
+__all__ = ["credentials_dir", "kubeconfig_for", "open_store", "start_objects", "store_path"]
 
 
 def store_path(cfg: Config) -> Path:
@@ -34,6 +39,22 @@ def credentials_dir(cfg: Config) -> Path:
 
 def kube_addr_file(cfg: Config) -> Path:
     return cfg.runtime_dir / "kube.addr"
+
+
+async def open_store(cfg: Config, stack: contextlib.AsyncExitStack) -> ObjectBackend:
+    """The daemon's object store, as ``cfg.store`` says, open on ``stack``."""
+    if cfg.store != "kubernetes":
+        store, _, _ = await start_objects(cfg, stack)
+        return store
+    try:  # lazily: the default start does not pay for the client
+        from agentcoord.stores.objects.kube import KubeObjectStore
+    except ImportError as exc:
+        raise ConfigError(
+            f"--store kubernetes needs lightkube ({exc}): pip install 'agentcoord[kubernetes]'"
+        ) from None
+    return await stack.enter_async_context(
+        KubeObjectStore(cfg.kubeconfig, namespace=cfg.kube_namespace)
+    )
 
 
 async def start_objects(
@@ -73,6 +94,11 @@ def kubeconfig_for(cfg: Config) -> str:
     """The kubeconfig of the running daemon (reads ``kube.addr`` and the credentials)."""
     from agentcoord.errors import DaemonUnreachable
 
+    if cfg.store == "kubernetes":
+        raise ConfigError(
+            f"with --store kubernetes the daemon serves no kube API; use the cluster's own "
+            f"kubeconfig ({cfg.kubeconfig})"
+        )
     try:
         addr = kube_addr_file(cfg).read_text().strip()
     except FileNotFoundError:

@@ -440,8 +440,17 @@ class ObjectStore:
                 w.preload(WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"])))
         elif since < now:
             w.hold()
+            prior: dict[tuple[str, str], Obj | None] = {}
             try:
                 rows = await self._db.events(plural, since, now)
+                if not lsel.empty and rows:
+                    # A relabel in the replay must enter/leave the selection as ADDED/DELETED,
+                    # as it does live: that needs each object's version at ``since``.
+                    keys = {
+                        (o["metadata"]["namespace"], o["metadata"]["name"])
+                        for o in map(json.loads, (raw for _, _, raw in rows))
+                    }
+                    prior = await self._db.versions_at(plural, keys, since)
             except Exception as exc:
                 w.end(StoreError(f"could not read the event log: {exc}"))
                 rows = []
@@ -450,8 +459,14 @@ class ObjectStore:
                 rows = []
             for rv, etype, raw in rows:
                 obj = json.loads(raw)
-                if w.matches(obj):
-                    w.preload(WatchEvent(etype, obj, rv))
+                key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+                if key in prior:
+                    event = w.relevant(WatchEvent(etype, obj, rv), prior[key])
+                    prior[key] = None if etype == "DELETED" else obj
+                else:  # no earlier version in the log: pass it on if it matches now
+                    event = WatchEvent(etype, obj, rv) if w.matches(obj) else None
+                if event is not None:
+                    w.preload(event)
             w.release()
         return w
 

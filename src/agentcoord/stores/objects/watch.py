@@ -60,20 +60,28 @@ class Watcher:
             return False
         return self.labels.matches(meta.get("labels")) and self.fields.matches(obj)
 
-    def offer(self, event: WatchEvent, prev: dict[str, Any] | None) -> None:
-        """Queue ``event`` if it concerns this watcher; turn selector moves into ADDED/DELETED."""
-        if self._ended is not None:
-            return
+    def relevant(self, event: WatchEvent, prev: dict[str, Any] | None) -> WatchEvent | None:
+        """``event`` as this watcher sees it (selector moves become ADDED/DELETED), or None."""
         now_in = self.matches(event.object)
         if event.type == "MODIFIED":
             was_in = self.matches(prev)
             if now_in and not was_in:
-                event = WatchEvent("ADDED", event.object, event.rv)
-            elif was_in and not now_in:
-                event = WatchEvent("DELETED", event.object, event.rv)
-            elif not now_in:
-                return
-        elif not now_in:
+                return WatchEvent("ADDED", event.object, event.rv)
+            if was_in and not now_in:
+                return WatchEvent("DELETED", event.object, event.rv)
+        return event if now_in else None
+
+    def offer(self, event: WatchEvent, prev: dict[str, Any] | None) -> None:
+        """Queue ``event`` if it concerns this watcher; turn selector moves into ADDED/DELETED."""
+        if self._ended is not None:
+            return
+        seen = self.relevant(event, prev)
+        if seen is not None:
+            self.deliver(seen)
+
+    def deliver(self, event: WatchEvent) -> None:
+        """Queue an event already filtered by its source (a Kubernetes API server's watch)."""
+        if self._ended is not None:
             return
         try:
             self._queue.put_nowait(event)
