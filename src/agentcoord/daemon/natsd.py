@@ -168,7 +168,9 @@ class NatsSupervisor:
                     self.restarts += 1
                     backoff = 0.05
                     break
-                except NatsStartError as exc:
+                except (NatsStartError, OSError) as exc:
+                    # OSError: the config cannot be written (disk full, issue 9). Giving up
+                    # here would leave the daemon up with NATS gone for good; keep retrying.
                     log.error("nats-server restart failed: %s", exc)
                     await asyncio.sleep(backoff)  # backoff between failed restarts, not polling
                     backoff = min(backoff * 2, 5.0)
