@@ -10,12 +10,14 @@ import pytest
 
 ATTEMPTS: Counter[str] = Counter()
 REFUSED: Counter[str] = Counter()
+WORDS: dict[str, str] = {}
 
 
 class Tally:
     """Count one hostile attempt of ``kind``; ``refused`` says whether it was refused."""
 
-    def __call__(self, kind: str, refused: bool) -> bool:
+    def __call__(self, kind: str, refused: bool, word: str = "refused") -> bool:
+        WORDS[kind] = word
         ATTEMPTS[kind] += 1
         REFUSED[kind] += int(refused)
         return refused
@@ -31,6 +33,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     terminalreporter.section("security counts")
     for kind in sorted(ATTEMPTS):
-        terminalreporter.write_line(f"{kind}: {ATTEMPTS[kind]} attempts, {REFUSED[kind]} refused")
-    total, refused = sum(ATTEMPTS.values()), sum(REFUSED.values())
-    terminalreporter.write_line(f"TOTAL: {total} attempts, {refused} refused")
+        terminalreporter.write_line(
+            f"{kind}: {ATTEMPTS[kind]} attempts, {REFUSED[kind]} {WORDS.get(kind, 'refused')}"
+        )
+    total, ok = sum(ATTEMPTS.values()), sum(REFUSED.values())
+    terminalreporter.write_line(f"TOTAL: {total} attempts, {ok} refused or handled safely")
