@@ -167,7 +167,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     else:
         # issue 5: the supervisor also renders per-agent NATS users (daemon/natsusers.py).
         app.nats = await stack.enter_async_context(
-            ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
+            ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
         )
         app.nats_url = app.nats.url
         app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)

@@ -55,9 +55,12 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class NatsSupervisor:
     """Async context manager owning one nats-server child and its watcher task."""
 
-    def __init__(self, state_dir: Path, binary: Path | None = None) -> None:
+    def __init__(self, state_dir: Path, binary: Path | None = None, sync: str = "always") -> None:
         self._dir = state_dir / "nats"
         self._binary = binary
+        if not re.fullmatch(r"always|\d+(ms|s|m|h)", sync):
+            raise NatsStartError(f"nats sync interval must be 'always' or a duration, not {sync!r}")
+        self._sync = sync
         self.user = "agentcoord"
         # Generated per start; lives only in memory and the 0600 config file.
         self.password = secrets.token_urlsafe(24)
@@ -90,13 +93,13 @@ class NatsSupervisor:
             [
                 "host: 127.0.0.1",
                 f"port: {self.port}",
-                # sync_interval always: nats-server buffers file-store writes in memory for a
-                # few ms after it acks them, so a SIGKILL (of it, or of the daemon, which takes
-                # it down) lost acknowledged claims in issue 9's fault suite. Writing through
-                # costs about half the claim throughput; durability of an ack comes first.
+                # sync_interval always (the default of Config.nats_sync): nats-server buffers
+                # file-store writes in memory for a few ms after it acks them, so a SIGKILL (of
+                # it, or of the daemon, which takes it down) lost acknowledged claims in issue
+                # 9's fault suite. Writing through costs throughput (bench/REPORT.md).
                 "jetstream {",
                 f"  store_dir: {json.dumps(str(self._dir / 'js'))}",
-                "  sync_interval: always",
+                f"  sync_interval: {self._sync}",
                 "}",
                 "authorization {",
                 "  users = [",
