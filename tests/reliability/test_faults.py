@@ -148,6 +148,7 @@ def test_checker_catches_a_lost_claim(make_rig: Any) -> None:
     rig.tally = type(rig.tally)()  # expected losses: keep them out of the printed counts
 
 
+@pytest.mark.timeout(0)  # bounded by --soak itself, not by the suite's per-test timeout
 def test_soak(make_rig: Any, small_tmpfs: Path, soak_minutes: float) -> None:
     """--soak MINUTES: the four faults in rotation on one daemon until the time is up."""
     rig = make_rig(AGENTCOORD_STATE_DIR=str(small_tmpfs / "state"))
