@@ -119,10 +119,10 @@ def main() -> None:
         tmp = Path(d)
         py = [bare_python() for _ in range(args.runs)]
         nats = [bare_nats(tmp) for _ in range(args.runs)]
-        ready = []
-        for i in range(args.runs):
-            run_dir = tmp / f"d{i}"
-            ready.append(daemon_ready(run_dir, agentcoord))
+        # First start on fresh dirs (CA, JetStream streams and the database are created),
+        # then restarts on the same dirs (the everyday case: login, crash, upgrade).
+        cold = [daemon_ready(tmp / f"d{i}", agentcoord) for i in range(args.runs)]
+        warm = [daemon_ready(tmp / "d0", agentcoord) for _ in range(args.runs)]
         # One long-lived daemon for the shim round trips.
         env = _env(tmp / "shim")
         proc = subprocess.Popen([agentcoord, "serve"], env=env, stderr=subprocess.DEVNULL)
@@ -139,8 +139,15 @@ def main() -> None:
         table(
             [
                 (
-                    "daemon exec -> /healthz ok",
-                    median_ms(ready),
+                    "daemon first start -> /healthz ok",
+                    median_ms(cold),
+                    "bare nats-server ready",
+                    median_ms(nats),
+                    "<= 300 ms",
+                ),
+                (
+                    "daemon restart -> /healthz ok",
+                    median_ms(warm),
                     "bare nats-server ready",
                     median_ms(nats),
                     "<= 300 ms",

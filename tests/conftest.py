@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,6 +94,51 @@ class Daemon:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def stored_records(d: Daemon, plural: str, record_kind: str, key: str) -> dict[str, Any]:
+    """Records the daemon keeps as objects of ``plural``, read from its real SQLite file
+    (works while the daemon runs, WAL, or after it stopped), by the record's ``key`` field."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{d.state_dir / 'objects.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT object FROM objects WHERE resource = ?", (plural,)).fetchall()
+    finally:
+        db.close()
+    out: dict[str, Any] = {}
+    for (raw,) in rows:
+        meta = json.loads(raw)["metadata"]
+        if (meta.get("labels") or {}).get("fastverk.savvifi.com/record-kind") == record_kind:
+            record = json.loads(meta["annotations"]["fastverk.savvifi.com/record"])
+            out[record[key]] = record
+    return out
+
+
+def kubectl_apply(d: Daemon, objects: list[dict[str, Any]]) -> None:
+    """Write objects straight into the daemon's store with the real kubectl."""
+    config = d.root / "kubeconfig"
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "kubeconfig"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    config.write_text(out.stdout)
+    import yaml
+
+    doc = yaml.safe_dump_all(objects)
+    applied = subprocess.run(
+        ["kubectl", "--kubeconfig", str(config), "apply", "-f", "-"],
+        input=doc,
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert applied.returncode == 0, applied.stderr
 
 
 def make_env(root: Path, **extra: str) -> dict[str, str]:

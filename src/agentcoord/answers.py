@@ -1,8 +1,7 @@
 """Answers to HumanPrompts: parse the human's text and check it against the response schema.
 
-Pure functions (STYLE.md 3). The schema subset: ``type`` (string, integer, number, boolean,
-object, array, null), ``enum``, ``properties``/``required``/``additionalProperties: false``,
-``items``, ``minimum``/``maximum``, ``minLength``/``maxLength``, ``minItems``/``maxItems``.
+Pure functions (STYLE.md 3). Schemas are full JSON Schema 2020-12, checked by the
+``jsonschema`` package (imported when a prompt needs it, not at daemon start).
 """
 
 from __future__ import annotations
@@ -16,15 +15,6 @@ __all__ = ["approval_schema", "check_schema", "choice_schema", "parse_answer", "
 
 _YES = {"y", "yes", "approve", "approved", "true", "ok", "accept", "1"}
 _NO = {"n", "no", "deny", "denied", "reject", "rejected", "false", "0"}
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "null": (type(None),),
-}
 
 
 def approval_schema() -> dict[str, Any]:
@@ -36,67 +26,29 @@ def choice_schema(choices: list[str]) -> dict[str, Any]:
 
 
 def check_schema(schema: Any) -> dict[str, Any]:
-    """Refuse a response schema we cannot enforce (an agent's ``request_input``)."""
+    """Refuse a response schema that is not valid JSON Schema (an agent's ``request_input``)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     if not isinstance(schema, dict):
         raise InvalidArguments("`schema` must be a JSON Schema object")
-    kind = schema.get("type")
-    if kind is not None and kind not in _TYPES:
-        raise InvalidArguments(f"`schema` type {kind!r} is not supported")
-    for sub in (schema.get("properties") or {}).values():
-        check_schema(sub)
-    if isinstance(schema.get("items"), dict):
-        check_schema(schema["items"])
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidArguments(f"`schema` is not a valid JSON Schema: {exc.message}") from None
     return schema
 
 
-def _where(path: str) -> str:
-    return path or "the answer"
+def validate(value: Any, schema: dict[str, Any]) -> None:
+    """Raise InvalidArguments naming where ``value`` breaks ``schema`` (JSON Schema 2020-12)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
 
-
-def validate(value: Any, schema: dict[str, Any], path: str = "") -> None:
-    """Raise InvalidArguments when ``value`` does not satisfy ``schema``."""
-    kind = schema.get("type")
-    if kind is not None:
-        ok = isinstance(value, _TYPES[kind])
-        if kind in ("integer", "number") and isinstance(value, bool):
-            ok = False
-        if kind == "integer" and isinstance(value, float) and value.is_integer():
-            ok = True
-        if not ok:
-            raise InvalidArguments(f"{_where(path)} must be of type {kind}")
-    if "enum" in schema and value not in schema["enum"]:
-        choices = ", ".join(json.dumps(c) for c in schema["enum"])
-        raise InvalidArguments(f"{_where(path)} must be one of: {choices}")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise InvalidArguments(f"{_where(path)} must be >= {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise InvalidArguments(f"{_where(path)} must be <= {schema['maximum']}")
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            raise InvalidArguments(f"{_where(path)} is shorter than {schema['minLength']}")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            raise InvalidArguments(f"{_where(path)} is longer than {schema['maxLength']}")
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            raise InvalidArguments(f"{_where(path)} needs at least {schema['minItems']} items")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise InvalidArguments(f"{_where(path)} allows at most {schema['maxItems']} items")
-        if isinstance(schema.get("items"), dict):
-            for i, item in enumerate(value):
-                validate(item, schema["items"], f"{path}[{i}]")
-    if isinstance(value, dict):
-        props: dict[str, Any] = schema.get("properties") or {}
-        for key in schema.get("required", []):
-            if key not in value:
-                raise InvalidArguments(f"{_where(path)} is missing `{key}`")
-        if schema.get("additionalProperties") is False:
-            extra = sorted(set(value) - set(props))
-            if extra:
-                raise InvalidArguments(f"{_where(path)} has an unexpected field `{extra[0]}`")
-        for key, sub in props.items():
-            if key in value:
-                validate(value[key], sub, f"{path}.{key}" if path else key)
+    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    if error is None:
+        return
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    raise InvalidArguments(f"the answer{where}: {error.message}")
 
 
 def parse_answer(text: str, kind: str, schema: dict[str, Any] | None) -> Any:

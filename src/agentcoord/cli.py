@@ -1,4 +1,4 @@
-"""The ``agentcoord`` command: serve, mcp, status, prompts, answer, version.
+"""The ``agentcoord`` command: the daemon, the shim, and the human's views and tools.
 
 Imports are deferred into each command so ``agentcoord mcp`` (started by every Claude Code
 session) loads only the shim.
@@ -53,10 +53,28 @@ def _main_full(args: list[str]) -> int:
     p_status = sub.add_parser("status", help="show the running daemon's status")
     _common(p_status)
     p_status.add_argument("--json", action="store_true", help="machine-readable output")
-    p_prompts = sub.add_parser("prompts", help="list the human prompts waiting for you")
-    _common(p_prompts)
-    p_prompts.add_argument("--all", action="store_true", help="include answered prompts")
-    p_prompts.add_argument("--json", action="store_true", help="machine-readable output")
+    for view, help_text in (
+        ("agents", "agents: sessions, registered and local, with status and focus"),
+        ("claims", "live claims (leases) and their holders"),
+        ("channels", "channels with phase and participants"),
+        ("audit", "audit events (newest last)"),
+        ("prompts", "the human prompts waiting for you"),
+    ):
+        p_view = sub.add_parser(view, help=help_text)
+        _common(p_view)
+        p_view.add_argument("--json", action="store_true", help="machine-readable output")
+        if view == "prompts":
+            p_view.add_argument("--all", action="store_true", help="include answered prompts")
+        if view == "audit":
+            p_view.add_argument("--since", help="a duration ago (1h) or an ISO time")
+            p_view.add_argument("--agent", dest="actor", help="only this agent's events")
+            p_view.add_argument("--type", dest="event_type", help="e.g. CLAIM_RELEASED")
+            p_view.add_argument("--limit", type=int, default=100)
+        if view == "claims":
+            p_view.add_argument("prefix", nargs="?", default="", help="key prefix")
+    p_tail = sub.add_parser("tail", help="follow the audit log live")
+    _common(p_tail)
+    p_tail.add_argument("--json", action="store_true", help="one JSON event per line")
     p_answer = sub.add_parser("answer", help="answer a human prompt: answer ID TEXT")
     _common(p_answer)
     p_answer.add_argument("prompt", help="prompt id (from `agentcoord prompts`)")
@@ -78,6 +96,9 @@ def _main_full(args: list[str]) -> int:
     p_install.add_argument("--user", action="store_true", required=True, help="user units")
     p_install.add_argument("--remove", action="store_true", help="disable and delete them")
     p_install.add_argument("--no-enable", action="store_true", help="only write the files")
+    p_kube = sub.add_parser("kubeconfig", help="print a kubeconfig for the running daemon")
+    _common(p_kube)
+    sub.add_parser("crds", help="print CustomResourceDefinition YAML for a real cluster")
     ns = parser.parse_args(args)
     try:
         if ns.command == "version":
@@ -93,6 +114,11 @@ def _main_full(args: list[str]) -> int:
             return _setup(ns.project, ns.remove)
         if ns.command == "install":
             return _install(ns.remove, not ns.no_enable)
+        if ns.command == "crds":
+            from agentcoord.stores.objects.discovery import crds_yaml
+
+            sys.stdout.write(crds_yaml())
+            return 0
         if ns.command == "mcp":
             from pathlib import Path
 
@@ -111,10 +137,23 @@ def _main_full(args: list[str]) -> int:
             return _doctor(cfg, ns.json)
         if ns.command == "console":
             return _console(cfg, ns.open)
-        if ns.command == "prompts":
-            return _prompts(cfg, ns.all, ns.json)
+        if ns.command in ("agents", "claims", "channels", "audit", "prompts"):
+            from agentcoord.views import run_view
+
+            return run_view(cfg, ns.command, _view_args(ns), ns.json)
+        if ns.command == "tail":
+            from agentcoord.views import tail
+
+            return tail(cfg, ns.json)
         if ns.command == "answer":
-            return _answer(cfg, ns.prompt, " ".join(ns.text))
+            from agentcoord.views import answer
+
+            return answer(cfg, ns.prompt, " ".join(ns.text))
+        if ns.command == "kubeconfig":
+            from agentcoord.stores.objects.serve import kubeconfig_for
+
+            sys.stdout.write(kubeconfig_for(cfg))
+            return 0
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1
@@ -122,16 +161,9 @@ def _main_full(args: list[str]) -> int:
 
 
 def _console(cfg: Any, open_browser: bool) -> int:
-    from agentcoord.errors import DaemonUnreachable
+    from agentcoord.views import console_link
 
-    try:
-        addr = cfg.http_addr_file.read_text().strip()
-        token = (cfg.state_dir / "human.token").read_text().strip()
-    except OSError:
-        raise DaemonUnreachable(
-            "no running daemon found (start it with `agentcoord serve`)"
-        ) from None
-    link = f"http://{addr}/console/login?token={token}"
+    link = console_link(cfg)
     print(link)
     if open_browser:
         import webbrowser
@@ -242,30 +274,16 @@ def _status(cfg: Any, as_json: bool) -> int:
     return 0
 
 
-def _tool(cfg: Any, name: str, arguments: dict[str, Any]) -> tuple[bool, Any, str]:
-    """Call one tool over the unix socket as the human; (ok, structured result, text)."""
-    from agentcoord.client import call_unix
-
-    result = call_unix(cfg.socket_path, "tools/call", {"name": name, "arguments": arguments})
-    text = "\n".join(c.get("text", "") for c in result.get("content", []))
-    return not result.get("isError"), result.get("structuredContent"), text
-
-
-def _prompts(cfg: Any, include_answered: bool, as_json: bool) -> int:
-    import json
-
-    ok, data, text = _tool(cfg, "list_prompts", {"all": include_answered})
-    if not ok:
-        print(f"agentcoord: {text}", file=sys.stderr)
-        return 1
-    print(json.dumps(data, indent=2) if as_json else text)
-    return 0
-
-
-def _answer(cfg: Any, prompt: str, text: str) -> int:
-    ok, _data, out = _tool(cfg, "answer_prompt", {"prompt": prompt, "answer": text})
-    print(out if ok else f"agentcoord: {out}", file=sys.stdout if ok else sys.stderr)
-    return 0 if ok else 1
+def _view_args(ns: Any) -> dict[str, Any]:
+    """The tool arguments a view's flags stand for."""
+    if ns.command == "prompts":
+        return {"all": ns.all}
+    if ns.command == "claims":
+        return {"prefix": ns.prefix}
+    if ns.command == "audit":
+        args = {"since": ns.since, "actor": ns.actor, "type": ns.event_type, "limit": ns.limit}
+        return {k: v for k, v in args.items() if v}
+    return {}
 
 
 if __name__ == "__main__":

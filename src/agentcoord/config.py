@@ -27,6 +27,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_STATE_DIR": "state_dir",
     "AGENTCOORD_RUNTIME_DIR": "runtime_dir",
     "AGENTCOORD_HTTP_ADDR": "http_addr",
+    "AGENTCOORD_KUBE_ADDR": "kube_addr",
     "AGENTCOORD_NATS_URL": "nats_url",
     "AGENTCOORD_LOG_LEVEL": "log_level",
     "AGENTCOORD_NATS_SYNC": "nats_sync",
@@ -51,6 +52,7 @@ class Config:
     state_dir: Path
     runtime_dir: Path
     http_addr: str = DEFAULT_HTTP_ADDR
+    kube_addr: str = "127.0.0.1:0"  # the kubectl-facing object API (TLS); see kube.addr
     claude_dir: Path = field(default_factory=lambda: Path.home() / ".claude")
     user: str = "user"
     nats_url: str | None = None  # an existing NATS server instead of the embedded one
@@ -215,6 +217,7 @@ def load_config(
     values["listen_fds"] = listen_fds(env, pid)
     cfg = Config(**values)
     parse_http_addr(cfg.http_addr)  # validate early, with a clear message
+    parse_http_addr(cfg.kube_addr)
     return cfg
 
 

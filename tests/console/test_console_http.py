@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
 
 from tests.conftest import Daemon
 
@@ -135,3 +136,39 @@ def test_audit_stream_relays_events(daemon: Daemon) -> None:
     assert line.startswith(b"data: ")
     event = json.loads(line.split(b"data: ", 1)[1])
     assert event == {"type": "TEST_EVENT", "agent": "a-1", "subject": "events.test"}
+
+
+def test_recent_audit_only_on_request(daemon: Daemon) -> None:
+    """The snapshot carries the recent audit only with ?audit=1 (the page's first load)."""
+    from tests.tools.session_helpers import own_call
+
+    assert own_call(daemon, "claim", {"resource_key": "k:audit", "ttl": "1m"})["isError"] is False
+    cookie = _login(daemon)
+    assert "audit" not in json.loads(_get(daemon, "/console/api/state", cookie)[2])
+    deadline = time.monotonic() + 5
+    events: list[dict[str, object]] = []
+    while not events and time.monotonic() < deadline:
+        events = json.loads(_get(daemon, "/console/api/state?audit=1", cookie)[2])["audit"]
+    assert any(e["type"] == "CLAIM_ACQUIRED" for e in events)
+
+
+def test_claim_contention_shows_in_waits(daemon: Daemon, claude_bin: Any) -> None:
+    """A refused claim shows as "who waits on whom" while the holder keeps the key."""
+    from tests.tools.session_helpers import finish, read_results, session_call, spawn_session
+
+    holder = spawn_session(
+        daemon, claude_bin, [("claim", {"resource_key": "db:orders"}), ("whoami", {})], hold=True
+    )
+    try:
+        holder_name = read_results(holder)[1]["structuredContent"]["agent"]
+        refused = session_call(
+            daemon, claude_bin, [("claim", {"resource_key": "db:orders"}), ("whoami", {})]
+        )
+        assert refused[0]["structuredContent"]["acquired"] is False
+        waiter = refused[1]["structuredContent"]["agent"]
+        waits = json.loads(_get(daemon, "/console/api/state", _login(daemon))[2])["waits"]
+        assert {"waiter": waiter, "on": holder_name, "kind": "claim db:orders"}.items() <= next(
+            w for w in waits if w["kind"] == "claim db:orders"
+        ).items()
+    finally:
+        finish(holder)

@@ -3,9 +3,7 @@ feature on, and a small MCP client over the daemon's unix socket."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import socket
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -49,24 +47,9 @@ def runner_bin(tmp_path: Path) -> Path:
 
 def unix_call(d: Daemon, name: str, args: dict[str, Any]) -> tuple[bool, Any]:
     """One ``tools/call`` over the unix socket: (isError, structuredContent or the text)."""
-    msg = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": args},
-    }
-    with socket.socket(socket.AF_UNIX) as s:
-        s.settimeout(60)
-        s.connect(str(d.socket))
-        s.sendall(json.dumps(msg).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    reply = json.loads(buf)
-    result = reply["result"]
+    from tests.tools.session_helpers import own_call
+
+    result = own_call(d, name, args)
     if result["isError"]:
         return True, result["content"][0]["text"]
     return False, result["structuredContent"]

@@ -14,6 +14,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.conftest import stored_records
 from tests.localagents.conftest import make_package
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -47,9 +48,9 @@ def test_runner_calls_back_and_is_the_dispatched_agent(local_daemon: Any) -> Non
     assert flags["--max-turns"] == "20"
     log_dir = Path(job["log_dir"])
     assert json.loads((log_dir / "stdout").read_text())["type"] == "result"
-    tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
+    tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[job["job_id"]]["status"] == "succeeded"
-    assert os.stat(d.state_dir / "agent-tasks.json").st_mode & 0o777 == 0o600
+    assert os.stat(d.state_dir / "objects.db").st_mode & 0o777 == 0o600
 
 
 def test_sandbox_confines_writes_and_hides_processes(local_daemon: Any, visible_root: Path) -> None:
@@ -175,5 +176,5 @@ def test_daemon_stop_cancels_running_jobs(local_daemon: Any) -> None:
     assert _wait_for(lambda: len(_marked(marker)) >= 2, 10), "runner never started"
     assert d.stop() == 0
     assert not _marked(marker)
-    tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
+    tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[res["job"]["job_id"]]["status"] == "cancelled"

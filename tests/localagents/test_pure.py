@@ -270,8 +270,8 @@ async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
     )
     async with svc:
         me = Caller("human", "human:me", "internal")
-        svc.register({"agent_id": "both", "endpoint": "http://h", "capabilities": ["x"]}, me)
-        svc.register(
+        await svc.register({"agent_id": "both", "endpoint": "http://h", "capabilities": ["x"]}, me)
+        await svc.register(
             {
                 "agent_id": "full",
                 "endpoint": "http://h",

@@ -11,14 +11,33 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import kubectl_apply
 from tests.localagents.conftest import listed, make_package
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 
 
 def _forge(d: Any, records: dict[str, dict[str, Any]]) -> None:
-    d.state_dir.mkdir(parents=True, exist_ok=True)
-    (d.state_dir / "agents.json").write_text(json.dumps(records))
+    """Plant registered-agent records as Agent objects through the store's own API."""
+    kubectl_apply(
+        d,
+        [
+            {
+                "apiVersion": "fastverk.savvifi.com/v1",
+                "kind": "Agent",
+                "metadata": {
+                    "name": agent_id,
+                    "labels": {"fastverk.savvifi.com/record-kind": "registered"},
+                    "annotations": {
+                        "fastverk.savvifi.com/record-key": agent_id,
+                        "fastverk.savvifi.com/record": json.dumps(record),
+                    },
+                },
+                "spec": {"agentType": "local"},
+            }
+            for agent_id, record in records.items()
+        ],
+    )
 
 
 def test_flag_off_refuses_local_dispatch_even_with_a_persisted_record(
@@ -27,7 +46,6 @@ def test_flag_off_refuses_local_dispatch_even_with_a_persisted_record(
     """Flag off: a persisted transport=local record cannot dispatch; discovery is refused."""
     d, hub, call = local_daemon(enabled=False)
     make_package(hub, "alpha")
-    d.stop()
     _forge(
         d,
         {
@@ -38,7 +56,6 @@ def test_flag_off_refuses_local_dispatch_even_with_a_persisted_record(
             }
         },
     )
-    d.start()
     err, text = call("run_agent", {"agent_id": "alpha", "task": "whoami", "wait": True})
     assert err
     assert "disabled" in text
@@ -59,7 +76,6 @@ def test_forged_package_path_is_ignored(local_daemon: Any, visible_root: Path) -
     alpha = make_package(hub, "alpha")
     victim = visible_root / "victim"
     victim.mkdir()
-    d.stop()
     _forge(
         d,
         {
@@ -75,7 +91,6 @@ def test_forged_package_path_is_ignored(local_daemon: Any, visible_root: Path) -
             },
         },
     )
-    d.start()
     err, res = call("run_agent", {"agent_id": "alpha", "task": f"write {victim}/x", "wait": True})
     assert not err, res
     inner = json.loads(res["job"]["result"]["result"])

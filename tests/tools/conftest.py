@@ -26,8 +26,13 @@ class ToolFailed(Exception):
 class AgentProc:
     """One agent: ``claude -- python mcp_proxy.py SOCKET``, driven line by line."""
 
-    def __init__(self, daemon: Daemon, claude_bin: Path, cwd: Path) -> None:
+    def __init__(
+        self, daemon: Daemon, claude_bin: Path, cwd: Path, session_id: str | None = None
+    ) -> None:
         cwd.mkdir(parents=True, exist_ok=True)
+        env = dict(daemon.env)
+        if session_id is not None:
+            env["CLAUDE_CODE_SESSION_ID"] = session_id
         self.proc = subprocess.Popen(
             [
                 str(claude_bin),
@@ -38,7 +43,7 @@ class AgentProc:
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=daemon.env,
+            env=env,
             cwd=cwd,
         )
         self._ids = itertools.count(1)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, stored_records
 from tests.localagents.conftest import listed, make_package, unix_call
 
 
@@ -231,7 +231,7 @@ def test_wait_true_polls_until_done(
     assert res["job"]["status"] == "succeeded"
     assert res["job"]["result"] == {"job_id": "j1", "status": "done", "result": "report ready"}
     assert agent_server.gets == ["j1", "j1", "j1"]
-    tasks = json.loads((d.state_dir / "agent-tasks.json").read_text())
+    tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[res["job"]["job_id"]]["remote_job_id"] == "j1"
 
 

@@ -98,7 +98,7 @@ def test_input_validated_against_schema(daemon: Daemon, agents: Any) -> None:
     prompt = _wait_prompt(daemon)
     bad = cli(daemon, "answer", prompt["id"], '{"port": 0}')
     assert bad.returncode == 1
-    assert "port must be >= 1" in bad.stderr
+    assert "the answer.port: 0 is less than the minimum of 1" in bad.stderr
     assert cli(daemon, "answer", prompt["id"], '{"port": 8080}').returncode == 0
     assert a.result(pending)["answer"] == {"port": 8080}
 
@@ -115,8 +115,9 @@ def test_agents_cannot_answer_prompts(daemon: Daemon, agents: Any) -> None:
 async def test_instant_answer_is_not_missed(daemon: Daemon, agents: Any) -> None:
     """An answer published on prompts.<id>.reply the instant the prompt exists is received.
 
-    A direct NATS client answers as soon as HUMAN_PROMPTED (emitted right after the record is
-    created) arrives; the seed subscribed after creating the record and lost such answers.
+    A direct NATS client answers as soon as the prompts.new announcement (published right after
+    the record is created) arrives; the seed subscribed after creating the record and lost such
+    answers.
     """
     from agentcoord import wire
     from agentcoord.proto.agent.v1 import agent_pb2 as pb
@@ -130,10 +131,11 @@ async def test_instant_answer_is_not_missed(daemon: Daemon, agents: Any) -> None
         async def answer_now(msg: Any) -> None:
             event = json.loads(msg.data)
             reply = wire.make_message(sender="human:test", kind=pb.MESSAGE_TEXT, body=b"instant")
-            await nc.publish(f"prompts.{event['prompt']}.reply", reply.SerializeToString())
+            prompt = event["prompt"]
+            await nc.publish(f"prompts.{prompt}.reply", reply.SerializeToString())
             gaps.append(time.time() - event["ts"])
 
-        await nc.subscribe("events.prompt", cb=answer_now)
+        await nc.subscribe("prompts.new", cb=answer_now)
         await nc.flush()
         for _ in range(5):
             result = await asyncio.to_thread(a.call, "escalate", question="now?", timeout_secs=5)
@@ -151,7 +153,7 @@ async def test_handoff_emits_handed_off(daemon: Daemon, agents: Any) -> None:
     url, user, password = nats_login(daemon)
     nc = await nats.connect(url, user=user, password=password)
     try:
-        sub = await nc.subscribe("events.handoff")
+        sub = await nc.subscribe("events.HANDED_OFF.>")
         await nc.flush()
         pending = a.start("handoff", to=b.name, task="ship it", timeout_secs=20)
         msgs = await asyncio.to_thread(b.call, "inbox", wait_secs=10)
@@ -161,6 +163,7 @@ async def test_handoff_emits_handed_off(daemon: Daemon, agents: Any) -> None:
     finally:
         await nc.close()
     assert event["type"] == "HANDED_OFF"
-    assert (event["agent"], event["to"], event["offer"]) == (a.name, b.name, offer)
-    assert event["lineage"]["handedOffFrom"]["agent"] == a.name
-    assert (await asyncio.to_thread(a.result, pending))["task"] == event["task"]
+    data = event["data"]
+    assert (event["agent"], data["to"], data["offer"]) == (a.name, b.name, offer)
+    assert data["lineage"]["handedOffFrom"]["agent"] == a.name
+    assert (await asyncio.to_thread(a.result, pending))["task"] == data["task"]

@@ -11,7 +11,7 @@ from tests.tools.conftest import AgentProc
 def test_queued_messages_survive_restart(daemon: Daemon, claude_bin: Path, tmp_path: Path) -> None:
     """Messages queued before a restart are read after it, and read ones are not read again."""
     a = AgentProc(daemon, claude_bin, tmp_path / "a")
-    b = AgentProc(daemon, claude_bin, tmp_path / "b")
+    b = AgentProc(daemon, claude_bin, tmp_path / "b", session_id="s-b")
     try:
         a.call("send", to=b.name, text="read before")
         assert [m["text"] for m in b.call("inbox")["messages"]] == ["read before"]
@@ -22,8 +22,8 @@ def test_queued_messages_survive_restart(daemon: Daemon, claude_bin: Path, tmp_p
         b.close()
     daemon.stop()
     daemon.start()
-    # The first session in the same directory gets the same agent name again.
-    reader = AgentProc(daemon, claude_bin, tmp_path / "b")
+    # The same Claude session (by its session id) is the same Agent after the restart.
+    reader = AgentProc(daemon, claude_bin, tmp_path / "b", session_id="s-b")
     try:
         assert reader.name == b_name
         assert [m["text"] for m in reader.call("inbox")["messages"]] == ["queued across"]

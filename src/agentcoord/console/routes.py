@@ -89,7 +89,8 @@ class ConsoleRoutes:
         if human is None:
             return json_response(401, b'{"error":"log in with the link from `agentcoord console`"}')
         if path == "/api/state" and req.method == "GET":
-            return json_response(200, json.dumps(await self.snapshot()).encode())
+            with_audit = req.query.get("audit") == ["1"]
+            return json_response(200, json.dumps(await self.snapshot(with_audit)).encode())
         if path == "/api/events" and req.method == "GET":
             return await self._events()
         if path.startswith("/api/prompts/") and path.endswith("/answer"):
@@ -109,10 +110,13 @@ class ConsoleRoutes:
         cookie = f"{COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict"
         return HttpResponse(303, b"", [("location", "/console/"), ("set-cookie", cookie)])
 
-    async def snapshot(self) -> dict[str, Any]:
-        """Every section the daemon's parts contribute, plus the daemon's status."""
+    async def snapshot(self, with_audit: bool = False) -> dict[str, Any]:
+        """Every section the daemon's parts contribute, plus the daemon's status; the recent
+        audit only on request (the page loads it once, then follows the live stream)."""
         out: dict[str, Any] = {"status": self._app.status()}
         for name, provider in self._app.console_sections.items():
+            if name == "audit" and not with_audit:
+                continue
             try:
                 out[name] = await provider()
             except Exception:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -56,6 +57,26 @@ def install_sections(app: App) -> None:
         return rows
 
     app.console_sections["agents"] = agents
+
+    def contention() -> list[dict[str, Any]]:
+        if claim_store is None:
+            return []
+        return [
+            {"waiter": agent, "on": holder, "kind": f"claim {key}", "since": when}
+            for agent, key, holder, when in claim_store.contention()
+        ]
+
+    app.console_sections["waits"] = _async(contention)
+    audit_log = app.audit
+    if audit_log is not None:
+
+        async def audit() -> list[dict[str, Any]]:
+            return [
+                {"type": e.type, "agent": e.agent, "ts": e.as_dict()["ts"], "data": e.data}
+                for e in await audit_log.query(limit=50)
+            ]
+
+        app.console_sections["audit"] = audit
     messaging = app.messaging
     if messaging is not None:
         from agentcoord.tools.humans import answer_prompt
@@ -87,6 +108,7 @@ def install_sections(app: App) -> None:
                 {"waiter": o.from_agent, "on": o.to_agent, "kind": f"handoff {o.task}"}
                 for o in messaging.offers.pending()
             )
+            out.extend(contention())
             return out
 
         async def answer(prompt_id: str, value: Any, by: str) -> None:
@@ -94,3 +116,10 @@ def install_sections(app: App) -> None:
 
         app.console_sections.update(prompts=prompts, channels=channels, waits=waits)
         app.prompt_answerer = answer
+
+
+def _async(fn: Callable[[], list[dict[str, Any]]]) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
+    async def call() -> list[dict[str, Any]]:
+        return fn()
+
+    return call

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agentcoord.stores.agentsource import AgentSource
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
+    from agentcoord.stores.objects import ObjectStore
 
 __all__ = ["App"]
 
@@ -43,6 +44,7 @@ class App:
     # Answers a HumanPrompt: (prompt id, answer, answered by); set by the prompts part.
     prompt_answerer: Callable[[str, Any, str], Awaitable[None]] | None = None
     messaging: Messaging | None = None  # send/inbox/channels/handoff/prompts (issue 5)
+    store: ObjectStore | None = None  # the object store (issue 3)
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0

@@ -14,23 +14,33 @@ import os
 import signal
 import socket
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
 from agentcoord.config import Config
 from agentcoord.console.sections import install_sections
 from agentcoord.daemon.app import App
-from agentcoord.daemon.directory import MemoryDirectory
 from agentcoord.daemon.http import HttpServer
 from agentcoord.daemon.httpmcp import HttpRoutes
 from agentcoord.daemon.identity import IdentityResolver, TokenStore, write_private
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.mcp import McpCore
+from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import ConfigError
+from agentcoord.stores.agentsource import StoreAgents
+from agentcoord.stores.objects.directory import StoreDirectory
+from agentcoord.stores.objects.records import (
+    StoreChannelRecords,
+    StorePromptRecords,
+    StoreTaskRecords,
+)
+from agentcoord.stores.objects.registry_records import StoreAgentRecords, StoreJobRecords
+from agentcoord.stores.objects.serve import start_objects
 from agentcoord.tools.registry import default_registry
 
 __all__ = ["prepare_dirs", "serve"]
@@ -116,6 +126,8 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
                 if cfg.watchdog_interval and cfg.notify_socket:
                     background.append(tg.create_task(_watchdog(cfg), name="watchdog"))
                 await stop.wait()
+                if app.nats is not None:
+                    app.nats.prepare_stop()
                 for task in background:
                     task.cancel("daemon stopping")
             sd_notify(cfg.notify_socket, "STOPPING=1")
@@ -147,48 +159,109 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
         log.exception("error during shutdown")
 
 
+class _Phases:
+    """Start-up phase timings, logged at INFO once ready (start-up speed is a goal)."""
+
+    def __init__(self) -> None:
+        self._t0 = self._last = time.perf_counter()
+        self.marks: list[str] = []
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.marks.append(f"{name} {1000 * (now - self._last):.0f}ms")
+        self._last = now
+
+    def summary(self) -> str:
+        return f"{1000 * (self._last - self._t0):.0f}ms: " + ", ".join(self.marks)
+
+
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
-    directory = MemoryDirectory()
+    phases = _Phases()
     tokens = TokenStore(cfg.state_dir / "tokens.json")
     # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
     tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
+    # Independent parts start together (start-up is a goal: ready <= 300 ms): the object store
+    # with its kubectl API, and NATS (embedded server, then our client).
+    nats: NatsSupervisor | None = None
+    async with asyncio.TaskGroup() as tg:
+        objects = tg.create_task(start_objects(cfg, stack))
+        if not cfg.nats_url:
+            # issue 5: the supervisor also renders per-agent NATS users (daemon/natsusers.py).
+            supervisor = tg.create_task(
+                stack.enter_async_context(
+                    ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
+                )
+            )
+    store = objects.result()[0]
+    if not cfg.nats_url:
+        nats = supervisor.result()
+    phases.mark("store+nats-server")
     identity = IdentityResolver(
         uid=os.getuid(),
         user=cfg.user,
         claude_dir=cfg.claude_dir,
         probe=PsutilProbe(),
-        directory=directory,
+        directory=StoreDirectory(store),  # session agents are Agent objects
         tokens=tokens,
     )
-    app = App(config=cfg, identity=identity)
-    if cfg.nats_url:
+    app = App(config=cfg, identity=identity, store=store, nats=nats)
+    if nats is None:
+        assert cfg.nats_url is not None
         app.nats_url = cfg.nats_url
         app.nc = await _connect_nats(cfg.nats_url, None, None)
     else:
-        # issue 5: the supervisor also renders per-agent NATS users (daemon/natsusers.py).
-        app.nats = await stack.enter_async_context(
-            ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
-        )
-        app.nats_url = app.nats.url
-        app.nc = await _connect_nats(app.nats.url, app.nats.user, app.nats.password)
+        app.nats_url = nats.url
+        app.nc = await _connect_nats(nats.url, nats.user, nats.password)
     stack.push_async_callback(_close_nats, app)
-    await _start_coordination(app, stack, directory)
+    phases.mark("nats client")
 
-    # Issue 6: the package index watcher and local jobs; closed after the listeners stop.
-    from agentcoord.localagents import LocalAgents
-
-    app.local_agents = await stack.enter_async_context(
-        LocalAgents.from_config(cfg, runners=identity.runners, base_env=dict(os.environ))
-    )
-
-    # issue 5: JetStream inboxes, channels, handoff offers, human prompts.
     from agentcoord.daemon.messaging import Messaging
+    from agentcoord.localagents import LocalAgents
+    from agentcoord.stores.audit import AuditLog
+    from agentcoord.stores.kv import ClaimStore, FocusStore
 
-    access = app.nats if isinstance(app.nats, ScopedNatsSupervisor) else None
-    app.messaging = await stack.enter_async_context(
-        Messaging(app.nc, access=access, nats_url=app.nats_url)
-    )
+    js = app.nc.jetstream()
+    # The audit stream first: claims, focus and messaging report into it (issue 4).
+    app.audit = await stack.enter_async_context(AuditLog(js))
+    access = nats if isinstance(nats, ScopedNatsSupervisor) else None
+    async with asyncio.TaskGroup() as tg:
+        claims = tg.create_task(stack.enter_async_context(ClaimStore(js, app.audit)))
+        focus = tg.create_task(stack.enter_async_context(FocusStore(js, app.audit)))
+        # Issue 6: the package index watcher and local jobs.
+        local = tg.create_task(
+            stack.enter_async_context(
+                LocalAgents.from_config(
+                    cfg,
+                    runners=identity.runners,
+                    base_env=dict(os.environ),
+                    records=StoreAgentRecords(store),
+                    tasks=StoreJobRecords(store),
+                )
+            )
+        )
+        # Issue 5: JetStream inboxes, channels, handoff offers, human prompts.
+        messaging = tg.create_task(
+            stack.enter_async_context(
+                Messaging(
+                    app.nc,
+                    channels=StoreChannelRecords(store),
+                    prompts=StorePromptRecords(store),
+                    tasks=StoreTaskRecords(store),
+                    access=access,
+                    nats_url=app.nats_url,
+                    audit_log=app.audit,
+                )
+            )
+        )
+    app.claims, app.focus = claims.result(), focus.result()
+    app.local_agents, app.messaging = local.result(), messaging.result()
+    app.agents = StoreAgents(store)
+    phases.mark("claims, focus, audit, local agents, messaging")
 
+    # A desktop notification for each new prompt, where notify-send exists (issue 8).
+    from agentcoord.daemon.desktop import DesktopNotifier
+
+    await stack.enter_async_context(DesktopNotifier(app.nc))
     install_sections(app)
     core = McpCore(default_registry(), app, cfg.tools_page_size)
     http = await stack.enter_async_context(
@@ -206,6 +279,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     await stack.enter_async_context(
         UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes, inherited=inherited)
     )
+    phases.mark("listeners")
+    log.info("started in %s", phases.summary())
     return app
 
 
@@ -219,25 +294,6 @@ def _inherited_socket(cfg: Config) -> socket.socket | None:
                 return sock
             sock.detach()
     return None
-
-
-async def _start_coordination(
-    app: App, stack: contextlib.AsyncExitStack, directory: MemoryDirectory
-) -> None:
-    """Issue 4: the audit stream, then the claim and focus buckets with their watchers.
-
-    Entered after the NATS client, so they close before it: the audit queue drains last.
-    """
-    from agentcoord.stores.agentsource import DirectoryAgents
-    from agentcoord.stores.audit import AuditLog
-    from agentcoord.stores.kv import ClaimStore, FocusStore
-
-    assert app.nc is not None
-    js = app.nc.jetstream()
-    app.audit = await stack.enter_async_context(AuditLog(js))
-    app.claims = await stack.enter_async_context(ClaimStore(js, app.audit))
-    app.focus = await stack.enter_async_context(FocusStore(js, app.audit))
-    app.agents = DirectoryAgents(directory)
 
 
 def _with_addr(cfg: Config, addr: str) -> Config:

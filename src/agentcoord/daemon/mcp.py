@@ -31,7 +31,7 @@ from agentcoord.daemon.jsonrpc import (
 )
 from agentcoord.errors import ProtocolError, ToolError
 from agentcoord.tools._args import check_arguments
-from agentcoord.tools._base import ToolContext
+from agentcoord.tools._base import Tool, ToolContext
 from agentcoord.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -179,9 +179,19 @@ class McpCore:
             log.exception("tool %s failed", name)
             text = f"internal error in {name}: {type(exc).__name__}"
             return {"content": [{"type": "text", "text": text}], "isError": True}
-        text = tool.render(result) if tool.render else json.dumps(result, separators=(",", ":"))
+        text = _render(tool, result)
         return {
             "content": [{"type": "text", "text": text}],
             "structuredContent": result,
             "isError": False,
         }
+
+
+def _render(tool: Tool, result: dict[str, Any]) -> str:
+    """The text half of a result; a renderer bug degrades to JSON instead of failing the call."""
+    if tool.render is not None:
+        try:
+            return tool.render(result)
+        except Exception:
+            log.exception("rendering %s failed; sending JSON", tool.name)
+    return json.dumps(result, separators=(",", ":"), default=str)

@@ -6,13 +6,12 @@ Built in :func:`agentcoord.daemon.lifecycle._start` as an async context manager 
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentcoord.errors import ToolError
+from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.inbox import MessageBus
 from agentcoord.stores.records import (
     ChannelRecords,
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
     from agentcoord.daemon.app import App
     from agentcoord.daemon.natsusers import AgentAccess
 
-__all__ = ["Messaging", "Offer", "OfferBook", "audit", "require"]
+__all__ = ["Messaging", "Offer", "OfferBook", "require"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +85,7 @@ class Messaging:
     tasks: TaskRecords = field(default_factory=MemoryTaskRecords)
     offers: OfferBook = field(default_factory=OfferBook)
     access: AgentAccess | None = None  # per-agent NATS users (embedded NATS only)
+    audit_log: AuditSink | None = None  # the AGENT_EVENTS stream (stores/audit.py)
     nats_url: str = ""
     bus: MessageBus = field(init=False)
 
@@ -99,6 +99,12 @@ class Messaging:
     async def __aexit__(self, *exc: object) -> None:
         await self.bus.__aexit__(*exc)
 
+    def emit(self, event: str, agent: str, **data: Any) -> None:
+        """Best-effort audit event into AGENT_EVENTS (seed 000 "Durable state": a failed
+        append is logged by the audit log, never a tool error)."""
+        if self.audit_log is not None:
+            self.audit_log.emit(event, agent, **data)
+
     async def join(self, agent: str, subjects: list[str]) -> None:
         """Route ``subjects`` (channels) to ``agent``: its inbox, and its NATS permissions."""
         await self.bus.subscribe_subjects(agent, subjects)
@@ -111,13 +117,3 @@ def require(app: App) -> Messaging:
     if messaging is None:
         raise ToolError("messaging is not available (NATS is not connected)")
     return messaging  # type: ignore[no-any-return]
-
-
-async def audit(nc: Any, subject: str, event: str, **data: Any) -> None:
-    """Best-effort audit event (seed 000 "Durable state": a failed append is logged, never a
-    tool error). The AGENT_EVENTS stream, owned by the audit store, captures ``events.>``."""
-    payload = {"type": event, "ts": time.time(), **data}
-    try:
-        await nc.publish(subject, json.dumps(payload, separators=(",", ":")).encode())
-    except Exception:
-        log.warning("audit event %s was not published", event, exc_info=True)

@@ -128,6 +128,9 @@ class NatsSupervisor:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             preexec_fn=_die_with_parent,
+            # Its own process group: a Ctrl-C or a group-wide SIGTERM reaches the daemon, which
+            # then stops NATS in order, instead of NATS dying under a daemon still serving.
+            start_new_session=True,
         )
         self._drain = asyncio.create_task(self._drain_output(self._proc), name="nats-drain")
         try:
@@ -162,6 +165,10 @@ class NatsSupervisor:
                 self.port = int(match.group(2))
             if _READY.search(line):
                 self._ready.set()
+
+    def prepare_stop(self) -> None:
+        """The daemon is stopping: a nats-server exit from now on is not restarted."""
+        self._stopping = True
 
     async def _watch_loop(self) -> None:
         backoff = 0.05

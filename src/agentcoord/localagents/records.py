@@ -85,20 +85,21 @@ R = TypeVar("R", AgentRecord, AgentTaskRecord)
 
 
 class AgentRecords(Protocol):
-    """Where registered agents live (Agent objects once the store lands)."""
+    """Where registered agents live (Agent objects: stores/objects/records.py). Reads are
+    synchronous (the store serves them from memory); writes wait for the commit."""
 
-    def upsert(self, record: AgentRecord) -> None: ...
+    async def upsert(self, record: AgentRecord) -> None: ...
     def get(self, key: str) -> AgentRecord | None: ...
-    def delete(self, key: str) -> bool: ...
+    async def delete(self, key: str) -> bool: ...
     def list(self) -> list[AgentRecord]: ...
 
 
 class TaskRecords(Protocol):
-    """Where dispatch jobs live (AgentTask objects once the store lands)."""
+    """Where dispatch jobs live (AgentTask objects: stores/objects/records.py)."""
 
-    def upsert(self, record: AgentTaskRecord) -> None: ...
+    async def upsert(self, record: AgentTaskRecord) -> None: ...
     def get(self, key: str) -> AgentTaskRecord | None: ...
-    def delete(self, key: str) -> bool: ...
+    async def delete(self, key: str) -> bool: ...
     def list(self) -> list[AgentTaskRecord]: ...
 
 
@@ -119,7 +120,7 @@ class JsonFileRecords(Generic[R]):
             except (OSError, ValueError, TypeError):
                 log.warning("records file %s is unreadable; starting empty", path)
 
-    def upsert(self, record: R) -> None:
+    async def upsert(self, record: R) -> None:
         with self._lock:
             self._items[getattr(record, self._key)] = record
             self._save()
@@ -127,7 +128,7 @@ class JsonFileRecords(Generic[R]):
     def get(self, key: str) -> R | None:
         return self._items.get(key)
 
-    def delete(self, key: str) -> bool:
+    async def delete(self, key: str) -> bool:
         with self._lock:
             gone = self._items.pop(key, None) is not None
             if gone:

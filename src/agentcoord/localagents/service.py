@@ -107,6 +107,8 @@ class LocalAgents:
         *,
         runners: MutableMapping[tuple[int, float], RunnerInfo],
         base_env: Mapping[str, str],
+        records: AgentRecords | None = None,
+        tasks: TaskRecords | None = None,
     ) -> LocalAgents:
         """Build from the daemon's Config (the one place config becomes this service)."""
         spec = RunnerSpec.from_command(
@@ -128,6 +130,8 @@ class LocalAgents:
             sandbox=detect_sandbox(cfg.runner_sandbox),
             base_env=base_env,
             runners=runners,
+            records=records,
+            tasks=tasks,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -162,7 +166,7 @@ class LocalAgents:
         }
 
     # -- registered agents -------------------------------------------------------------------
-    def register(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    async def register(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """``register_agent``: upsert, keeping ``registered_at`` of an existing record."""
         agent_id = _checked_id(args["agent_id"])
         transport = args.get("transport", "http")
@@ -185,7 +189,7 @@ class LocalAgents:
             heartbeat_ttl=int(args.get("heartbeat_ttl", 300)),
             registered_by=caller.agent,
         )
-        self.records.upsert(record)
+        await self.records.upsert(record)
         return registered_view(record, self._clock())
 
     def _owned(self, agent_id: str, caller: Caller) -> AgentRecord | None:
@@ -200,11 +204,11 @@ class LocalAgents:
             )
         return record
 
-    def deregister(self, agent_id: str, caller: Caller) -> bool:
+    async def deregister(self, agent_id: str, caller: Caller) -> bool:
         self._owned(agent_id, caller)
-        return self.records.delete(_checked_id(agent_id))
+        return await self.records.delete(_checked_id(agent_id))
 
-    def heartbeat(
+    async def heartbeat(
         self, agent_id: str, status: str, metadata: dict[str, Any], caller: Caller
     ) -> dict[str, Any]:
         record = self._owned(agent_id, caller)
@@ -213,7 +217,7 @@ class LocalAgents:
         record.status = status
         record.metadata = {**record.metadata, **metadata}
         record.last_heartbeat = iso(self._clock())
-        self.records.upsert(record)
+        await self.records.upsert(record)
         return registered_view(record, self._clock())
 
     # -- views (the discovery tools call these) ----------------------------------------------
@@ -347,7 +351,7 @@ class LocalAgents:
             raise NotFound(f"no local package {agent_id!r} under {self.hub}")
         return path
 
-    def _new_task(
+    async def _new_task(
         self, agent_id: str, transport: str, args: dict[str, Any], caller: Caller
     ) -> AgentTaskRecord:
         job_id = f"{int(self._clock())}-{secrets.token_hex(4)}"
@@ -360,26 +364,26 @@ class LocalAgents:
             status="pending",
             created_at=iso(self._clock()),
         )
-        self.tasks.upsert(task)
+        await self.tasks.upsert(task)
         return task
 
-    def _finish(self, task: AgentTaskRecord, status: str, **changes: Any) -> dict[str, Any]:
+    async def _finish(self, task: AgentTaskRecord, status: str, **changes: Any) -> dict[str, Any]:
         task.status = status
         task.finished_at = iso(self._clock())
         for key, value in changes.items():
             setattr(task, key, value)
-        self.tasks.upsert(task)
+        await self.tasks.upsert(task)
         return task.as_dict()
 
     async def _run_local(
         self, agent_id: str, package: Path, args: dict[str, Any], caller: Caller
     ) -> dict[str, Any]:
-        task = self._new_task(agent_id, "local", args, caller)
+        task = await self._new_task(agent_id, "local", args, caller)
         job_dir = self._state_dir / "jobs" / task.job_id
         task.log_dir = str(job_dir)
         task.sandbox = self.sandbox.mode
         task.status = "running"
-        self.tasks.upsert(task)
+        await self.tasks.upsert(task)
         prompt = _prompt(args)
 
         async def job() -> dict[str, Any]:
@@ -397,16 +401,18 @@ class LocalAgents:
                     runner_info=RunnerInfo(agent_id, caller.depth + 1),
                 )
             except asyncio.CancelledError:
-                self._finish(task, "cancelled", error="the daemon stopped")
+                await self._finish(task, "cancelled", error="the daemon stopped")
                 raise
             except OSError as exc:
-                return self._finish(task, "failed", error=f"cannot start the runner: {exc}")
+                return await self._finish(task, "failed", error=f"cannot start the runner: {exc}")
             out = outcome.as_dict()
             status = (
                 "succeeded" if outcome.success else "timed_out" if outcome.timed_out else "failed"
             )
             error = "" if outcome.success else _why(outcome.as_dict(), outcome.stderr_tail)
-            done = self._finish(task, status, exit_code=outcome.exit_code, result=out, error=error)
+            done = await self._finish(
+                task, status, exit_code=outcome.exit_code, result=out, error=error
+            )
             return done
 
         if args.get("wait"):
@@ -432,7 +438,7 @@ class LocalAgents:
                 retry=True,
                 agent_id=record.agent_id,
             )
-        task = self._new_task(record.agent_id, "http", args, caller)
+        task = await self._new_task(record.agent_id, "http", args, caller)
         body = {
             "task": args["task"],
             "profile": args.get("profile", ""),
@@ -445,21 +451,21 @@ class LocalAgents:
             reply = await httpjobs.post_job(record.endpoint, body)
             task.remote_job_id = reply["job_id"]
             task.status = "running"
-            self.tasks.upsert(task)
+            await self.tasks.upsert(task)
             if not args.get("wait"):
                 task.result = reply
-                self.tasks.upsert(task)
+                await self.tasks.upsert(task)
                 return task.as_dict()
             final = await httpjobs.wait_job(
                 record.endpoint, reply["job_id"], deadline_s=self._wait_deadline_s
             )
         except DispatchFailed as exc:
-            self._finish(task, "failed", error=str(exc.data.get("error")))
+            await self._finish(task, "failed", error=str(exc.data.get("error")))
             exc.data.setdefault("agent_id", record.agent_id)
             exc.data["job_id"] = task.job_id
             raise
         ok = str(final.get("status", "")).lower() in ("done", "succeeded", "completed")
-        return self._finish(task, "succeeded" if ok else "failed", result=final)
+        return await self._finish(task, "succeeded" if ok else "failed", result=final)
 
 
 def _checked_id(agent_id: str) -> str:

@@ -1,2 +1,2 @@
-"""Durable and lease state: the object store, NATS KV (claims, focus), the audit stream,
-JetStream inboxes, and the record seams the object store backs."""
+"""Durable and lease state: the Kubernetes-compatible object store (``objects``), NATS KV
+(claims, focus), the audit stream, JetStream inboxes, and the record seams the store backs."""

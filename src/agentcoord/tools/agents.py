@@ -57,17 +57,17 @@ async def _register(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     args = dict(args)
     args["capabilities"] = [str(c) for c in _json_arg(args, "capabilities", list)]
     args["metadata"] = _json_arg(args, "metadata", dict)
-    return {"success": True, "agent": _service(ctx).register(args, ctx.caller)}
+    return {"success": True, "agent": await _service(ctx).register(args, ctx.caller)}
 
 
 async def _deregister(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    removed = _service(ctx).deregister(args["agent_id"], ctx.caller)
+    removed = await _service(ctx).deregister(args["agent_id"], ctx.caller)
     return {"success": removed, "agent_id": args["agent_id"], "removed": removed}
 
 
 async def _heartbeat(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     meta = _json_arg(args, "metadata", dict)
-    agent = _service(ctx).heartbeat(
+    agent = await _service(ctx).heartbeat(
         args["agent_id"], args.get("status", "online"), meta, ctx.caller
     )
     return {"success": True, "agent": agent}

@@ -9,6 +9,8 @@ from typing import Any
 from agentcoord.errors import InvalidArguments
 from agentcoord.stores.agentsource import AgentSource
 from agentcoord.stores.kv import Focus, FocusStore
+from agentcoord.stores.objects.errors import BadRequest
+from agentcoord.stores.objects.selectors import parse_labels
 from agentcoord.tools._acting import acting_agent, running
 from agentcoord.tools._base import Tool, ToolContext, obj_schema
 
@@ -82,26 +84,11 @@ def _render_find(r: dict[str, Any]) -> str:
 
 
 def match_selector(labels: dict[str, str], selector: str) -> bool:
-    """Equality label selectors (``a=b,c!=d,e``), the subset agents need (pure)."""
-    for part in (p.strip() for p in selector.split(",")):
-        if not part:
-            continue
-        if "!=" in part:
-            k, v = (s.strip() for s in part.split("!=", 1))
-            if labels.get(k) == v:
-                return False
-        elif "=" in part:
-            k, v = (s.strip() for s in part.split("=", 1))
-            if not k:
-                raise InvalidArguments(f"bad selector {selector!r}")
-            if labels.get(k) != v.lstrip("="):
-                return False
-        elif part.startswith("!"):
-            if part[1:] in labels:
-                return False
-        elif part not in labels:
-            return False
-    return True
+    """Kubernetes label selectors, equality and set-based (``a=b,c in (x,y),!d``)."""
+    try:
+        return parse_labels(selector).matches(labels)
+    except BadRequest as exc:
+        raise InvalidArguments(f"bad selector {selector!r}: {exc}") from None
 
 
 def _with_focus(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
@@ -139,9 +126,15 @@ async def _list_agents(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
 def _render_list(r: dict[str, Any]) -> str:
     if not r["agents"]:
         return "no agents"
-    return "\n".join(
-        f"{a['name']}  {a['phase']}  {(a['focus'] or {}).get('intent') or '-'}" for a in r["agents"]
-    )
+    lines = []
+    for a in r["agents"]:
+        if "transport" in a:  # a registered or local agent (seed 001 row)
+            caps = ", ".join(a.get("capabilities", [])) or "-"
+            lines.append(f"{a['name']}  {a['phase']}  {a['transport']}  [{caps}]")
+        else:
+            intent = (a.get("focus") or {}).get("intent") or "-"
+            lines.append(f"{a['name']}  {a['phase']}  {intent}")
+    return "\n".join(lines)
 
 
 async def _get_agent(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from agentcoord import wire
-from agentcoord.daemon.messaging import Messaging, Offer, audit, require
+from agentcoord.daemon.messaging import Messaging, Offer, require
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.inbox import check_agent_id, inbox_subject
@@ -139,12 +139,10 @@ async def answer_offer(
             context=offer.context,
         )
         offer.successor_task = out["task"] = task.name
-        await audit(
-            m.nc,
-            "events.handoff",
+        m.emit(
             "HANDED_OFF",
+            offer.from_agent,
             offer=offer_id,
-            agent=offer.from_agent,
             to=me,
             task=task.name,
             lineage=task.lineage,

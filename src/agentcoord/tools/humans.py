@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 import time
 from typing import Any
 
 from agentcoord import answers, wire
-from agentcoord.daemon.messaging import Messaging, audit, require
+from agentcoord.daemon.messaging import Messaging, require
 from agentcoord.errors import IdentityError, InvalidArguments, NotFound, ToolError
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.records import AlreadyAnswered, PromptRecord
 from agentcoord.tools._base import Tool, ToolContext, obj_schema
 from agentcoord.tools._caller import acting_agent
+
+PROMPTS_NEW = "prompts.new"  # JSON announcement of each new prompt (daemon-published)
 
 __all__ = ["TOOLS", "reply_subject"]
 
@@ -80,7 +83,21 @@ async def _ask(
     sub = await m.nc.subscribe(reply_subject(rec.id), cb=on_reply)
     try:
         await m.prompts.create(rec)
-        await audit(m.nc, "events.prompt", "HUMAN_PROMPTED", prompt=rec.id, agent=me, kind=kind)
+        m.emit("HUMAN_PROMPTED", me, prompt=rec.id, kind=kind)
+        # Announce at once (the audit append is batched): the console and desktop
+        # notifications react to this, and an answer may come back within milliseconds.
+        await m.nc.publish(
+            PROMPTS_NEW,
+            json.dumps(
+                {
+                    "prompt": rec.id,
+                    "agent": me,
+                    "kind": kind,
+                    "question": rec.question,
+                    "ts": time.time(),
+                }
+            ).encode(),
+        )
         deadline = time.monotonic() + float(args.get("timeout_secs", 60))
         while (left := deadline - time.monotonic()) > 0:
             try:

@@ -155,6 +155,27 @@ async def _broadcast(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     return {"sent": True, "subject": BROADCAST_SUBJECT, "seq": pub.seq}
 
 
+async def _list_channels(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Channels you take part in (the human sees every channel)."""
+    m = require(ctx.app)
+    now = time.time()
+    me = ctx.caller.agent
+    rows = [
+        c.view(now)
+        for c in await m.channels.list()
+        if ctx.caller.kind == "human" or me in c.participants
+    ]
+    return {"channels": rows}
+
+
+def _render_channels(r: dict[str, Any]) -> str:
+    if not r["channels"]:
+        return "no channels"
+    return "\n".join(
+        f"{c['name']}  {c['phase']}  {', '.join(c['participants'])}" for c in r["channels"]
+    )
+
+
 async def _open_channel(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     me = acting_agent(ctx, args)
     m = require(ctx.app)
@@ -286,6 +307,13 @@ TOOLS = [
         ),
         _open_channel,
         _render_open,
+    ),
+    Tool(
+        "list_channels",
+        "Channels you take part in, with phase and participants.",
+        obj_schema(),
+        _list_channels,
+        _render_channels,
     ),
     Tool(
         "close_channel",

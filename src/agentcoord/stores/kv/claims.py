@@ -113,6 +113,9 @@ class ClaimStore:
         self._procs = ProcessWatch(self._exits.put_nowait)
         self._watcher: Any = None
         self._tasks: list[asyncio.Task[None]] = []
+        # (wanting agent, key) -> (holder agent, when): recent contention, for "who waits
+        # on whom"; cleared when the agent gets the key.
+        self._contention: dict[tuple[str, str], tuple[str, float]] = {}
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -216,9 +219,26 @@ class ClaimStore:
             return _Plan(record, True, done, tuple(dropped))
 
         result = await self._mutate(esc, plan)
-        if isinstance(result, Granted) and proc is not None:
-            self._procs.watch(proc)
+        if isinstance(result, Granted):
+            self._contention.pop((agent, key), None)
+            if proc is not None:
+                self._procs.watch(proc)
+        elif isinstance(result, Contention):
+            self._contention[(agent, key)] = (result.holder.agent, self._clock())
         return result  # type: ignore[no-any-return]
+
+    def contention(self, window: float = 120.0) -> list[tuple[str, str, str, float]]:
+        """Recent refused claims whose holder still holds the key:
+        (wanting agent, key, holder, when), oldest first."""
+        now = self._clock()
+        held = {(key, h.agent) for key, h in self.check("")}
+        out = []
+        for (agent, key), (holder, when) in list(self._contention.items()):
+            if now - when > window or (key, holder) not in held:
+                del self._contention[(agent, key)]
+                continue
+            out.append((agent, key, holder, when))
+        return sorted(out, key=lambda row: row[3])
 
     async def release(self, agent: str, key: str, token: int) -> bool:
         """Drop ``agent``'s grant ``token`` on ``key``; False when nothing was held."""

@@ -1,0 +1,179 @@
+"""Human CLI views: ``agentcoord agents | claims | channels | audit | tail | prompts | answer``.
+
+Each view calls the daemon's own tools over the unix socket (so the daemon decides who is
+asking) and prints a readable table, or the structured result with ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agentcoord.client import call_unix
+from agentcoord.config import Config
+from agentcoord.errors import DaemonUnreachable, ToolError
+
+__all__ = ["VIEWS", "call_tool", "format_table", "run_view", "tail"]
+
+
+def call_tool(cfg: Config, name: str, arguments: dict[str, Any]) -> tuple[Any, str]:
+    """One tool call as whoever this process is; raises ToolError on an ``isError`` result."""
+    result = call_unix(cfg.socket_path, "tools/call", {"name": name, "arguments": arguments})
+    text = "\n".join(c.get("text", "") for c in result.get("content", []))
+    if result.get("isError"):
+        raise ToolError(text)
+    return result.get("structuredContent"), text
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Left-aligned columns, two spaces apart, cells cut at 60 characters."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, value in enumerate(row):
+            widths[i] = max(widths[i], len(value))
+    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list | tuple):
+        value = ", ".join(str(v) for v in value)
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _agents(data: dict[str, Any]) -> str:
+    rows = []
+    for a in data["agents"]:
+        focus = a.get("focus") or {}
+        rows.append(
+            [
+                a.get("name"),
+                a.get("phase") or a.get("effective_status"),
+                a.get("transport", "session"),
+                focus.get("intent") if isinstance(focus, dict) else "",
+                a.get("capabilities", []),
+            ]
+        )
+    return format_table(["agent", "status", "kind", "focus", "capabilities"], rows)
+
+
+def _claims(data: dict[str, Any]) -> str:
+    rows = [
+        [c["resource_key"], c["agent"], c["mode"], c.get("expires_at"), c.get("purpose", "")]
+        for c in data["claims"]
+    ]
+    return format_table(["key", "holder", "mode", "expires", "purpose"], rows)
+
+
+def _channels(data: dict[str, Any]) -> str:
+    rows = [
+        [c["name"], c["phase"], c["participants"], c.get("topic", "")] for c in data["channels"]
+    ]
+    return format_table(["channel", "phase", "participants", "topic"], rows)
+
+
+def _audit(data: dict[str, Any]) -> str:
+    skip = {"seq", "ts", "type", "agent"}
+    rows = [
+        [e.get("ts"), e.get("type"), e.get("agent"), {k: v for k, v in e.items() if k not in skip}]
+        for e in data["events"]
+    ]
+    return format_table(["time", "event", "agent", "details"], rows)
+
+
+def _prompts(data: dict[str, Any]) -> str:
+    rows = [
+        [p["id"], p["kind"], p["agent"], p["question"], p.get("choices", []), p.get("phase")]
+        for p in data["prompts"]
+    ]
+    return format_table(["id", "kind", "from", "question", "choices", "phase"], rows)
+
+
+# view name -> (tool, renderer)
+VIEWS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    "agents": ("list_agents", _agents),
+    "claims": ("check_claims", _claims),
+    "channels": ("list_channels", _channels),
+    "audit": ("audit", _audit),
+    "prompts": ("list_prompts", _prompts),
+}
+
+
+def run_view(cfg: Config, view: str, arguments: dict[str, Any], as_json: bool) -> int:
+    tool, render = VIEWS[view]
+    data, _text = call_tool(cfg, tool, arguments)
+    print(json.dumps(data, indent=2) if as_json else render(data))
+    return 0
+
+
+def human_http(cfg: Config) -> tuple[str, str]:
+    """The running daemon's HTTP address and the human's bearer token."""
+    try:
+        addr = cfg.http_addr_file.read_text().strip()
+        token = (cfg.state_dir / "human.token").read_text().strip()
+    except OSError:
+        raise DaemonUnreachable(
+            "no running daemon found (start it with `agentcoord serve`)"
+        ) from None
+    return addr, token
+
+
+def console_link(cfg: Config) -> str:
+    """The web console's login link (the human's token rides it once, then a cookie)."""
+    addr, token = human_http(cfg)
+    return f"http://{addr}/console/login?token={token}"
+
+
+def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:
+    """Follow the audit log live (the console's SSE stream, with the human's token)."""
+    import http.client
+
+    addr, token = human_http(cfg)
+    host, port = addr.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host.strip("[]"), int(port))
+    conn.request("GET", "/console/api/events", headers={"authorization": f"Bearer {token}"})
+    resp = conn.getresponse()
+    if resp.status != 200:
+        raise DaemonUnreachable(f"the daemon refused the event stream ({resp.status})")
+    seen = 0
+    for raw in resp:
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        if line.startswith(": connected"):
+            print(
+                f"following the audit log of {addr} (Ctrl-C to stop)", file=sys.stderr, flush=True
+            )
+        if not line.startswith("data: "):
+            continue
+        event = json.loads(line[6:])
+        if as_json:
+            print(json.dumps(event), flush=True)
+        else:
+            ts = event.get("ts")
+            when = (
+                time.strftime("%H:%M:%S", time.localtime(ts)) if isinstance(ts, float | int) else ts
+            )
+            rest = {k: v for k, v in event.items() if k not in ("ts", "type", "agent", "subject")}
+            print(
+                f"{when or '-'}  {event.get('type', event.get('subject'))}  "
+                f"{event.get('agent', '-')}  {json.dumps(rest)}",
+                flush=True,
+            )
+        seen += 1
+        if max_events is not None and seen >= max_events:
+            break
+    conn.close()
+    return 0
+
+
+def answer(cfg: Config, prompt: str, text: str) -> int:
+    _data, out = call_tool(cfg, "answer_prompt", {"prompt": prompt, "answer": text})
+    print(out)
+    return 0

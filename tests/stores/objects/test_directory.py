@@ -1,0 +1,49 @@
+"""Session agents become Agent objects on first contact and are found again after a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentcoord.stores.objects import ObjectStore
+from agentcoord.stores.objects.directory import DIR_LABEL, SESSION_LABEL, StoreDirectory
+
+SID = "0b7e9a52-5d43-4d5a-9a55-5c1d1f7b0c11"
+
+
+async def test_first_contact_creates_running_agent(tmp_path: Path) -> None:
+    """A new session gets `<dir>-<n>`, phase Running, and session/dir labels."""
+    async with ObjectStore(tmp_path / "o.db") as store:
+        d = StoreDirectory(store)
+        name = await d.session_agent((100, 1.5), SID, "/home/u/My Project")
+        assert name == "my-project-1"
+        obj = await store.get("agents", "default", name)
+        assert obj["status"]["phase"] == "Running"
+        assert obj["metadata"]["labels"] == {SESSION_LABEL: SID, DIR_LABEL: "my-project"}
+        assert obj["spec"]["cwd"] == "/home/u/My Project"
+        assert await d.session_agent((100, 1.5), SID, "/home/u/My Project") == name
+        other = await d.session_agent((200, 2.5), None, "/home/u/my-project")
+        assert other == "my-project-2"
+
+
+async def test_same_session_found_after_restart(tmp_path: Path) -> None:
+    """A fresh directory (daemon restart) maps a known session id back to its Agent."""
+    async with ObjectStore(tmp_path / "o.db") as store:
+        first = await StoreDirectory(store).session_agent((1, 1.0), SID, "/w/app")
+    async with ObjectStore(tmp_path / "o.db") as store:
+        again = await StoreDirectory(store).session_agent((2, 2.0), SID, "/w/app")
+        assert again == first
+        assert len((await store.list("agents"))[0]) == 1
+
+
+async def test_rename_moves_the_session(tmp_path: Path) -> None:
+    """rename_session creates the chosen Agent with the session's labels and drops the old one."""
+    async with ObjectStore(tmp_path / "o.db") as store:
+        d = StoreDirectory(store)
+        old = await d.session_agent((1, 1.0), SID, "/w/app")
+        await d.rename_session((1, 1.0), "reviewer")
+        names = [o["metadata"]["name"] for o in (await store.list("agents"))[0]]
+        assert names == ["reviewer"]
+        assert old not in names
+        assert await d.session_agent((1, 1.0), SID, "/w/app") == "reviewer"
+        found, _ = await store.list("agents", labels=f"{SESSION_LABEL}={SID}")
+        assert [o["metadata"]["name"] for o in found] == ["reviewer"]

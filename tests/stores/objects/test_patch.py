@@ -1,0 +1,103 @@
+"""JSON merge patch and JSON patch follow RFC 7386 and RFC 6902; other types are 415."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentcoord.stores.objects.errors import BadRequest, Invalid, UnsupportedMediaType
+from agentcoord.stores.objects.patch import apply_patch, json_patch, merge_patch
+
+# RFC 7386 appendix A (a selection)
+RFC7386 = [
+    ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+    ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+    ({"a": "b"}, {"a": None}, {}),
+    ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+    ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+    ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+    (["a", "b"], ["c", "d"], ["c", "d"]),
+    ({"a": "b"}, ["c"], ["c"]),
+    ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+    ([1, 2], {"a": "b", "c": None}, {"a": "b"}),
+]
+
+
+@pytest.mark.parametrize(("target", "patch", "result"), RFC7386)
+def test_merge_patch_rfc_examples(target: Any, patch: Any, result: Any) -> None:
+    """The RFC 7386 examples give the RFC's results."""
+    assert merge_patch(target, patch) == result
+
+
+def test_json_patch_operations() -> None:
+    """add (with '-'), remove, replace, move, copy and test work on nested documents."""
+    doc = {"status": {"checkpoints": [{"ref": "a"}]}, "spec": {"x": 1}}
+    out = json_patch(
+        doc,
+        [
+            {"op": "add", "path": "/status/checkpoints/-", "value": {"ref": "b"}},
+            {"op": "replace", "path": "/spec/x", "value": 2},
+            {"op": "copy", "from": "/spec/x", "path": "/spec/y"},
+            {"op": "move", "from": "/spec/y", "path": "/spec/z"},
+            {"op": "test", "path": "/spec/z", "value": 2},
+            {"op": "remove", "path": "/status/checkpoints/0"},
+            {"op": "add", "path": "/spec/a~1b", "value": True},
+        ],
+    )
+    assert out == {"status": {"checkpoints": [{"ref": "b"}]}, "spec": {"x": 2, "z": 2, "a/b": True}}
+    assert doc["spec"] == {"x": 1}, "the target is not mutated"
+
+
+def test_json_patch_add_to_missing_array_fails() -> None:
+    """add to /status/checkpoints/- without the array is an error (the seed's documented edge)."""
+    with pytest.raises(Invalid, match="missing path"):
+        json_patch({"status": {}}, [{"op": "add", "path": "/status/checkpoints/-", "value": 1}])
+
+
+def test_json_patch_failed_test_and_bad_ops() -> None:
+    """A failed test op is 422; a non-list body or unknown op is 400."""
+    with pytest.raises(Invalid, match="testing value"):
+        json_patch({"a": 1}, [{"op": "test", "path": "/a", "value": 2}])
+    with pytest.raises(BadRequest):
+        json_patch({"a": 1}, {"op": "add"})
+    with pytest.raises(BadRequest):
+        json_patch({"a": 1}, [{"op": "frobnicate", "path": "/a"}])
+
+
+def test_strategic_and_apply_are_415() -> None:
+    """Strategic merge and apply patches are refused with 415, as for custom resources."""
+    for media in ("application/strategic-merge-patch+json", "application/apply-patch+yaml"):
+        with pytest.raises(UnsupportedMediaType, match="merge-patch"):
+            apply_patch(media, {}, {})
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(st.dictionaries(st.text(max_size=3), _json, max_size=4), st.text(max_size=3), _json)
+def test_add_then_remove_restores(doc: dict[str, Any], key: str, value: Any) -> None:
+    """For a new key, JSON patch add followed by remove gives back the original document."""
+    if key in doc:
+        return
+    path = "/" + key.replace("~", "~0").replace("/", "~1")
+    added = json_patch(doc, [{"op": "add", "path": path, "value": value}])
+    assert added[key] == value
+    assert json_patch(added, [{"op": "remove", "path": path}]) == doc
+
+
+@given(st.dictionaries(st.text(max_size=3), _json, max_size=4))
+def test_merge_patch_is_idempotent(patch: dict[str, Any]) -> None:
+    """Applying the same merge patch twice equals applying it once."""
+    once = merge_patch({"a": 1}, patch)
+    assert merge_patch(once, patch) == once

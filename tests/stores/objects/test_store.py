@@ -1,0 +1,241 @@
+"""The store on a real SQLite file: CRUD, conflicts, watch, compaction, finalizers, GC."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agentcoord.stores.objects import (
+    AlreadyExists,
+    Conflict,
+    Expired,
+    ObjectNotFound,
+    ObjectStore,
+    StoreError,
+)
+
+NS = "default"
+
+
+def _agent(name: str, **labels: str) -> dict:
+    return {"metadata": {"name": name, "labels": labels}, "spec": {"profile": "p"}}
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[ObjectStore]:
+    """An open store on a temp file."""
+    async with ObjectStore(tmp_path / "objects.db") as s:
+        yield s
+
+
+async def test_create_get_list_and_reopen(tmp_path: Path) -> None:
+    """Objects and the resourceVersion counter survive closing and reopening the file."""
+    async with ObjectStore(tmp_path / "o.db") as s:
+        a = await s.create("agents", NS, _agent("a", team="x"))
+        await s.create("agents", "other", _agent("b"))
+        assert a["metadata"]["resourceVersion"] == "1"
+        with pytest.raises(AlreadyExists):
+            await s.create("agents", NS, _agent("a"))
+        items, rv = await s.list("agents")
+        assert [o["metadata"]["name"] for o in items] == ["a", "b"]
+        assert rv == 2
+        assert [o["metadata"]["name"] for o in (await s.list("agents", "other"))[0]] == ["b"]
+        assert len((await s.list("agents", labels="team=x"))[0]) == 1
+        assert len((await s.list("agents", fields="metadata.name=b"))[0]) == 1
+    async with ObjectStore(tmp_path / "o.db") as s:
+        assert (await s.get("agents", NS, "a"))["metadata"]["uid"] == a["metadata"]["uid"]
+        c = await s.create("agents", NS, _agent("c"))
+        assert c["metadata"]["resourceVersion"] == "3"
+    assert sqlite3.connect(tmp_path / "o.db").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert (tmp_path / "o.db").stat().st_mode & 0o077 == 0
+
+
+async def test_stale_update_is_conflict_and_patch_is_not(store: ObjectStore) -> None:
+    """PUT with an old resourceVersion is 409; a patch without one applies to the newest."""
+    a = await store.create("agents", NS, _agent("a"))
+    await store.patch("agents", NS, "a", {"spec": {"pool": "x"}})
+    stale = {**a, "spec": {"profile": "q"}}
+    with pytest.raises(Conflict, match="has been modified"):
+        await store.update("agents", NS, stale)
+    with pytest.raises(Conflict):
+        await store.patch("agents", NS, "a", {"metadata": {"resourceVersion": "1"}})
+    out = await store.patch("agents", NS, "a", {"spec": {"pool": "y"}})
+    assert out["spec"] == {"profile": "p", "pool": "y"}
+    assert out["metadata"]["generation"] == 3
+
+
+async def test_noop_update_keeps_resource_version(store: ObjectStore) -> None:
+    """A write that changes nothing does not move resourceVersion or emit an event."""
+    await store.create("agents", NS, _agent("a"))
+    out = await store.patch("agents", NS, "a", {"spec": {"profile": "p"}})
+    assert out["metadata"]["resourceVersion"] == "1"
+    assert store.revision == 1
+
+
+async def test_watch_from_rv_replays_then_streams(store: ObjectStore) -> None:
+    """A watch from an rv replays later events from the log, then streams live ones in order."""
+    await store.create("agents", NS, _agent("a"))
+    await store.patch("agents", NS, "a", {"spec": {"pool": "1"}})
+    await store.patch("agents", NS, "a", {"spec": {"pool": "2"}})
+    async with await store.watch("agents", since=1) as w:
+        await store.delete("agents", NS, "a")
+        got = [await w.next(timeout=2) for _ in range(3)]
+    assert [(e.type, e.rv) for e in got if e] == [("MODIFIED", 2), ("MODIFIED", 3), ("DELETED", 4)]
+
+
+async def test_watch_without_rv_starts_with_current_objects(store: ObjectStore) -> None:
+    """A watch with no rv first sends ADDED for the current objects (at their rv)."""
+    await store.create("agents", NS, _agent("a"))
+    await store.create("agents", NS, _agent("b"))
+    async with await store.watch("agents") as w:
+        first = [await w.next(timeout=1) for _ in range(2)]
+        assert await w.next(timeout=0.05) is None
+    assert [(e.type, e.object["metadata"]["name"]) for e in first if e] == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+    ]
+
+
+async def test_label_watch_sees_objects_enter_and_leave(store: ObjectStore) -> None:
+    """With a label selector, a relabel that enters/leaves it arrives as ADDED/DELETED."""
+    await store.create("agents", NS, _agent("a", team="x"))
+    async with await store.watch("agents", labels="team=y", since=store.revision) as w:
+        await store.patch("agents", NS, "a", {"metadata": {"labels": {"team": "y"}}})
+        await store.patch("agents", NS, "a", {"spec": {"pool": "1"}})
+        await store.patch("agents", NS, "a", {"metadata": {"labels": {"team": "z"}}})
+        got = [await w.next(timeout=1) for _ in range(3)]
+    assert [e.type for e in got if e] == ["ADDED", "MODIFIED", "DELETED"]
+
+
+async def test_compaction_gives_410(store: ObjectStore) -> None:
+    """Below the compacted rv, watch and list-at-rv are 410 Expired; above it replay works."""
+    for i in range(5):
+        await store.create("agents", NS, _agent(f"a{i}"))
+    await store.compact(3)
+    assert store.compacted == 3
+    with pytest.raises(Expired, match="too old resource version"):
+        await store.watch("agents", since=2)
+    async with await store.watch("agents", since=3) as w:
+        e = await w.next(timeout=1)
+    assert e is not None
+    assert e.rv == 4
+
+
+async def test_retention_compacts_automatically(tmp_path: Path) -> None:
+    """With retention N the log keeps roughly the last N events and records the point."""
+    async with ObjectStore(tmp_path / "o.db", retention=10) as s:
+        for i in range(30):
+            await s.create("agents", NS, _agent(f"a{i}"))
+        assert 0 < s.compacted <= 20
+    rows = sqlite3.connect(tmp_path / "o.db").execute("SELECT count(*) FROM events").fetchone()
+    assert rows[0] <= 21
+    async with ObjectStore(tmp_path / "o.db", retention=10) as s:
+        assert s.revision == 30
+        assert s.compacted > 0
+
+
+async def test_slow_watcher_is_cut_off(tmp_path: Path) -> None:
+    """A watcher that falls a full queue behind ends with Expired; the writer never waits."""
+    async with ObjectStore(tmp_path / "o.db", watch_queue=4) as s:
+        w = await s.watch("agents", since=s.revision)
+        for i in range(10):
+            await s.create("agents", NS, _agent(f"a{i}"))
+        seen = [await w.next(timeout=1) for _ in range(4)]
+        assert all(e is not None for e in seen)
+        with pytest.raises(Expired, match="fell too far behind"):
+            await w.next(timeout=1)
+
+
+async def test_finalizers_hold_deletion(store: ObjectStore) -> None:
+    """Delete with a finalizer sets deletionTimestamp; removing the finalizer deletes it."""
+    await store.create(
+        "agents", NS, {**_agent("a"), "metadata": {"name": "a", "finalizers": ["x/y"]}}
+    )
+    marked = await store.delete("agents", NS, "a")
+    assert marked["metadata"]["deletionTimestamp"]
+    assert (await store.get("agents", NS, "a"))["metadata"]["deletionTimestamp"]
+    await store.patch("agents", NS, "a", {"metadata": {"finalizers": None}})
+    with pytest.raises(ObjectNotFound):
+        await store.get("agents", NS, "a")
+
+
+def _owned_by(owner: dict) -> list[dict]:
+    return [
+        {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"],
+        }
+    ]
+
+
+async def _gone(store: ObjectStore, plural: str, name: str) -> bool:
+    for _ in range(200):
+        try:
+            await store.get(plural, NS, name)
+        except ObjectNotFound:
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+async def test_owner_deletion_collects_dependents(store: ObjectStore) -> None:
+    """Deleting an AgentTask garbage-collects the Agent it owns, and that Agent's dependents."""
+    task = await store.create(
+        "agenttasks", NS, {"metadata": {"name": "t"}, "spec": {"objective": "o"}}
+    )
+    agent = await store.create(
+        "agents", NS, {"metadata": {"name": "a", "ownerReferences": _owned_by(task)}, "spec": {}}
+    )
+    await store.create(
+        "agentchannels",
+        NS,
+        {
+            "metadata": {"name": "c", "ownerReferences": _owned_by(agent)},
+            "spec": {"participants": ["a"]},
+        },
+    )
+    keep = await store.create("agents", NS, {"metadata": {"name": "free"}, "spec": {}})
+    await store.delete("agenttasks", NS, "t")
+    assert await _gone(store, "agents", "a")
+    assert await _gone(store, "agentchannels", "c")
+    assert (await store.get("agents", NS, "free"))["metadata"]["uid"] == keep["metadata"]["uid"]
+
+
+async def test_orphan_propagation_keeps_dependents(store: ObjectStore) -> None:
+    """propagationPolicy Orphan leaves the dependent and removes its owner reference."""
+    task = await store.create(
+        "agenttasks", NS, {"metadata": {"name": "t"}, "spec": {"objective": "o"}}
+    )
+    await store.create(
+        "agents", NS, {"metadata": {"name": "a", "ownerReferences": _owned_by(task)}, "spec": {}}
+    )
+    await store.delete("agenttasks", NS, "t", propagation="Orphan")
+    for _ in range(200):
+        if "ownerReferences" not in (await store.get("agents", NS, "a"))["metadata"]:
+            break
+        await asyncio.sleep(0.01)
+    assert "ownerReferences" not in (await store.get("agents", NS, "a"))["metadata"]
+
+
+async def test_group_commit_batches_concurrent_writes(store: ObjectStore) -> None:
+    """64 concurrent creates commit in fewer transactions than writes, all acknowledged."""
+    await asyncio.gather(*(store.create("agents", NS, _agent(f"a{i}")) for i in range(64)))
+    assert store.stats.writes == 64
+    assert store.stats.batches < 64
+    assert store.revision == 64
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    """A database from a newer schema version is not opened."""
+    conn = sqlite3.connect(tmp_path / "o.db")
+    conn.execute("PRAGMA user_version=99")
+    conn.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        async with ObjectStore(tmp_path / "o.db"):
+            pass
