@@ -7,8 +7,8 @@ is the same after a daemon restart):
 
     claude -- python mixed_client.py SOCKET CTL_DIR INDEX SEED OPS
 
-OPS is a comma-separated list of workloads (``claims,messages``); each is a function in
-``WORKLOADS`` below, which is where a store-writes or an asks workload plugs in.
+OPS is a comma-separated list of workloads (``claims,messages,store``); each is a method
+named in ``WORKLOADS`` below, which is where an asks workload plugs in.
 
 Control files in CTL_DIR (written by the suite): ``peers.json`` (every client's agent name;
 start), ``stop`` (finish the current operation, stop sending), ``drain`` (read the inbox until
@@ -48,6 +48,7 @@ class Client:
         self.received = []  # message texts, in order, with repeats
         self.seq = 0
         self.last_seq = 0  # highest inbox seq received
+        self.regs = {}  # registered agent id -> last acknowledged version
         self.counts = {"ops": 0, "retries": 0, "reconnects": 0, "error_results": 0}
         # Line-buffered for the life of the process: every record is on disk when written.
         self.log = open(os.path.join(ctl, f"ops-{index}.jsonl"), "a", buffering=1)  # noqa: SIM115
@@ -172,6 +173,20 @@ class Client:
         else:
             self.read_inbox()
 
+    def store(self):
+        """Register an agent of ours or re-point one (an Agent object in the store): a store
+        write whose last acknowledged version must be the one the store holds."""
+        if self.regs and self.rng.random() < 0.5:
+            rid = self.rng.choice(sorted(self.regs))
+            version = self.regs[rid] + 1
+        else:
+            rid, version = f"reg-{self.me}-{len(self.regs)}", 1
+        self.record(op="store-try", id=rid, version=version)
+        endpoint = f"http://127.0.0.1:9/{rid}/v{version}"
+        self.call("register_agent", {"agent_id": rid, "endpoint": endpoint})
+        self.regs[rid] = version
+        self.record(op="stored", id=rid, version=version)
+
     def read_inbox(self):
         """Read with ``after`` (exactly-once mode): confirms what we have, gets the rest."""
         out = self.call("inbox", {"limit": 200, "after": self.last_seq})
@@ -214,6 +229,7 @@ class Client:
             "held": self.held,
             "got": self.got,
             "received": self.received,
+            "regs": self.regs,
             "counts": self.counts,
         }
         tmp = os.path.join(self.ctl, f"final-{self.index}.tmp")
@@ -224,7 +240,7 @@ class Client:
         return 0
 
 
-WORKLOADS = {"claims", "messages"}  # a store-writes or asks workload adds a method and a name
+WORKLOADS = {"claims", "messages", "store"}  # an asks workload adds a method and a name
 
 
 def main():

@@ -10,8 +10,11 @@ claims and sends) with what the daemon holds and what the recipients got:
 - every acknowledged send was received exactly once, by its addressee;
 - no two write grants on one key ever overlapped (fencing tokens + observed hold intervals).
 
-Extension point: a new workload (store writes, asks) is a method in the client's
-``WORKLOADS`` plus a checker here in ``CHECKERS`` that reads the same shadow logs.
+- every agent a client registered (an Agent object in the store) is there, at the last
+  version the client had acknowledged.
+
+Extension point: a new workload (asks) is a method in the client's ``WORKLOADS`` plus a
+checker here in ``CHECKERS`` that reads the same shadow logs.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class Tally:
     lost_messages: int = 0
     duplicated_messages: int = 0
     misrouted_messages: int = 0
+    store_writes: int = 0
+    lost_store_writes: int = 0
     overlaps: int = 0
     problems: list[str] = field(default_factory=list)
 
@@ -70,7 +75,8 @@ class Tally:
             f"messages acknowledged {self.messages_acked}, received {self.messages_received}; "
             f"lost claims {self.lost_claims}, phantom claims {self.phantom_claims}, "
             f"lost messages {self.lost_messages}, duplicated {self.duplicated_messages}, "
-            f"misrouted {self.misrouted_messages}, overlapping writes {self.overlaps}"
+            f"misrouted {self.misrouted_messages}, overlapping writes {self.overlaps}; "
+            f"store writes checked {self.store_writes}, lost {self.lost_store_writes}"
         )
 
     def merge(self, other: Tally) -> None:
@@ -89,6 +95,7 @@ class Tally:
             or self.duplicated_messages
             or self.misrouted_messages
             or self.overlaps
+            or self.lost_store_writes
         )
 
 
@@ -149,7 +156,7 @@ class Rig:
     claude: Path
     root: Path
     clients: int = 32
-    workloads: tuple[str, ...] = ("claims", "messages")
+    workloads: tuple[str, ...] = ("claims", "messages", "store")
     tally: Tally = field(default_factory=Tally)
     _n: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -258,7 +265,7 @@ class Rig:
                 setattr(t, k, getattr(t, k) + f["counts"][k])
         for checker in CHECKERS:
             if checker.workload in self.workloads:
-                checker.check(t, finals, logs, live, exit_time)
+                checker.check(t, finals, logs, live, exit_time, self.daemon)
 
 
 def check_claims_plane(
@@ -267,6 +274,7 @@ def check_claims_plane(
     logs: list[list[dict[str, Any]]],
     live: list[dict[str, Any]],
     exit_time: float,
+    d: Daemon,
 ) -> None:
     """Held claims are live exactly once; write grants never overlapped (shadow log)."""
     agents = {f["agent"] for f in finals}
@@ -329,6 +337,7 @@ def check_messages_plane(
     logs: list[list[dict[str, Any]]],
     live: list[dict[str, Any]],
     exit_time: float,
+    d: Daemon,
 ) -> None:
     """Every acknowledged send was received exactly once, by its addressee."""
     acked = {r["id"]: r["to"] for log in logs for r in log if r["op"] == "sent"}
@@ -362,6 +371,32 @@ def check_messages_plane(
             t.problems.append(f"unacknowledged message {mid} arrived {got[mid]} times")
 
 
+def check_store_plane(
+    t: Tally,
+    finals: list[dict[str, Any]],
+    logs: list[list[dict[str, Any]]],
+    live: list[dict[str, Any]],
+    exit_time: float,
+    d: Daemon,
+) -> None:
+    """Every agent a client registered is in the store (one object per name: the store's key)
+    at the last version the client had acknowledged, registered by that client."""
+    for f in finals:
+        for rid, version in f["regs"].items():
+            t.store_writes += 1
+            got = call(d, "get_agent", {"agent_id": rid})
+            agent = got.get("agent", {})
+            want = f"/{rid}/v{version}"
+            ok = (
+                got.get("found")
+                and str(agent.get("endpoint", "")).endswith(want)
+                and agent.get("registered_by") == f["agent"]
+            )
+            if not ok:
+                t.lost_store_writes += 1
+                t.problems.append(f"store: {rid} should be v{version} by {f['agent']}: {got}")
+
+
 @dataclass(frozen=True)
 class Checker:
     workload: str
@@ -371,5 +406,6 @@ class Checker:
 CHECKERS = [
     Checker("claims", check_claims_plane),
     Checker("messages", check_messages_plane),
-    # Checker("store", check_store_plane), Checker("asks", check_asks_plane): issue 3 / 7
+    Checker("store", check_store_plane),
+    # Checker("asks", check_asks_plane): once ask (issue 7) is on main
 ]
