@@ -461,6 +461,22 @@ async def _queue_messages(d: RunningDaemon, n: int) -> None:
         await c.close()
 
 
+async def _store_objects(d: RunningDaemon, n: int) -> None:
+    """``n`` registered agents: each an Agent object in the daemon's store."""
+    conns = [await bench_messaging.Mcp.connect(d.sock) for _ in range(4)]
+    sem = asyncio.Semaphore(64)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await conns[i % 4].call(
+                "register_agent", agent_id=f"mem-{i}", endpoint=f"http://127.0.0.1:9/{i}"
+            )
+
+    await asyncio.gather(*(one(i) for i in range(n)))
+    for c in conns:
+        await c.close()
+
+
 async def _raw_load(url: str, user: str, pw: str, claims: int, messages: int) -> None:
     import nats
     from nats.js import api
@@ -533,6 +549,7 @@ def _bare_python_rss() -> float:
 
 def area_memory(ctx: Ctx) -> Area:
     claims, messages = ctx.size(1000, 10_000), ctx.size(10_000, 100_000)
+    objects = ctx.size(1000, 10_000)
     with running_daemon(ctx.tmp / "memory") as d:
         time.sleep(1.0)
         d_idle, n_idle = d.rss()
@@ -540,6 +557,8 @@ def area_memory(ctx: Ctx) -> Area:
         d_claims, _ = d.rss()
         asyncio.run(_queue_messages(d, messages))
         d_msgs, n_msgs = d.rss()
+        asyncio.run(_store_objects(d, objects))
+        d_objs, _ = d.rss()
     raw_idle, raw_loaded = _bare_nats_rss(ctx.tmp / "rawnats", claims, messages)
     py = _bare_python_rss()
     loaded = f"after {claims:,} claims + {messages:,} messages"
@@ -549,10 +568,11 @@ def area_memory(ctx: Ctx) -> Area:
     ]
     if ctx.quick:
         notes.append(
-            f"--quick scales the load down to {claims:,} claims / {messages:,} messages; the "
-            "full run holds 10,000 claims and queues 100,000 messages."
+            f"--quick scales the load down to {claims:,} claims / {messages:,} messages / "
+            f"{objects:,} objects; the full run holds 10,000 claims, queues 100,000 messages "
+            "and stores 10,000 objects."
         )
-    notes.append("10k objects: the object store (issue 3) is not on main yet.")
+    notes.append("Objects are registered agents (Agent objects) written with register_agent.")
     return Area(
         "Memory",
         [
@@ -568,6 +588,14 @@ def area_memory(ctx: Ctx) -> Area:
             Figure(
                 f"daemon RSS, {loaded}", d_msgs, "python + daemon imports", py, "MB", "<= 80 MB"
             ),
+            Figure(
+                f"daemon RSS, {loaded} + {objects:,} objects in the store",
+                d_objs,
+                "python + daemon imports",
+                py,
+                "MB",
+                "<= 80 MB",
+            ),
             Figure("nats-server RSS, idle", n_idle, "bare nats-server", raw_idle, "MB", "<= 60 MB"),
             Figure(
                 f"nats-server RSS, {loaded}",
@@ -576,15 +604,6 @@ def area_memory(ctx: Ctx) -> Area:
                 raw_loaded,
                 "MB",
                 "<= 60 MB",
-            ),
-            Figure(
-                "daemon RSS, 10k objects in the store",
-                None,
-                "",
-                None,
-                "MB",
-                "<= 80 MB",
-                note="store not on main yet",
             ),
         ],
         notes=notes,
@@ -635,9 +654,56 @@ def _raw_sqlite_writes(path: Path, writers: int, per: int) -> float:
 
 
 def area_store(ctx: Ctx) -> Area:
-    plugin = _plugin("store")
+    plugin = _plugin("store_report")
     if plugin is not None:
         return plugin(ctx)
+    if importlib.util.find_spec("agentcoord.stores.objects") is None:
+        return _store_baseline_only(ctx)
+    import store as bench_store
+
+    from agentcoord.stores.objects import ObjectStore
+
+    scale = 0.2 if ctx.quick else 1.0
+    n = ctx.size(2000, 10_000)
+    raw = bench_store.Raw(ctx.tmp / "raw.db")
+    rates: dict[tuple[str, int], tuple[float, float]] = {}
+
+    async def run() -> tuple[float, float, tuple[float, float, float]]:
+        async with ObjectStore(ctx.tmp / "ours.db", retention=1_000_000) as store:
+            for op in ("create", "update"):
+                for writers, per in ((1, int(1500 * scale)), (16, int(400 * scale))):
+                    ours = await bench_store.ours_rate(store, writers, per, op)
+                    rates[(op, writers)] = (ours, bench_store.raw_rate(raw, writers, per, op))
+            p50, p99 = await bench_store.fanout(store, 100, int(200 * scale))
+            listed = await bench_store.listing(store, raw, n)
+            return p50, p99, listed
+
+    p50, p99, (list_ours, _dicts, list_raw) = asyncio.run(run())
+    figures = []
+    for (op, writers), (ours, theirs) in rates.items():
+        label = "create" if op == "create" else "CAS update"
+        goal = ">= 10,000/s" if writers == 16 else "-"
+        figures.append(
+            Figure(
+                f"{label} writes/s, {writers} writer(s)", ours, "raw sqlite3", theirs, "/s", goal
+            )
+        )
+    figures += [
+        Figure("watch fan-out to 100 watchers, p50", p50, "", None, "ms"),
+        Figure("watch fan-out to 100 watchers, p99", p99, "", None, "ms", "<= 10 ms"),
+        Figure(f"list {n:,} objects", list_ours, "raw sqlite3 select", list_raw, "ms"),
+    ]
+    return Area(
+        "Object store",
+        figures,
+        notes=[
+            "In-process ObjectStore against raw sqlite3 doing the same transactions (WAL, "
+            "synchronous=NORMAL, BEGIN IMMEDIATE, event row + object row), from bench/store.py."
+        ],
+    )
+
+
+def _store_baseline_only(ctx: Ctx) -> Area:
     per = ctx.size(300, 2000)
     one = _raw_sqlite_writes(ctx.tmp / "raw1.db", 1, per)
     many = _raw_sqlite_writes(ctx.tmp / "raw16.db", 16, max(1, per // 4))
@@ -655,10 +721,6 @@ def area_store(ctx: Ctx) -> Area:
                 ">= 10,000/s",
                 note=missing,
             ),
-        ],
-        notes=[
-            "The object store (issue 3) is not on main yet: its raw sqlite3 baseline is "
-            "measured here so bench/store.py's `report(ctx)` only has to add our column."
         ],
     )
 
