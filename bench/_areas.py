@@ -56,6 +56,12 @@ class Area:
     notes: list[str] = field(default_factory=list)
 
 
+def _bounded(coro: Any, seconds: float = 300.0) -> Any:
+    """Run ``coro`` to completion, or fail the area after ``seconds`` instead of hanging the
+    whole report (a lost message would leave a latency loop polling forever)."""
+    return asyncio.run(asyncio.wait_for(coro, seconds))
+
+
 def _median(xs: list[float]) -> float:
     return statistics.median(xs) * 1000
 
@@ -157,11 +163,11 @@ def area_claims(ctx: Ctx) -> Area:
     pairs, focus = ctx.size(300, 1000), ctx.size(2000, 10000)
     levels = [1, 4, 16, 32]
     with running_daemon(ctx.tmp / "claims") as d:
-        r = asyncio.run(bench_claims.measure(pairs, 16, focus, d.sock, d.nats_url, d.password))
-        ours_c, raw_c = asyncio.run(_claims_sweep(d, levels, ctx.size(25, 100)))
+        r = _bounded(bench_claims.measure(pairs, 16, focus, d.sock, d.nats_url, d.password))
+        ours_c, raw_c = _bounded(_claims_sweep(d, levels, ctx.size(25, 100)))
     # The same with nats-server's default sync interval: what writing through costs.
     with running_daemon(ctx.tmp / "claims-2m", AGENTCOORD_NATS_SYNC="2m") as d:
-        lazy = asyncio.run(bench_claims.measure(pairs, 16, 10, d.sock, d.nats_url, d.password))
+        lazy = _bounded(bench_claims.measure(pairs, 16, 10, d.sock, d.nats_url, d.password))
     dmn_tput = len(r["dmnn"]) / r["dmn_n_s"]
     raw_tput = len(r["rawn"]) / r["raw_n_s"]
     lazy_tput = len(lazy["dmnn"]) / lazy["dmn_n_s"]
@@ -315,8 +321,8 @@ async def _messaging_sweep(
 def area_messaging(ctx: Ctx) -> Area:
     n = ctx.size(300, 2000)
     with running_daemon(ctx.tmp / "messaging") as d:
-        r = asyncio.run(bench_messaging.measure(d.sock, d.nats_url, d.user, d.password, n, 64))
-        ours_c, raw_c = asyncio.run(_messaging_sweep(d, [1, 4, 16, 64], ctx.size(400, 2000)))
+        r = _bounded(bench_messaging.measure(d.sock, d.nats_url, d.user, d.password, n, 64))
+        ours_c, raw_c = _bounded(_messaging_sweep(d, [1, 4, 16, 64], ctx.size(400, 2000)))
     return Area(
         "Messaging",
         [
@@ -553,11 +559,11 @@ def area_memory(ctx: Ctx) -> Area:
     with running_daemon(ctx.tmp / "memory") as d:
         time.sleep(1.0)
         d_idle, n_idle = d.rss()
-        asyncio.run(_hold_claims(d, claims))
+        _bounded(_hold_claims(d, claims))
         d_claims, _ = d.rss()
-        asyncio.run(_queue_messages(d, messages))
+        _bounded(_queue_messages(d, messages), 900)
         d_msgs, n_msgs = d.rss()
-        asyncio.run(_store_objects(d, objects))
+        _bounded(_store_objects(d, objects))
         d_objs, _ = d.rss()
     raw_idle, raw_loaded = _bare_nats_rss(ctx.tmp / "rawnats", claims, messages)
     py = _bare_python_rss()
