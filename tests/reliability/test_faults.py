@@ -106,8 +106,7 @@ def test_nats_kill_under_load(make_rig: Any) -> None:
 
 
 def test_disk_full_under_load(make_rig: Any, small_tmpfs: Path) -> None:
-    """A full state disk (and a NATS crash while full) under load: the daemon recovers once
-    space is back and nothing acknowledged is lost or doubled."""
+    """A full state disk and a NATS crash while full, under load: recovery, nothing lost."""
     make_rig(AGENTCOORD_STATE_DIR=str(small_tmpfs / "state")).phase(fill_disk)
 
 

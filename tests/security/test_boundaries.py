@@ -56,8 +56,7 @@ def _as_nobody(fn: Callable[[], bytes]) -> bytes:
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to drop to another uid")
 def test_another_uid_is_refused_on_socket_and_http(daemon_factory: Any, tally: Tally) -> None:
-    """uid 65534, with the socket opened up on purpose, is refused on the socket (SO_PEERCRED)
-    and on HTTP (loopback peer's uid), for ping, whoami and a claim."""
+    """uid 65534 is refused on an opened-up socket (SO_PEERCRED) and on HTTP (peer uid)."""
     runtime = Path(tempfile.mkdtemp(prefix="agentcoord-uid-", dir="/tmp"))
     d = daemon_factory("uid", AGENTCOORD_RUNTIME_DIR=str(runtime)).start()
     os.chmod(d.runtime_dir, 0o711)
@@ -108,8 +107,7 @@ def test_another_uid_is_refused_on_socket_and_http(daemon_factory: Any, tally: T
 async def test_nats_refuses_wrong_and_foreign_credentials(
     daemon: Daemon, claude_bin: Path, tmp_path: Path, tally: Tally
 ) -> None:
-    """Wrong passwords, another agent's user name and no credentials cannot log in; an agent's
-    own login cannot read or write another agent's subjects or touch JetStream."""
+    """Wrong or foreign NATS credentials cannot log in; an agent's own stays in its subjects."""
     a = await asyncio.to_thread(AgentProc, daemon, claude_bin, tmp_path / "w" / "alice")
     b = await asyncio.to_thread(AgentProc, daemon, claude_bin, tmp_path / "w" / "bob")
     try:
@@ -176,8 +174,7 @@ def _http(
 def test_foreign_origin_or_host_is_refused_everywhere(
     daemon: Daemon, tally: Tally, bad: dict[str, str]
 ) -> None:
-    """A foreign Origin or Host is 403 on /mcp and on the console's API, even with the human's
-    valid token (DNS rebinding, cross-site requests)."""
+    """A foreign Origin or Host is 403 on /mcp and the console, even with a valid token."""
     token = (daemon.state_dir / "human.token").read_text().strip()
     auth = {"authorization": f"Bearer {token}", "x-agentcoord": "1"}
     ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()

@@ -98,8 +98,7 @@ def test_hostile_ids_are_refused(daemon: Daemon, tally: Tally) -> None:
 
 
 def test_hostile_claim_keys_round_trip_or_are_refused(daemon: Daemon, tally: Tally) -> None:
-    """A resource key is a name, not a path: a hostile key is refused or stored verbatim and
-    distinct from every other key (escaped reversibly), never touching the filesystem."""
+    """A hostile claim key is refused or kept verbatim as a distinct name, never a path."""
     state_before = _tree(daemon.state_dir)
     granted: dict[str, int] = {}
     for bad in HOSTILE:

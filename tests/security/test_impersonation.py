@@ -118,8 +118,7 @@ def test_every_tool_refuses_another_agents_id_over_http(
 def test_a_registration_belongs_to_its_registrant(
     pair: tuple[AgentProc, AgentProc], tally: Tally
 ) -> None:
-    """Another agent cannot re-point, heartbeat or remove a registered agent it did not
-    register (hijacking its endpoint would route dispatches to the impostor)."""
+    """Only its registrant may re-point, heartbeat or remove a registered agent."""
     impostor, victim = pair
     victim.call("register_agent", agent_id="reviewer", endpoint="http://127.0.0.1:9/victim")
     attempts = [

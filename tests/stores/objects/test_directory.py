@@ -42,8 +42,7 @@ async def test_same_session_found_after_restart(tmp_path: Path) -> None:
 
 
 async def test_session_without_id_found_after_restart_by_its_process(tmp_path: Path) -> None:
-    """No session id: a restart finds the Agent by the claude process (pid + start time), and
-    a new process in the same directory still gets a new Agent."""
+    """Without a session id a restart finds the Agent by its claude process (pid + start)."""
     async with ObjectStore(tmp_path / "o.db") as store:
         first = await StoreDirectory(store).session_agent((7, 70.25), None, "/w/app")
     async with ObjectStore(tmp_path / "o.db") as store:
