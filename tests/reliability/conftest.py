@@ -44,16 +44,18 @@ def make_rig(
     """Build a rig on a fresh daemon (extra env for it as keyword arguments)."""
     made: list[Rig] = []
 
-    def make(**extra: str) -> Rig:
-        d = daemon_factory("rig", AGENTCOORD_LOG_LEVEL="WARNING", **extra).start()
-        rig = Rig(d, claude_bin, tmp_path / "rig-ctl")
+    def make(name: str = "rig", **extra: str) -> Rig:
+        d = daemon_factory(name, AGENTCOORD_LOG_LEVEL="WARNING", **extra).start()
+        rig = Rig(d, claude_bin, tmp_path / f"{name}-ctl")
         made.append(rig)
         return rig
 
     yield make
+    total = Tally()
     for rig in made:
-        if rig.tally.phases:  # a self-test of the checks resets its tally: nothing to count
-            TALLIES[request.node.name] = rig.tally
+        total.merge(rig.tally)
+    if total.phases:  # a self-test of the checks resets its tally: nothing to count
+        TALLIES[request.node.name] = total
 
 
 @pytest.fixture

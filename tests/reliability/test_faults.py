@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import time
@@ -149,11 +150,22 @@ def test_checker_catches_a_lost_claim(make_rig: Any) -> None:
 
 @pytest.mark.timeout(0)  # bounded by --soak itself, not by the suite's per-test timeout
 def test_soak(make_rig: Any, small_tmpfs: Path, soak_minutes: float) -> None:
-    """--soak MINUTES: the four faults in rotation on one daemon until the time is up."""
-    rig = make_rig(AGENTCOORD_STATE_DIR=str(small_tmpfs / "state"))
+    # A long load would fill the 64 MiB tmpfs by itself, so only the disk-full phases use it.
+    """--soak MINUTES: the four faults in rotation (disk-full each time on a fresh tmpfs daemon)."""
+    rig = make_rig()
     faults = [sigkill_daemon, kill_nats, fill_disk, corrupt_frames]
     deadline = time.monotonic() + soak_minutes * 60
     i = 0
     while time.monotonic() < deadline:
-        rig.phase(faults[i % len(faults)], load_s=20.0)
+        fault = faults[i % len(faults)]
+        if fault is fill_disk:
+            state = small_tmpfs / f"state-{i}"
+            disk = make_rig(f"disk{i}", AGENTCOORD_STATE_DIR=str(state))
+            try:
+                disk.phase(fill_disk)
+            finally:
+                disk.daemon.stop()
+                shutil.rmtree(state, ignore_errors=True)
+        else:
+            rig.phase(fault, load_s=10.0)
         i += 1
