@@ -40,6 +40,15 @@ def test_precedence_flags_env_file(tmp_path: Path) -> None:
     assert cfg.http_host == "127.0.0.1"
 
 
+def test_config_flag_names_the_file(tmp_path: Path) -> None:
+    """--config (the config_file flag) is read as the file, not refused as a key."""
+    conf = tmp_path / "c.toml"
+    conf.write_text('http_addr = "127.0.0.1:0"\n')
+    cfg = load_config({"config_file": str(conf)}, {"HOME": "/h"}, uid=1)
+    assert cfg.config_file == conf
+    assert cfg.http_addr == "127.0.0.1:0"
+
+
 def test_bad_toml_and_unknown_key_are_errors(tmp_path: Path) -> None:
     """A malformed config file or an unknown key fails with a clear ConfigError."""
     bad = tmp_path / "bad.toml"

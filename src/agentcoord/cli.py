@@ -59,6 +59,7 @@ def _main_full(args: list[str]) -> int:
         ("channels", "channels with phase and participants"),
         ("audit", "audit events (newest last)"),
         ("prompts", "the human prompts waiting for you"),
+        ("profiles", "agent profiles: backend, MCP servers, model, and what is missing"),
     ):
         p_view = sub.add_parser(view, help=help_text)
         _common(p_view)
@@ -137,7 +138,7 @@ def _main_full(args: list[str]) -> int:
             return _doctor(cfg, ns.json)
         if ns.command == "console":
             return _console(cfg, ns.open)
-        if ns.command in ("agents", "claims", "channels", "audit", "prompts"):
+        if ns.command in ("agents", "claims", "channels", "audit", "prompts", "profiles"):
             from agentcoord.views import run_view
 
             return run_view(cfg, ns.command, _view_args(ns), ns.json)

@@ -73,13 +73,22 @@ class Config:
     local_agents_enabled: bool = False
     agentihub_dir: Path | None = None  # None: sibling-directory discovery at start
     local_session_ttl: int = 3600  # seconds a session stays "online" after its last activity
-    runner_command: str = "claude -p --output-format json"  # shlex-split; flags appended
+    # The claude-code backend's command, shlex-split; the launcher appends the stream-json and
+    # profile flags (issue 10, docs/profiles.md). Other backends: the ``backends`` table.
+    runner_command: str = "claude -p"
     runner_permission_mode: str = "acceptEdits"
     runner_allowed_tools: str = "Read,Edit,Write,Glob,Grep,mcp__agent-coord"
     runner_max_turns: int = 20
     runner_timeout: int = 900  # seconds, then the runner's process group is killed
     runner_sandbox: str = "auto"  # "auto" (bwrap if found), "none", or a bwrap path
     # --- end local agents ---
+    # --- agent profiles (issue 10): backend name -> runner command; claude-code defaults to
+    # runner_command. From the TOML table ``[backends]`` only. ---
+    backends: tuple[tuple[str, str], ...] = ()
+
+    def backend_commands(self) -> dict[str, str]:
+        """Every configured backend's command; ``claude-code`` is always there."""
+        return {"claude-code": self.runner_command, **dict(self.backends)}
 
     @property
     def socket_path(self) -> Path:
@@ -145,6 +154,10 @@ def _coerce(name: str, value: Any) -> Any:
     if name not in kinds or name in _DERIVED:
         raise ConfigError(f"unknown config key {name!r}")
     kind = str(kinds[name])
+    if name == "backends":
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise ConfigError("config key 'backends' must be a table of name = \"command\"")
+        return tuple(sorted((str(k), v) for k, v in value.items()))
     try:
         if "Path" in kind:
             return None if value in (None, "") else Path(str(value)).expanduser()
@@ -207,7 +220,8 @@ def load_config(
         if env.get(var):
             values[name] = _coerce(name, env[var])
     for name, value in flags.items():
-        values[name] = _coerce(name, value)
+        if name != "config_file":  # read above, as the file itself
+            values[name] = _coerce(name, value)
 
     from agentcoord.daemon.activation import listen_fds, watchdog_interval
 

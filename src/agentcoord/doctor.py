@@ -118,6 +118,45 @@ def _daemon(cfg: Config) -> list[Check]:
     return checks
 
 
+def _profiles(cfg: Config) -> list[Check]:
+    """Issue 10: each AgentProfile's backend and MCP servers, as the running daemon sees them.
+
+    The daemon resolves them (its environment holds the ``MCP_<NAME>_URL`` settings), so this
+    asks it; without a daemon the daemon check above already says what to do.
+    """
+    from agentcoord.client import call_unix
+    from agentcoord.errors import AgentCoordError
+
+    if not cfg.socket_path.exists():
+        return []
+    try:
+        result = call_unix(
+            cfg.socket_path,
+            "tools/call",
+            {"name": "list_profiles", "arguments": {}},
+            timeout=5,
+        )
+    except AgentCoordError:
+        return []
+    if result.get("isError"):
+        text = " ".join(c.get("text", "") for c in result.get("content", []))
+        return [Check("profiles", False, text, "see the daemon's log")]
+    checks = []
+    for p in (result.get("structuredContent") or {}).get("profiles", []):
+        problems = p.get("problems") or []
+        detail = "; ".join(problems) or f"{p['backend']}, mcp {' '.join(p['mcpServers']) or '-'}"
+        fixes = []
+        if any(why.startswith("backend") for why in problems):
+            fixes.append("install the backend's command or set it under [backends] in config.toml")
+        if any("MCP" in why for why in problems):
+            fixes.append("set MCP_<NAME>_URL for the daemon or in the profile's spec.env")
+        if fixes:
+            fixes.append(f"or change the profile: kubectl edit agentprofile {p['name']}")
+        fix = "; ".join(fixes)
+        checks.append(Check(f"profile {p['name']}", not problems, detail, fix))
+    return checks
+
+
 def _claude(home: Path, claude_dir: Path) -> list[Check]:
     checks = []
     path = shutil.which("claude")
@@ -164,4 +203,10 @@ def _claude(home: Path, claude_dir: Path) -> list[Check]:
 def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
     """Every check, in the order a person would fix them."""
     home = home or Path(os.path.expanduser("~"))
-    return [_nats(cfg), _bwrap(), *_daemon(cfg), *_claude(home, cfg.claude_dir)]
+    return [
+        _nats(cfg),
+        _bwrap(),
+        *_daemon(cfg),
+        *_profiles(cfg),
+        *_claude(home, cfg.claude_dir),
+    ]

@@ -1,4 +1,5 @@
-"""Human CLI views: ``agentcoord agents | claims | channels | audit | tail | prompts | answer``.
+"""Human CLI views: ``agentcoord agents | claims | channels | audit | tail | prompts | answer |
+profiles``.
 
 Each view calls the daemon's own tools over the unix socket (so the daemon decides who is
 asking) and prints a readable table, or the structured result with ``--json``.
@@ -97,6 +98,24 @@ def _prompts(data: dict[str, Any]) -> str:
     return format_table(["id", "kind", "from", "question", "choices", "phase"], rows)
 
 
+def _profiles(data: dict[str, Any]) -> str:
+    rows = [
+        [
+            p["name"],
+            p["backend"],
+            p["model"] or "(default)",
+            p["mcpServers"],
+            p["permissionMode"],
+            "on" if p["network"] else "off",
+            "; ".join(p["problems"]) or "ok",
+        ]
+        for p in data["profiles"]
+    ]
+    return format_table(
+        ["profile", "backend", "model", "mcp servers", "permissions", "network", "status"], rows
+    )
+
+
 # view name -> (tool, renderer)
 VIEWS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "agents": ("list_agents", _agents),
@@ -104,6 +123,7 @@ VIEWS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "channels": ("list_channels", _channels),
     "audit": ("audit", _audit),
     "prompts": ("list_prompts", _prompts),
+    "profiles": ("list_profiles", _profiles),
 }
 
 

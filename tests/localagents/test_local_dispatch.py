@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,8 @@ def test_runner_calls_back_and_is_the_dispatched_agent(local_daemon: Any) -> Non
     assert "mcp__agent-coord" in flags["--allowedTools"]
     assert flags["--max-turns"] == "20"
     log_dir = Path(job["log_dir"])
-    assert json.loads((log_dir / "stdout").read_text())["type"] == "result"
+    lines = [json.loads(line) for line in (log_dir / "stdout").read_text().splitlines()]
+    assert [line["type"] for line in lines] == ["system", "result"]  # stream-json, one turn
     tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[job["job_id"]]["status"] == "succeeded"
     assert os.stat(d.state_dir / "objects.db").st_mode & 0o777 == 0o600
@@ -76,10 +78,27 @@ def test_sandbox_confines_writes_and_hides_processes(local_daemon: Any, visible_
     assert len(seen) < 10  # its own pid namespace: bwrap's init, the runner, a few children
 
 
-def _marked(marker: str) -> list[psutil.Process]:
+def _stored_agent(d: Any, name: str) -> dict[str, Any]:
+    """An Agent object as the daemon's SQLite file holds it (also after the daemon stopped)."""
+    db = sqlite3.connect(f"file:{d.state_dir / 'objects.db'}?mode=ro", uri=True)
+    try:
+        row = db.execute(
+            "SELECT object FROM objects WHERE resource = 'agents' AND name = ?", (name,)
+        ).fetchone()
+    finally:
+        db.close()
+    return json.loads(row[0])  # type: ignore[no-any-return]
+
+
+def _marked(runtime_dir: Path) -> list[psutil.Process]:
+    """Runner processes of the daemon with this runtime dir (the task is on stdin, not argv)."""
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if any(marker in part for part in proc.info["cmdline"] or []):
+    for proc in psutil.process_iter():
+        try:
+            env = proc.environ()
+        except psutil.Error:
+            continue
+        if "AGENTCOORD_JOB_ID" in env and env.get("AGENTCOORD_RUNTIME_DIR") == str(runtime_dir):
             found.append(proc)
     return found
 
@@ -101,11 +120,12 @@ def test_runner_dies_with_the_daemon(local_daemon: Any) -> None:
     err, res = call("run_agent", {"agent_id": "alpha", "task": marker})
     assert not err, res
     assert res["job"]["status"] == "running", res
-    assert _wait_for(lambda: len(_marked(marker)) >= 2, 10), "runner never started"
+    assert _wait_for(lambda: len(_marked(d.runtime_dir)) >= 2, 10), "runner never started"
     nats = [p for p in psutil.Process(d.proc.pid).children() if "nats-server" in p.name()]
     d.proc.send_signal(signal.SIGKILL)
     d.proc.wait(5)
-    assert _wait_for(lambda: not _marked(marker), 5), [p.cmdline() for p in _marked(marker)]
+    left = _marked(d.runtime_dir)
+    assert _wait_for(lambda: not _marked(d.runtime_dir), 5), [p.cmdline() for p in left]
     for p in nats:
         with __import__("contextlib").suppress(psutil.Error):
             p.wait(5)
@@ -113,7 +133,7 @@ def test_runner_dies_with_the_daemon(local_daemon: Any) -> None:
 
 def test_timeout_kills_the_process_group(local_daemon: Any) -> None:
     """A runner past its timeout is killed with its group and the job says timed_out."""
-    _, hub, call = local_daemon(AGENTCOORD_RUNNER_TIMEOUT="1")
+    d, hub, call = local_daemon(AGENTCOORD_RUNNER_TIMEOUT="1")
     make_package(hub, "alpha")
     marker = "sleep 27.1828"
     t0 = time.monotonic()
@@ -121,8 +141,9 @@ def test_timeout_kills_the_process_group(local_daemon: Any) -> None:
     assert time.monotonic() - t0 < 10
     assert not err
     assert res["success"] is False
-    assert res["job"]["status"] == "timed_out"
-    assert not _marked(marker)
+    assert res["job"]["status"] == "timed_out", res
+    # the sandbox's inner processes die with bwrap (die-with-parent), a moment later
+    assert _wait_for(lambda: not _marked(d.runtime_dir), 5)
 
 
 def test_is_error_with_exit_zero_is_a_failure(local_daemon: Any) -> None:
@@ -173,8 +194,10 @@ def test_daemon_stop_cancels_running_jobs(local_daemon: Any) -> None:
     marker = "sleep 16.1803"
     err, res = call("run_agent", {"agent_id": "alpha", "task": marker})
     assert not err, res
-    assert _wait_for(lambda: len(_marked(marker)) >= 2, 10), "runner never started"
+    assert _wait_for(lambda: len(_marked(d.runtime_dir)) >= 2, 10), "runner never started"
     assert d.stop() == 0
-    assert not _marked(marker)
+    assert _wait_for(lambda: not _marked(d.runtime_dir), 5)
     tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[res["job"]["job_id"]]["status"] == "cancelled"
+    status = _stored_agent(d, "alpha")["status"]  # its Agent says so too (issue 10)
+    assert (status["phase"], status["message"]) == ("Failed", "the daemon stopped")

@@ -24,7 +24,7 @@ from agentcoord.localagents import (
 from agentcoord.localagents.index import Package
 from agentcoord.localagents.manifest import Manifest, capability_tags, parse_manifest
 from agentcoord.localagents.merge import iso, local_records
-from agentcoord.localagents.runner import RunnerSpec, parse_result, runner_argv
+from agentcoord.localagents.runner import parse_result
 from agentcoord.localagents.sessions import LiveSession, package_status, project_dir_name
 from tests.localagents.conftest import make_package
 
@@ -187,24 +187,6 @@ def test_result_json_parsing() -> None:
     assert parse_result('noise\n{"type":"system"}\n' + line + "\n")["is_error"] is False  # type: ignore[index]
     assert parse_result("not json") is None
     assert parse_result('{"type":"system"}') is None
-
-
-def test_runner_argv_has_the_scoping_flags(tmp_path: Path) -> None:
-    """The runner gets -p PROMPT, a strict scoped MCP config, permission mode, tools, turns."""
-    spec = RunnerSpec()
-    argv = runner_argv(spec, "--rm -rf", tmp_path / "mcp.json")
-    assert argv[:5] == ["claude", "-p", "--output-format", "json", " --rm -rf"]
-    assert argv[5:] == [
-        "--mcp-config",
-        str(tmp_path / "mcp.json"),
-        "--strict-mcp-config",
-        "--permission-mode",
-        "acceptEdits",
-        "--allowedTools",
-        spec.allowed_tools,
-        "--max-turns",
-        "20",
-    ]
 
 
 def test_config_accepts_the_seed_names() -> None:

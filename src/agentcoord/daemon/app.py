@@ -16,6 +16,7 @@ from agentcoord.daemon.identity import IdentityResolver
 if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
 
+    from agentcoord.agentops import AgentOps
     from agentcoord.daemon.http import HttpServer
     from agentcoord.daemon.messaging import Messaging
     from agentcoord.daemon.natsd import NatsSupervisor
@@ -54,6 +55,7 @@ class App:
     claims: ClaimStore | None = None
     focus: FocusStore | None = None
     agents: AgentSource | None = None
+    agentops: AgentOps | None = None  # issue 7: ask/send_message and the Agent controller
 
     def healthy(self) -> tuple[bool, str]:
         """Readiness for ``/healthz``: NATS is up and our client is connected."""

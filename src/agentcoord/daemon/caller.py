@@ -27,6 +27,7 @@ class Caller:
     session_pid: int | None = None  # the ``claude`` process the peer descends from
     cwd: str | None = None
     depth: int = 0  # turn depth (seed 004): 0 for a person, runner turns carry theirs
+    chain: tuple[str, ...] = ()  # issue 7: agents whose turns led to a runner's (cycles)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

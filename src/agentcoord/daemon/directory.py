@@ -23,6 +23,7 @@ class RunnerInfo:
 
     agent: str
     depth: int = 0
+    chain: tuple[str, ...] = ()  # issue 7: the agents whose turns led to this one (cycles)
 
 
 class AgentDirectory(Protocol):

@@ -144,7 +144,9 @@ class IdentityResolver:
         decision = decide(chain, self.runners)
         if decision.kind == "runner" and decision.runner_key is not None:
             info = self.runners[decision.runner_key]
-            return Caller("runner", info.agent, via, pid=pid, uid=uid, depth=info.depth)
+            return Caller(
+                "runner", info.agent, via, pid=pid, uid=uid, depth=info.depth, chain=info.chain
+            )
         if decision.kind == "session" and decision.proc is not None:
             claude = decision.proc
             session_id = chain[0].environ.get("CLAUDE_CODE_SESSION_ID") if chain else None

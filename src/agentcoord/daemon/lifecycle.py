@@ -257,6 +257,11 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     app.local_agents, app.messaging = local.result(), messaging.result()
     app.agents = StoreAgents(store)
     phases.mark("claims, focus, audit, local agents, messaging")
+    # issue 10: AgentProfiles drive every start; the default profile is created on first start.
+    await app.local_agents.attach_launcher(store, nc=app.nc, bus=app.messaging.bus)
+
+    # Issue 7: the Agent controller (adopts or reaps runners first), ask and send_message.
+    await _start_agentops(app, stack)
 
     # A desktop notification for each new prompt, where notify-send exists (issue 8).
     from agentcoord.daemon.desktop import DesktopNotifier
@@ -294,6 +299,31 @@ def _inherited_socket(cfg: Config) -> socket.socket | None:
                 return sock
             sock.detach()
     return None
+
+
+async def _start_agentops(app: App, stack: contextlib.AsyncExitStack) -> None:
+    """Issue 7: entered after local agents and messaging, so it stops its runners first."""
+    from agentcoord.agentops import AgentController, AgentOps
+
+    assert app.store is not None
+    assert app.local_agents is not None
+    la = app.local_agents
+    controller = await stack.enter_async_context(
+        AgentController(
+            store=app.store,
+            runners=app.identity.runners,
+            spec=la.spec,
+            sandbox=la.sandbox,
+            state_dir=app.config.state_dir,
+            runtime_dir=app.config.runtime_dir,
+            claude_dir=app.config.claude_dir,
+            base_env=dict(os.environ),
+            audit=app.audit,
+            user=app.config.user,
+            launcher=la.launcher,
+        )
+    )
+    app.agentops = AgentOps(controller, messaging=app.messaging, local_agents=la)
 
 
 def _with_addr(cfg: Config, addr: str) -> Config:

@@ -71,6 +71,7 @@ class AgentTaskRecord:
     remote_job_id: str = ""
     result: Any = None
     error: str = ""
+    profile: str = ""  # the AgentProfile a local job started with (issue 10)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,10 +1,12 @@
 """Cold-start one runner (``claude -p`` by default) for a local agent, sandboxed, and supervise it.
 
-The runner gets a scoped ``--mcp-config`` whose only server is this daemon's shim, with
-``--strict-mcp-config``, an explicit ``--permission-mode``, ``--allowedTools`` and
-``--max-turns``. It is registered as a runner of the agent right after spawn, so its calls back
-through the shim resolve as that agent. Output goes straight to the job log (stdout, stderr);
-the result JSON is parsed and ``is_error`` decides success, not the exit code (FACTS.md).
+What to run comes from the agent's profile as a :class:`LaunchPlan`
+(:mod:`agentcoord.localagents.profiles`): the command line with ``--mcp-config FILE
+--strict-mcp-config`` and the profile's flags, the runner environment, the MCP config to write,
+extra writable paths and whether it has network. The runner is registered as a runner of the
+agent right after spawn, so its calls back through the shim resolve as that agent. Turns and
+messages go through :mod:`agentcoord.localagents.turns`; stdout is copied to the job log, stderr
+goes to it directly; the last result JSON's ``is_error`` decides success, not the exit code.
 """
 
 from __future__ import annotations
@@ -25,13 +27,30 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.daemon.directory import RunnerInfo
+from agentcoord.localagents.profiles import (
+    AGENT_COORD,
+    LaunchPlan,
+    shim_server,
+    strip_owned_flags,
+)
 from agentcoord.localagents.sandbox import Limits, Sandbox, bwrap_argv, child_setup
+from agentcoord.localagents.turns import Mailbox, StatusFn, TurnsOutcome, converse
 
-__all__ = ["RunOutcome", "RunnerSpec", "mcp_config", "parse_result", "run_local", "runner_argv"]
+__all__ = [
+    "RunOutcome",
+    "RunnerSpec",
+    "mcp_config",
+    "oneshot_plan",
+    "parse_result",
+    "run_local",
+    "runner_argv",
+    "with_session",
+]
 
 log = logging.getLogger(__name__)
 
 _KILL_GRACE_S = 2.0
+_DEFAULT_SHIM = (sys.executable, "-m", "agentcoord", "mcp")
 _DROP_ENV = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_PROJECT_DIR")
 
 
@@ -39,7 +58,7 @@ _DROP_ENV = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "
 class RunnerSpec:
     """How runners are started (from Config)."""
 
-    command: tuple[str, ...] = ("claude", "-p", "--output-format", "json")
+    command: tuple[str, ...] = ("claude", "-p")
     permission_mode: str = "acceptEdits"
     allowed_tools: str = "Read,Edit,Write,Glob,Grep,mcp__agent-coord"
     max_turns: int = 20
@@ -60,11 +79,16 @@ class RunOutcome:
     parsed: dict[str, Any] | None
     duration_s: float
     stderr_tail: str = ""
+    turns: int = 0
+    delivered: list[int] = field(default_factory=list)  # inbox seqs handed to the runner
+    control: str = ""  # "drain" | "stop" when a CONTROL message ended the run
+    control_from: str = ""
 
     @property
     def success(self) -> bool:
         return (
             not self.timed_out
+            and self.control != "stop"
             and self.exit_code == 0
             and self.parsed is not None
             and self.parsed.get("is_error") is False
@@ -83,29 +107,27 @@ class RunOutcome:
             "num_turns": p.get("num_turns"),
             "total_cost_usd": p.get("total_cost_usd"),
             "duration_ms": round(self.duration_s * 1000),
+            "turns": self.turns,
+            "delivered": self.delivered,
+            "control": self.control or None,
+            "control_from": self.control_from or None,
         }
 
 
 def mcp_config(shim: Sequence[str], runtime_dir: Path) -> dict[str, Any]:
-    """The scoped MCP config: this daemon's shim, and nothing else."""
-    return {
-        "mcpServers": {
-            "agent-coord": {
-                "type": "stdio",
-                "command": shim[0],
-                "args": list(shim[1:]),
-                "env": {"AGENTCOORD_RUNTIME_DIR": str(runtime_dir)},
-            }
-        }
-    }
+    """The one-shot MCP config: this daemon's shim, and nothing else."""
+    return {"mcpServers": {AGENT_COORD: shim_server(shim, runtime_dir)}}
 
 
 def runner_argv(spec: RunnerSpec, prompt: str, config_file: Path) -> list[str]:
-    """``claude -p PROMPT --output-format json ...`` with the scoping flags of issue 6."""
+    """One-shot ``claude -p ... --output-format json PROMPT`` with the scoping flags of issue 6
+    (the operator's per-turn runners, which continue a session with ``--resume``)."""
     if prompt.startswith("-"):
         prompt = " " + prompt  # never let a prompt read as a flag
     return [
-        *spec.command,
+        *strip_owned_flags(spec.command),
+        "--output-format",
+        "json",
         prompt,
         "--mcp-config",
         str(config_file),
@@ -117,6 +139,21 @@ def runner_argv(spec: RunnerSpec, prompt: str, config_file: Path) -> list[str]:
         "--max-turns",
         str(spec.max_turns),
     ]
+
+
+def oneshot_plan(
+    spec: RunnerSpec, prompt: str, job_dir: Path, runtime_dir: Path, shim: Sequence[str] | None
+) -> LaunchPlan:
+    """A launch plan for one prompt, answered on stdout into the job log (no stdin turns)."""
+    config_file = job_dir / "mcp.json"
+    return LaunchPlan(
+        argv=runner_argv(spec, prompt, config_file),
+        env={},
+        mcp_config=mcp_config(list(shim or _DEFAULT_SHIM), runtime_dir),
+        config_file=config_file,
+        timeout_s=spec.timeout_s,
+        turns_on_stdin=False,
+    )
 
 
 def parse_result(stdout: str) -> dict[str, Any] | None:
@@ -145,6 +182,8 @@ def _tail(path: Path, limit: int = 2000) -> str:
 
 async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Wait for the child's exit on its pidfd (an event, not a poll); False on timeout."""
+    if proc.poll() is not None:  # reaped already: its pid may name another process now
+        return True
     loop = asyncio.get_running_loop()
     exited = asyncio.Event()
     pidfd = os.pidfd_open(proc.pid)
@@ -175,57 +214,86 @@ def _create_time(pid: int) -> float:
     return psutil.Process(pid).create_time()
 
 
+def _write_private_json(path: Path, value: Any) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(value, fh)
+
+
 def _spawn(
     *,
-    spec: RunnerSpec,
+    plan: LaunchPlan,
+    limits: Limits,
     sandbox: Sandbox,
-    prompt: str,
     package: Path,
     job_dir: Path,
     runtime_dir: Path,
     claude_dir: Path,
     base_env: Mapping[str, str],
-    shim: Sequence[str] | None,
 ) -> subprocess.Popen[bytes]:
-    """Write the job's MCP config and start the (sandboxed) runner; output to the job log.
+    """Write the job's MCP config and start the (sandboxed) runner: stdin/stdout pipes for
+    stream-json turns, else stdout straight into the job log.
 
     Called on the loop thread on purpose: PR_SET_PDEATHSIG follows the thread that forked.
     """
     job_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     claude_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    config_file = job_dir / "mcp.json"
-    shim = list(shim or (sys.executable, "-m", "agentcoord", "mcp"))
-    fd = os.open(config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(mcp_config(shim, runtime_dir), fh)
-    command = runner_argv(spec, prompt, config_file)
+    if plan.mcp_config is not None:
+        _write_private_json(plan.config_file, plan.mcp_config)
+    command = plan.argv
     if sandbox.bwrap:
-        readable = [runtime_dir, config_file]
+        readable = [runtime_dir, plan.config_file, *plan.readable]
         exe = Path(command[0])
         if exe.is_absolute():
             readable.append(exe)  # a runner installed under /tmp stays reachable
+        for path in plan.writable:
+            path.mkdir(parents=True, exist_ok=True)
         argv = bwrap_argv(
-            sandbox.bwrap, command, package=package, writable=[claude_dir], readable=readable
+            sandbox.bwrap,
+            command,
+            package=package,
+            writable=[claude_dir, *plan.writable],
+            readable=list(dict.fromkeys(readable)),
+            network=plan.network,
         )
     else:
         argv = command
     env = {k: v for k, v in base_env.items() if k not in _DROP_ENV}
+    env.update(plan.env)
     env.update(
         AGENTCOORD_RUNTIME_DIR=str(runtime_dir),
         CLAUDE_CONFIG_DIR=str(claude_dir),
         AGENTCOORD_JOB_ID=job_dir.name,
     )
-    with (job_dir / "stdout").open("wb") as out, (job_dir / "stderr").open("wb") as err:
+    piped = plan.turns_on_stdin
+    with (job_dir / "stderr").open("wb") as err, (job_dir / "stdout").open("wb") as out:
         return subprocess.Popen(
             argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
+            stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if piped else out,
             stderr=err,
             cwd=package,
             env=env,
             start_new_session=True,
-            preexec_fn=child_setup(spec.limits),
+            preexec_fn=child_setup(limits),
         )
+
+
+async def _pipes(
+    proc: subprocess.Popen[bytes],
+) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=16 * 1024 * 1024)  # one stream-json line can be large
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proc.stdout)
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, proc.stdin
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return writer, reader
+
+
+async def _no_status(**_: Any) -> None:
+    return None
 
 
 async def run_local(
@@ -240,20 +308,28 @@ async def run_local(
     base_env: Mapping[str, str],
     runners: MutableMapping[tuple[int, float], RunnerInfo],
     runner_info: RunnerInfo,
+    plan: LaunchPlan | None = None,
+    mailbox: Mailbox | None = None,
+    status: StatusFn | None = None,
     shim: Sequence[str] | None = None,
 ) -> RunOutcome:
-    """Run one job to completion (or timeout) and return how it went."""
+    """Run one agent until its work is done, it is drained or stopped, or its time is up.
+
+    ``plan`` comes from the agent's profile (``launch.Launcher.prepare``); without one the
+    runner answers one prompt from the command line (:func:`oneshot_plan`).
+    """
     started = time.monotonic()
+    if plan is None:
+        plan = oneshot_plan(spec, prompt, job_dir, runtime_dir, shim)
     proc = _spawn(
-        spec=spec,
+        plan=plan,
+        limits=spec.limits,
         sandbox=sandbox,
-        prompt=prompt,
         package=package,
         job_dir=job_dir,
         runtime_dir=runtime_dir,
         claude_dir=claude_dir,
         base_env=base_env,
-        shim=shim,
     )
     key: tuple[int, float] | None = None
     try:
@@ -262,20 +338,99 @@ async def run_local(
     except Exception:
         log.warning("runner %d exited before it could be registered", proc.pid)
     timed_out = False
+    turns = TurnsOutcome()
     try:
-        if not await _wait_exit(proc, spec.timeout_s):
-            timed_out = True
-            log.warning(
-                "runner %d for %s timed out; killing its group", proc.pid, runner_info.agent
-            )
+        if not plan.turns_on_stdin:
+            timed_out = await _run_oneshot(proc, plan.timeout_s, runner_info.agent)
+            text = await asyncio.to_thread((job_dir / "stdout").read_text, errors="replace")
+            parsed = parse_result(text)
+            turns = TurnsOutcome(results=[parsed] if parsed else [], turns=1)
+            return _outcome(proc, timed_out, turns, started, job_dir)
+        stdin, stdout = await _pipes(proc)
+        talk = asyncio.create_task(
+            converse(
+                agent=runner_info.agent,
+                prompt=prompt,
+                stdin=stdin,
+                stdout=stdout,
+                log_path=job_dir / "stdout",
+                mailbox=mailbox,
+                status=status or _no_status,
+                kill=lambda: _kill_group(proc),
+            ),
+            name=f"runner-{proc.pid}",
+        )
+        try:
+            done, _ = await asyncio.wait({talk}, timeout=plan.timeout_s)
+            if not done:
+                timed_out = True
+                log.warning(
+                    "runner %d for %s timed out; killing its group", proc.pid, runner_info.agent
+                )
+                await _kill_group(proc)
+            turns = await talk
+        finally:
+            if not talk.done():  # cancelled (daemon stopping): never leave it behind
+                await asyncio.shield(_kill_group(proc))
+                # With the runner gone its stdout ends and the conversation winds down by itself,
+                # putting undelivered messages back; cut it off only if that takes too long.
+                try:
+                    async with asyncio.timeout(_KILL_GRACE_S):
+                        await asyncio.shield(talk)
+                except (TimeoutError, asyncio.CancelledError, Exception):
+                    talk.cancel()
+        if not await _wait_exit(proc, _KILL_GRACE_S):
             await _kill_group(proc)
     finally:
-        if proc.poll() is None:  # cancelled (daemon stopping): never leave it behind
+        if proc.poll() is None:
             await asyncio.shield(_kill_group(proc))
         if key is not None:
             runners.pop(key, None)
-    code = proc.wait()
-    stdout = await asyncio.to_thread((job_dir / "stdout").read_text, errors="replace")
-    parsed = parse_result(stdout)
-    tail = await asyncio.to_thread(_tail, job_dir / "stderr")
-    return RunOutcome(code, timed_out, parsed, time.monotonic() - started, tail)
+    return _outcome(proc, timed_out, turns, started, job_dir)
+
+
+async def _run_oneshot(proc: subprocess.Popen[bytes], timeout: float, agent: str) -> bool:
+    """Wait for a one-prompt runner; True when it ran out of time and was killed."""
+    if await _wait_exit(proc, timeout):
+        return False
+    log.warning("runner %d for %s timed out; killing its group", proc.pid, agent)
+    await _kill_group(proc)
+    return True
+
+
+def _outcome(
+    proc: subprocess.Popen[bytes],
+    timed_out: bool,
+    turns: TurnsOutcome,
+    started: float,
+    job_dir: Path,
+) -> RunOutcome:
+    return RunOutcome(
+        proc.wait(),
+        timed_out,
+        turns.last,
+        time.monotonic() - started,
+        _tail(job_dir / "stderr"),
+        turns=turns.turns,
+        delivered=turns.delivered,
+        control=turns.control,
+        control_from=turns.control_from,
+    )
+
+
+# -- issue 7: linked sessions ----------------------------------------------------------------
+def with_session(
+    spec: RunnerSpec, *, resume: str | None = None, session_id: str | None = None
+) -> RunnerSpec:
+    """``spec`` whose command continues a session (``--resume ID``) or starts a named one
+    (``--session-id UUID``), as a linked session or a resumed agent needs (FACTS.md)."""
+    import dataclasses
+
+    if resume and session_id:
+        raise ValueError("give resume or session_id, not both")
+    extra: tuple[str, ...] = ()
+    if resume:
+        extra = ("--resume", resume)
+    elif session_id:
+        extra = ("--session-id", session_id)
+    return dataclasses.replace(spec, command=(*spec.command, *extra))

@@ -65,17 +65,21 @@ def bwrap_argv(
     package: Path,
     writable: Sequence[Path] = (),
     readable: Sequence[Path] = (),
+    network: bool = True,
 ) -> list[str]:
-    """The bwrap command line; later binds override earlier ones, so the package comes last."""
+    """The bwrap command line; later binds override earlier ones, so the package comes last.
+
+    ``network=False`` (a profile's ``spec.network: false``) keeps the network namespace
+    unshared: only loopback inside, and the daemon's unix socket still works (a bind mount).
+    """
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for path in readable:  # things under /tmp the runner must still reach (socket, config)
         argv += ["--ro-bind", str(path), str(path)]
     for path in writable:
         argv += ["--bind", str(path), str(path)]
     argv += ["--bind", str(package), str(package)]
+    argv += ["--unshare-all", *(["--share-net"] if network else [])]
     argv += [
-        "--unshare-all",
-        "--share-net",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import shlex
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
@@ -24,6 +25,7 @@ from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound
 from agentcoord.localagents import httpjobs
 from agentcoord.localagents._errors import DispatchFailed
 from agentcoord.localagents.index import PackageIndex
+from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.merge import (
     effective_status,
     find_by_capability,
@@ -34,6 +36,7 @@ from agentcoord.localagents.merge import (
     registered_view,
 )
 from agentcoord.localagents.paths import is_safe_agent_id, package_dir, resolve_agentihub_dir
+from agentcoord.localagents.profiles import DEFAULT_PROFILE, Profile, ProfileError
 from agentcoord.localagents.records import (
     AgentRecord,
     AgentRecords,
@@ -47,6 +50,7 @@ from agentcoord.localagents.sessions import PsutilSessionProbe, SessionProbe
 
 if TYPE_CHECKING:
     from agentcoord.config import Config
+    from agentcoord.stores.objects.store import ObjectStore
 
 __all__ = ["MAX_DEPTH", "LocalAgents"]
 
@@ -77,6 +81,7 @@ class LocalAgents:
         tasks: TaskRecords | None = None,
         wait_deadline_s: float = 600.0,
         clock: Callable[[], float] = time.time,
+        backends: Mapping[str, str] | None = None,
     ) -> None:
         self.enabled = enabled
         self.hub = hub
@@ -99,6 +104,9 @@ class LocalAgents:
         self._wait_deadline_s = wait_deadline_s
         self._clock = clock
         self._jobs: set[asyncio.Task[Any]] = set()
+        # issue 10: profiles drive every start; set by attach_launcher once the store is open.
+        self.backends = dict(backends or {"claude-code": shlex.join(spec.command)})
+        self.launcher: Launcher | None = None
 
     @classmethod
     def from_config(
@@ -132,7 +140,31 @@ class LocalAgents:
             runners=runners,
             records=records,
             tasks=tasks,
+            backends=cfg.backend_commands(),
         )
+
+    async def attach_launcher(self, store: ObjectStore, *, nc: Any, bus: Any) -> Launcher:
+        """Issue 10: profiles from ``store``, messages from ``bus``, status on ``nc``."""
+        defaults = Profile(
+            DEFAULT_PROFILE,
+            permission_mode=self.spec.permission_mode,
+            allowed_tools=tuple(
+                t for t in self.spec.allowed_tools.split(",") if t and not t.startswith("mcp__")
+            ),
+            max_turns=self.spec.max_turns,
+            timeout_s=self.spec.timeout_s,
+        )
+        self.launcher = Launcher(
+            store=store,
+            defaults=defaults,
+            backends=self.backends,
+            base_env=self._base_env,
+            runtime_dir=self._runtime_dir,
+            nc=nc,
+            bus=bus,
+        )
+        await self.launcher.ensure_default_profile()
+        return self.launcher
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> LocalAgents:
@@ -385,6 +417,22 @@ class LocalAgents:
         task.status = "running"
         await self.tasks.upsert(task)
         prompt = _prompt(args)
+        launcher = self.launcher
+        task.profile = str(args.get("profile") or DEFAULT_PROFILE)
+        if launcher is None:
+            return await self._finish(task, "failed", error="profiles are not available (no store)")
+        try:
+            plan = await launcher.prepare(
+                agent_id,
+                str(args.get("profile") or ""),
+                job_dir,
+                depth=caller.depth + 1,
+                cwd=str(package),
+            )
+        except ProfileError as exc:
+            return await self._finish(task, "failed", error=str(exc))
+        task.profile = plan.profile.name
+        await self.tasks.upsert(task)
 
         async def job() -> dict[str, Any]:
             try:
@@ -399,17 +447,24 @@ class LocalAgents:
                     base_env=self._base_env,
                     runners=self._runners,
                     runner_info=RunnerInfo(agent_id, caller.depth + 1),
+                    plan=plan,
+                    mailbox=launcher.mailbox(agent_id),
+                    status=launcher.status_fn(agent_id, task.job_id),
                 )
             except asyncio.CancelledError:
                 await self._finish(task, "cancelled", error="the daemon stopped")
+                await launcher.agents.status(agent_id, phase="Failed", message="the daemon stopped")
                 raise
             except OSError as exc:
-                return await self._finish(task, "failed", error=f"cannot start the runner: {exc}")
+                error = f"cannot start the runner: {exc}"
+                await launcher.agents.status(agent_id, phase="Failed", message=error)
+                return await self._finish(task, "failed", error=error)
             out = outcome.as_dict()
             status = (
                 "succeeded" if outcome.success else "timed_out" if outcome.timed_out else "failed"
             )
             error = "" if outcome.success else _why(outcome.as_dict(), outcome.stderr_tail)
+            await launcher.finished(agent_id, outcome, error)
             done = await self._finish(
                 task, status, exit_code=outcome.exit_code, result=out, error=error
             )
@@ -476,7 +531,7 @@ def _checked_id(agent_id: str) -> str:
 
 def _prompt(args: dict[str, Any]) -> str:
     parts = [str(args["task"])]
-    for key in ("profile", "repo_url", "file_path"):
+    for key in ("repo_url", "file_path"):  # profile names the AgentProfile (issue 10)
         if args.get(key):
             parts.append(f"{key}: {args[key]}")
     return "\n\n".join(parts)
@@ -485,6 +540,8 @@ def _prompt(args: dict[str, Any]) -> str:
 def _why(result: dict[str, Any], stderr_tail: str) -> str:
     if result.get("timed_out"):
         return "the runner timed out and was killed"
+    if result.get("control") == "stop":
+        return f"stopped by a control message from {result.get('control_from')}"
     if result.get("is_error"):
         return f"the runner reported an error ({result.get('subtype')}): {result.get('result')}"
     if result.get("subtype") is None:

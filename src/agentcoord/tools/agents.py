@@ -22,7 +22,7 @@ _ID: dict[str, Any] = {"type": "string", "maxLength": 128}
 _TAGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 _JOB = {
     "task": {"type": "string", "maxLength": 100_000},
-    "profile": _S,
+    "profile": _S,  # the AgentProfile local starts run with (issue 10); default "default"
     "repo_url": _S,
     "wait": {"type": "boolean"},
     "file_path": _S,
@@ -85,6 +85,23 @@ async def _run(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 async def _dispatch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     return await _service(ctx).dispatch(args, ctx.caller)
+
+
+async def _profiles(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Issue 10: the AgentProfiles starts can use, each with what is missing on this machine."""
+    launcher = _service(ctx).launcher
+    if launcher is None:
+        raise ToolError("profiles are not available in this daemon")
+    return {"profiles": await launcher.listing()}
+
+
+def _render_profiles(result: dict[str, Any]) -> str:
+    lines = []
+    for p in result["profiles"]:
+        servers = " ".join(p["mcpServers"]) or "-"
+        line = f"{p['name']}: {p['backend']}, model {p['model'] or '(default)'}, mcp {servers}"
+        lines += [line, *(f"  problem: {why}" for why in p["problems"])]
+    return "\n".join(lines) or "no profiles"
 
 
 def _render_agent(result: dict[str, Any]) -> str:
@@ -171,5 +188,12 @@ TOOLS = [
         obj_schema(("capability", "task"), capability=_S, **_JOB),
         _dispatch,
         _render_job,
+    ),
+    Tool(
+        "list_profiles",
+        "AgentProfiles (backend, MCP servers, model, limits) that started agents run with.",
+        obj_schema(),
+        _profiles,
+        _render_profiles,
     ),
 ]

@@ -31,7 +31,17 @@ class ToolRegistry:
 
 def default_registry() -> ToolRegistry:
     """Every tool family the daemon ships."""
-    from agentcoord.tools import agents, claims, discovery, handoff, humans, identity, messaging
+    from agentcoord.tools import (  # issue 7
+        a2a,
+        agents,
+        claims,
+        discovery,
+        handoff,
+        humans,
+        identity,
+        lifecycle,
+        messaging,
+    )
 
     return ToolRegistry(
         [
@@ -42,5 +52,7 @@ def default_registry() -> ToolRegistry:
             *messaging.TOOLS,
             *handoff.TOOLS,
             *humans.TOOLS,
+            *a2a.TOOLS,
+            *lifecycle.TOOLS,
         ]
     )

@@ -184,13 +184,28 @@ _PROMPT_STATUS = _obj(
 )
 _PROFILE_SPEC = _obj(
     {
-        "backend": _doc(_s(), "Runner backend, e.g. claude-code."),
-        "mcpServers": _doc(_arr(_s()), "MCP servers the runner gets."),
-        "model": _s(),
-        "permissionMode": _s(),
-        "allowedTools": _arr(_s()),
-        "systemPrompt": _s(),
-        "maxTurns": _i(0),
+        "backend": _doc(_s(), "Runner backend (claude-code); its command is configuration."),
+        "mcpServers": _doc(
+            _arr(_s()), "MCP servers the runner gets; each resolves via MCP_<NAME>_URL."
+        ),
+        "model": _doc(_s(), "Model for the runner (--model)."),
+        "permissionMode": _doc(
+            {
+                "type": "string",
+                "enum": ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"],
+            },
+            "Permission mode (--permission-mode).",
+        ),
+        "allowedTools": _doc(_arr(_s()), "Tools allowed without asking (--allowedTools)."),
+        "disallowedTools": _doc(_arr(_s()), "Tools refused (--disallowedTools)."),
+        "systemPrompt": _doc(_s(), "Appended to the system prompt (--append-system-prompt)."),
+        "maxTurns": _doc(_i(1), "Turns per prompt (--max-turns)."),
+        "maxBudgetUsd": _doc({"type": "number", "minimum": 0}, "Cost budget (--max-budget-usd)."),
+        "timeoutSeconds": _doc(_i(1), "Wall-clock budget of one run; then it is killed."),
+        "writablePaths": _doc(
+            _arr(_s()), "Extra directories the runner may write (bind-mounted, --add-dir)."
+        ),
+        "network": _doc(_b(), "Network access for the runner (default true)."),
         "env": {"type": "object", "additionalProperties": _s()},
     },
     ["backend"],
@@ -316,8 +331,15 @@ KINDS: dict[str, Kind] = {
             ("ap", "profile"),
             _PROFILE_SPEC,
             {"type": "object", "properties": {}},
-            (Column("Backend", "string", ".spec.backend"), _AGE),
-            "How to run an agent: backend and the MCP servers it gets.",
+            (
+                Column("Backend", "string", ".spec.backend"),
+                Column("Model", "string", ".spec.model"),
+                Column("MCP Servers", "string", ".spec.mcpServers"),
+                _AGE,
+                Column("Permission", "string", ".spec.permissionMode", priority=1),
+                Column("Network", "boolean", ".spec.network", priority=1),
+            ),
+            "How to run an agent: backend, MCP servers, model, permissions and budgets.",
         ),
     )
 }

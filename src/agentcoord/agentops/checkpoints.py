@@ -1,0 +1,214 @@
+"""Checkpoint bundles: git WIP bundle + session transcripts + metadata, content-addressed.
+
+A bundle is a deterministic tar (``meta.json``, ``wip.bundle``, ``transcripts/<id>.jsonl``)
+stored at ``<state>/checkpoints/sha256/<hex>``; its ref is ``sha256:<hex>``, so the same work
+checkpointed twice is stored once (DESIGN.md "Planes": large blobs on disk, the CR holds the
+ref). The WIP commit is what ``git stash create`` makes, built with a private index so that
+untracked files are kept too (``stash -u``); restoring reads its tree into a fresh worktree and
+moves HEAD back to the base, so the files come back byte for byte as uncommitted work.
+
+Synchronous on purpose: the daemon calls these through ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentcoord.agentops.rules import project_dir_name
+from agentcoord.errors import ToolError
+
+__all__ = [
+    "Bundle",
+    "init_workdir",
+    "load_bundle",
+    "make_bundle",
+    "new_worktree",
+    "repo_of",
+    "restore_bundle",
+    "store_blob",
+]
+
+WIP_REF = "refs/agentcoord/wip"
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "agentcoord",
+    "GIT_AUTHOR_EMAIL": "agentcoord@localhost",
+    "GIT_COMMITTER_NAME": "agentcoord",
+    "GIT_COMMITTER_EMAIL": "agentcoord@localhost",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    full = {**os.environ, **_GIT_ENV, **(env or {})}
+    done = subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, text=True, env=full, check=False
+    )
+    if done.returncode != 0:
+        raise ToolError(f"git {' '.join(args[:2])} failed in {cwd}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def init_workdir(path: Path, repo: Path | None, name: str) -> Path:
+    """An agent's working directory: a detached worktree of ``repo``, else a new repository
+    with one empty commit (so there is always a base to checkpoint against)."""
+    if path.exists() and (path / ".git").exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if repo is not None:
+        _git(repo, "worktree", "add", "--detach", str(path), "HEAD")
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    _git(path, "init", "-q")
+    _git(path, "commit", "-q", "--allow-empty", "-m", f"agentcoord: start of {name}")
+    return path
+
+
+def repo_of(work: Path) -> Path:
+    """The repository a worktree belongs to (itself for a plain repository)."""
+    common = Path(_git(work, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    return common.parent if common.name == ".git" else common
+
+
+def _wip_commit(work: Path) -> tuple[str, str]:
+    """(base, wip): HEAD and a commit of everything in the worktree on top of it."""
+    base = _git(work, "rev-parse", "HEAD")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git(work, "read-tree", "HEAD", env=env)
+        _git(work, "add", "-A", env=env)
+        tree = _git(work, "write-tree", env=env)
+    # Dated as the base commit, so the same work makes the same commit (and the same ref).
+    when = _git(work, "log", "-1", "--format=%cI", base)
+    dates = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    wip = _git(
+        work, "commit-tree", tree, "-p", base, "-m", "agentcoord checkpoint (WIP)", env=dates
+    )
+    return base, wip
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What one checkpoint holds, as read back."""
+
+    meta: dict[str, Any]
+    wip_bundle: bytes
+    transcripts: dict[str, bytes]
+
+
+def make_bundle(
+    *, work: Path, claude_dir: Path, session_ids: list[str], meta: dict[str, Any]
+) -> bytes:
+    """The tar bytes of a checkpoint of ``work`` and the transcripts of ``session_ids``."""
+    base, wip = _wip_commit(work)
+    ref = f"{WIP_REF}-{wip[:12]}"
+    _git(work, "update-ref", ref, wip)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "wip.bundle"
+            _git(work, "bundle", "create", "-q", str(out), ref)
+            wip_bundle = out.read_bytes()
+    finally:
+        _git(work, "update-ref", "-d", ref)
+    transcripts: dict[str, bytes] = {}
+    project = claude_dir / "projects" / project_dir_name(str(work))
+    for sid in session_ids:
+        path = project / f"{sid}.jsonl"
+        if path.is_file():
+            transcripts[sid] = path.read_bytes()
+    meta = {**meta, "base": base, "wip": wip, "bundleRef": ref, "sessions": sorted(transcripts)}
+    files = {"meta.json": json.dumps(meta, sort_keys=True, indent=1).encode()}
+    files["wip.bundle"] = wip_bundle
+    for sid, data in transcripts.items():
+        files[f"transcripts/{sid}.jsonl"] = data
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):  # deterministic: same content, same address
+            info = tarfile.TarInfo(name)
+            info.size = len(files[name])
+            info.mode = 0o600
+            tar.addfile(info, io.BytesIO(files[name]))
+    return buf.getvalue()
+
+
+def store_blob(state_dir: Path, data: bytes) -> str:
+    """Store ``data`` under its sha256 (0600, written atomically); returns ``sha256:<hex>``."""
+    digest = hashlib.sha256(data).hexdigest()
+    folder = state_dir / "checkpoints" / "sha256"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / digest
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    return f"sha256:{digest}"
+
+
+def load_bundle(state_dir: Path, ref: str) -> Bundle:
+    """Read a stored checkpoint back, checking its content still matches its address."""
+    algo, _, digest = ref.partition(":")
+    if algo != "sha256" or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+        raise ToolError(f"{ref!r} is not a checkpoint ref (sha256:<hex>)")
+    path = state_dir / "checkpoints" / "sha256" / digest
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise ToolError(f"checkpoint {ref} is not stored in this daemon") from None
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise ToolError(f"checkpoint {ref} is corrupt (its content does not match its address)")
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        for member in tar.getmembers():
+            fh = tar.extractfile(member)
+            if fh is not None:
+                files[member.name] = fh.read()
+    transcripts = {
+        name.removeprefix("transcripts/").removesuffix(".jsonl"): body
+        for name, body in files.items()
+        if name.startswith("transcripts/")
+    }
+    return Bundle(json.loads(files["meta.json"]), files["wip.bundle"], transcripts)
+
+
+def restore_bundle(bundle: Bundle, *, work: Path, claude_dir: Path) -> None:
+    """Rehydrate into the fresh worktree ``work``: WIP files as uncommitted changes on the base
+    commit, and the transcripts where ``claude --resume`` looks for them from ``work``."""
+    meta = bundle.meta
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "wip.bundle"
+        path.write_bytes(bundle.wip_bundle)
+        ref = str(meta["bundleRef"])
+        _git(work, "fetch", "-q", str(path), f"+{ref}:{ref}")
+    _git(work, "read-tree", "-u", "--reset", str(meta["wip"]))
+    _git(work, "reset", "-q", str(meta["base"]))  # HEAD to the base; the WIP stays in files
+    _git(work, "update-ref", "-d", ref)
+    project = claude_dir / "projects" / project_dir_name(str(work))
+    project.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for sid, body in bundle.transcripts.items():
+        (project / f"{sid}.jsonl").write_bytes(body)
+
+
+def new_worktree(path: Path, meta: dict[str, Any]) -> Path:
+    """A new worktree for a resumed agent: of the original repository when it still exists,
+    else a new repository (the bundle carries the whole history)."""
+    repo = Path(str(meta.get("repo", "")))
+    if path.exists():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if meta.get("repo") and (repo / ".git").exists():
+        _git(repo, "worktree", "add", "--detach", str(path), str(meta["base"]))
+    else:
+        path.mkdir(parents=True)
+        _git(path, "init", "-q")
+    return path

@@ -1,0 +1,120 @@
+"""The controller in process, on a real SQLite object store and real processes: after a
+restart it adopts a runner that still runs (same pid and start time) and reaps the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from agentcoord.agentops.controller import (
+    FINALIZER,
+    MANAGED_LABEL,
+    RUNNERS_ANNOTATION,
+    AgentController,
+)
+from agentcoord.daemon.directory import RunnerInfo
+from agentcoord.localagents.runner import RunnerSpec
+from agentcoord.localagents.sandbox import Sandbox
+from agentcoord.stores.objects import ObjectStore
+
+RESULT = {"type": "result", "subtype": "success", "is_error": False, "result": "adopted ok"}
+
+
+def _runner(job: Path, sleep: float) -> subprocess.Popen[bytes]:
+    """A stand-in runner outliving 'the old daemon': sleeps, then prints a result JSON."""
+    job.mkdir(parents=True)
+    code = f"import time, json; time.sleep({sleep}); print(json.dumps({RESULT!r}))"
+    with (job / "stdout").open("wb") as out:
+        return subprocess.Popen([sys.executable, "-c", code], stdout=out, start_new_session=True)
+
+
+async def _agent(store: ObjectStore, name: str, records: list[dict[str, Any]]) -> None:
+    body = {
+        "metadata": {
+            "name": name,
+            "labels": {MANAGED_LABEL: "agentcoord"},
+            "finalizers": [FINALIZER],
+            "annotations": {RUNNERS_ANNOTATION: json.dumps(records)},
+        },
+        "spec": {"agentType": "spawned", "ownerRef": {"name": f"{name}-task"}},
+        "status": {"phase": "Running"},
+    }
+    await store.create("agents", "default", body, keep_status=True)
+
+
+def _record(proc: subprocess.Popen[bytes] | None, job: Path, pid: int = 0) -> dict[str, Any]:
+    real = proc.pid if proc else pid
+    made = psutil.Process(real).create_time() if proc else 12345.0
+    return {"turn": "t1", "pid": real, "createTime": made, "jobDir": str(job), "depth": 2,
+            "chain": ["x", "y"], "sessionId": "s1"}  # fmt: skip
+
+
+def _controller(store: ObjectStore, tmp: Path, runners: dict[Any, RunnerInfo]) -> AgentController:
+    return AgentController(
+        store=store,
+        runners=runners,
+        spec=RunnerSpec(),
+        sandbox=Sandbox(None),
+        state_dir=tmp / "state",
+        runtime_dir=tmp / "run",
+        claude_dir=tmp / "claude",
+        base_env={},
+    )
+
+
+async def _phase(store: ObjectStore, name: str, want: str, timeout: float = 10) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        obj = await store.get("agents", "default", name)
+        if (obj.get("status") or {}).get("phase") == want:
+            return obj
+        assert time.monotonic() < deadline, obj.get("status")
+        await asyncio.sleep(0.05)
+
+
+async def test_adopts_a_live_runner_and_reaps_dead_ones(tmp_path: Path) -> None:
+    """A live recorded runner is adopted (its identity resolves again, with its depth) and its
+    result lands on exit; a dead one with output is judged by it; one without is Failed."""
+    live = _runner(tmp_path / "jobs" / "live", 1.0)
+    dead_ok = tmp_path / "jobs" / "dead-ok"
+    dead_ok.mkdir(parents=True)
+    (dead_ok / "stdout").write_text(json.dumps({**RESULT, "result": "finished before"}))
+    runners: dict[Any, RunnerInfo] = {}
+    async with ObjectStore(tmp_path / "objects.db") as store:
+        await _agent(store, "live", [_record(live, tmp_path / "jobs" / "live")])
+        await _agent(store, "dead-ok", [_record(None, dead_ok, pid=999_999)])
+        await _agent(store, "lost", [_record(None, tmp_path / "jobs" / "none", pid=999_998)])
+        async with _controller(store, tmp_path, runners):
+            key = (live.pid, psutil.Process(live.pid).create_time())
+            assert runners[key] == RunnerInfo("live", 2, ("x", "y"))
+            assert (await _phase(store, "dead-ok", "Succeeded"))["status"]["message"] == (
+                "finished before"
+            )
+            lost = await _phase(store, "lost", "Failed")
+            assert lost["status"]["message"] == "runner lost: the daemon stopped while it ran"
+            done = await _phase(store, "live", "Succeeded")
+            assert done["status"]["message"] == "adopted ok"
+            assert json.loads(done["metadata"]["annotations"][RUNNERS_ANNOTATION]) == []
+            assert key not in runners
+    live.wait(5)
+
+
+async def test_deleting_an_adopted_agent_stops_its_process_group(tmp_path: Path) -> None:
+    """Delete is the stop signal also for an adopted runner: its group is killed, then the
+    finalizer goes and the object with it."""
+    live = _runner(tmp_path / "jobs" / "live", 60)
+    async with ObjectStore(tmp_path / "objects.db") as store:
+        await _agent(store, "live", [_record(live, tmp_path / "jobs" / "live")])
+        async with _controller(store, tmp_path, {}) as ctl:
+            await store.delete("agents", "default", "live")
+            began = time.monotonic()
+            assert await ctl.wait_gone("live", 5)
+            assert time.monotonic() - began < 1.0
+    assert live.wait(1) == -15  # SIGTERM
