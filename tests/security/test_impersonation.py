@@ -31,6 +31,7 @@ _FILL: dict[str, Any] = {
     "text": "hello",
     "task": "t",
     "prompt": "p-1",
+    "ask": "ask-1",
     "answer": "yes",
 }
 
@@ -38,10 +39,12 @@ _FILL: dict[str, Any] = {
 def _args(schema: dict[str, Any], victim: str, key: str, to: str) -> dict[str, Any]:
     props = schema.get("properties", {})
     args = {name: _FILL[name] for name in schema.get("required", []) if name in _FILL}
-    if "to" in props and "channel" in props:
-        args["to"] = to  # send: exactly one of to/channel
-    elif "to" in props:
-        args["to"] = to
+    if "to" in props:
+        args["to"] = to  # send takes exactly one of to/channel
+    if key == "from" and "agent" in props:
+        args["agent"] = to  # send_message/ask: `agent` is the target, `from` the sender
+    if "timeout_secs" in props:
+        args["timeout_secs"] = 1  # nothing may wait long if a call were wrongly accepted
     args[key] = victim
     return args
 
@@ -64,6 +67,8 @@ def _identity_tools(d: Daemon) -> list[tuple[str, str, dict[str, Any]]]:
     for t in tools:
         props = t["inputSchema"].get("properties", {})
         for key in ("agent", "from"):
+            if key == "agent" and "from" in props:
+                continue  # there `agent` names the target (send_message, ask), not the caller
             if key in props:
                 out.append((t["name"], key, t["inputSchema"]))
     return out
