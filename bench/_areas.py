@@ -3,7 +3,8 @@ and returns its table rows, latency samples and throughput-vs-concurrency curves
 
 Adding an area (the object store's writes, asks): write ``def area_x(ctx: Ctx) -> Area`` and
 list it in ``AREAS``. ``area_store`` and ``area_asks`` already measure their raw baselines and
-call ``bench/store.py`` / ``bench/ask.py``'s ``report(ctx)`` once those exist on main.
+run ``bench/store.py`` / ``bench/ask.py``'s measurements once those exist (they do now); a
+module ``bench/store_report.py`` or ``bench/ask_report.py`` with ``report(ctx)`` overrides them.
 """
 
 from __future__ import annotations
@@ -732,9 +733,61 @@ def _store_baseline_only(ctx: Ctx) -> Area:
 
 
 def area_asks(ctx: Ctx) -> Area:
-    plugin = _plugin("ask")
+    plugin = _plugin("ask_report")
     if plugin is not None:
         return plugin(ctx)
+    if not (Path(__file__).parent / "ask.py").exists():
+        return _asks_baseline_only(ctx)
+    import ask as bench_ask
+
+    runs = ctx.size(3, 10)
+    runner = ctx.tmp / "bin" / "claude"
+    runner.parent.mkdir(parents=True)
+    runner.write_text(f"#!{sys.executable}\n" + bench_ask.STANDIN.read_text())
+    runner.chmod(0o755)
+    direct_cwd = ctx.tmp / "direct"
+    direct_cwd.mkdir()
+    daemon = bench_ask.start_daemon(ctx.tmp, runner)
+    sock = ctx.tmp / "run" / "agentcoord.sock"
+    warm: list[float] = []
+    cold: list[float] = []
+    direct: list[float] = []
+    try:
+        bench_ask.tool_call(sock, "spawn_subagent", {"name": "bench"})
+        bench_ask.ask_once(sock, "bench")  # opens the linked session
+        bench_ask.direct_spawn(runner, direct_cwd)
+        for i in range(runs):  # interleaved: the machine's noise hits all three alike
+            bench_ask.tool_call(sock, "spawn_subagent", {"name": f"cold-{i}"})
+            warm.append(bench_ask.ask_once(sock, "bench"))
+            cold.append(bench_ask.ask_once(sock, f"cold-{i}"))
+            direct.append(bench_ask.direct_spawn(runner, direct_cwd))
+    finally:
+        daemon.terminate()
+        daemon.wait(10)
+    return Area(
+        "Asks",
+        [
+            Figure(
+                "ask round trip, warm (linked session resumed)",
+                _median(warm),
+                "spawn the stand-in directly",
+                _median(direct),
+                "ms",
+            ),
+            Figure(
+                "ask round trip, cold (new agent)",
+                _median(cold),
+                "spawn the stand-in directly",
+                _median(direct),
+                "ms",
+            ),
+        ],
+        latency={"ask, warm": warm, "ask, cold": cold, "spawn the stand-in directly": direct},
+        notes=["From bench/ask.py: the agent's turn is the stand-in `claude -p`, sandboxed."],
+    )
+
+
+def _asks_baseline_only(ctx: Ctx) -> Area:
     runner = ROOT / "tests" / "fakes" / "claude_runner.py"
     env = dict(os.environ)
     samples = []
