@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["median_ms", "pct", "table"]
+__all__ = ["Figure", "figure_table", "fmt", "goal_met", "median_ms", "pct", "table"]
 
 
 def median_ms(samples: Sequence[float]) -> float:
@@ -45,3 +47,67 @@ def _met(goal: str, ours_ms: float, ratio: float) -> str:
     if goal.startswith("<=") and goal.endswith("x"):
         return "yes" if ratio <= float(goal[2:-1]) else "no"
     return "-"
+
+
+# -- the one report (bench/run) --------------------------------------------------------------
+
+
+@dataclass
+class Figure:
+    """One row of an area's table. ``ours``/``base`` are None when not measured (a workload
+    not on main yet, a tool missing on this machine); ``note`` says why."""
+
+    figure: str
+    ours: float | None
+    base_name: str
+    base: float | None
+    unit: str  # "ms", "/s" or "MB"
+    goal: str = "-"  # "<= 300 ms", "<= 3x", ">= 3000/s", ">= 0.5x", "<= 80 MB"
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.ours is None or not self.base:
+            return None
+        return self.ours / self.base
+
+    @property
+    def met(self) -> str:
+        return goal_met(self.goal, self.ours, self.ratio)
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if unit == "ms":
+        return f"{value:.2f} ms" if value < 10 else f"{value:.1f} ms"
+    if unit == "/s":
+        return f"{value:,.0f}/s"
+    return f"{value:.1f} {unit}"
+
+
+def goal_met(goal: str, ours: float | None, ratio: float | None) -> str:
+    """ "yes"/"no" for a goal like ``<= 300 ms``, ``>= 3000/s``, ``<= 3x``; "-" without one."""
+    m = re.fullmatch(r"\s*(<=|>=)\s*([\d.,]+)\s*(ms|/s|MB|x)\s*", goal)
+    if m is None or ours is None:
+        return "-" if m is None else "not measured"
+    op, number, unit = m.group(1), float(m.group(2).replace(",", "")), m.group(3)
+    value = ratio if unit == "x" else ours
+    if value is None:
+        return "not measured"
+    ok = value <= number if op == "<=" else value >= number
+    return "yes" if ok else "no"
+
+
+def figure_table(figures: Sequence[Figure]) -> str:
+    """A Markdown table: figure, our median, raw baseline median, ratio, goal, met."""
+    out = [
+        "| figure | ours (median) | raw baseline (median) | ratio | goal | met |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in figures:
+        base = f"{f.base_name}: {fmt(f.base, f.unit)}" if f.base_name else "-"
+        ratio = f"{f.ratio:.2f}x" if f.ratio is not None else "-"
+        ours = fmt(f.ours, f.unit) + (f" ({f.note})" if f.note else "")
+        out.append(f"| {f.figure} | {ours} | {base} | {ratio} | {f.goal} | {f.met} |")
+    return "\n".join(out)

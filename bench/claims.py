@@ -74,7 +74,11 @@ async def _daemon_pair(c: Mcp, key: str) -> float:
     return time.perf_counter() - t
 
 
-async def _run(pairs: int, clients: int, focus: int, sock: Path, nats_url: str, pw: str) -> None:
+async def measure(
+    pairs: int, clients: int, focus: int, sock: Path, nats_url: str, pw: str
+) -> dict[str, Any]:
+    """Samples (seconds) and wall times of every figure; ``_run`` prints them, bench/run
+    puts them in the report."""
     nc = await nats.connect(nats_url, user="agentcoord", password=pw)
     js = nc.jetstream()
     kv = await js.create_key_value(
@@ -103,6 +107,61 @@ async def _run(pairs: int, clients: int, focus: int, sock: Path, nats_url: str, 
     t = time.perf_counter()
     dmnn = [x for xs in await asyncio.gather(*(dmn_worker(w) for w in range(clients))) for x in xs]
     dmn_n_s = time.perf_counter() - t
+    lat, pure = await _find_agents(js, conns[0], focus)
+    for c in conns:
+        await c.close()
+    await nc.close()
+    return {
+        "raw1": raw1,
+        "dmn1": dmn1,
+        "rawn": rawn,
+        "dmnn": dmnn,
+        "raw_n_s": raw_n_s,
+        "dmn_n_s": dmn_n_s,
+        "find": lat,
+        "find_pure": pure,
+        "per": per,
+    }
+
+
+async def _find_agents(js: Any, c: Mcp, focus: int) -> tuple[list[float], float]:
+    """find_agents latencies over ``focus`` annotations written straight into the bucket."""
+    fkv = await js.key_value("agent-focus")
+    words = ["auth", "db", "cache", "parser", "ui", "api", "queue", "build", "docs", "tests"]
+    records = []
+    for i in range(focus):
+        rec = Focus.make(
+            f"bench-{i}",
+            intent=f"working on {words[i % 10]} and {words[(i * 7) % 10]} item {i}",
+            files=(f"src/{words[i % 10]}/mod{i}.py",),
+            concepts=(words[(i * 3) % 10],),
+            updated=float(i),
+        )
+        records.append(rec)
+    for start in range(0, focus, 500):
+        await asyncio.gather(*(fkv.put(r.agent, r.encode()) for r in records[start : start + 500]))
+    want = min(500, focus)
+    deadline = time.monotonic() + 30
+    while len((await c.call("find_agents", {"query": "item", "limit": 500}))["matches"]) < want:
+        if time.monotonic() > deadline:
+            raise RuntimeError("focus view did not fill")
+        await asyncio.sleep(0.1)
+    lat = []
+    for q in ["auth", "mod123", "cache parser", "nothing-matches", "tests ui"] * 20:
+        t = time.perf_counter()
+        await c.call("find_agents", {"query": q})
+        lat.append(time.perf_counter() - t)
+    ordered = by_recency(records)
+    t = time.perf_counter()
+    for _ in range(20):
+        rank(ordered, "cache parser", 20)
+    return lat, (time.perf_counter() - t) / 20
+
+
+async def _run(pairs: int, clients: int, focus: int, sock: Path, nats_url: str, pw: str) -> None:
+    r = await measure(pairs, clients, focus, sock, nats_url, pw)
+    raw1, dmn1, rawn, dmnn, per = r["raw1"], r["dmn1"], r["rawn"], r["dmnn"], r["per"]
+    raw_n_s, dmn_n_s, lat, pure = r["raw_n_s"], r["dmn_n_s"], r["find"], r["find_pure"]
 
     def show(label: str, raw: list[float], dmn: list[float], raw_s: float, dmn_s: float) -> None:
         rp50, rp99 = _pct(raw, 0.5) * 1e3, _pct(raw, 0.99) * 1e3
@@ -118,44 +177,10 @@ async def _run(pairs: int, clients: int, focus: int, sock: Path, nats_url: str, 
     show("1 client ", raw1, dmn1, sum(raw1), sum(dmn1))
     show(f"{clients} clients", rawn, dmnn, raw_n_s, dmn_n_s)
 
-    # find_agents over `focus` annotations, written straight into the focus bucket.
-    fkv = await js.key_value("agent-focus")
-    words = ["auth", "db", "cache", "parser", "ui", "api", "queue", "build", "docs", "tests"]
-    records = []
-    for i in range(focus):
-        rec = Focus.make(
-            f"bench-{i}",
-            intent=f"working on {words[i % 10]} and {words[(i * 7) % 10]} item {i}",
-            files=(f"src/{words[i % 10]}/mod{i}.py",),
-            concepts=(words[(i * 3) % 10],),
-            updated=float(i),
-        )
-        records.append(rec)
-    for start in range(0, focus, 500):
-        await asyncio.gather(*(fkv.put(r.agent, r.encode()) for r in records[start : start + 500]))
-    c = conns[0]
-    deadline = time.monotonic() + 30
-    while len((await c.call("find_agents", {"query": "item", "limit": 500}))["matches"]) < 500:
-        if time.monotonic() > deadline:
-            raise RuntimeError("focus view did not fill")
-        await asyncio.sleep(0.1)
-    lat = []
-    for q in ["auth", "mod123", "cache parser", "nothing-matches", "tests ui"] * 20:
-        t = time.perf_counter()
-        await c.call("find_agents", {"query": q})
-        lat.append(time.perf_counter() - t)
-    ordered = by_recency(records)
-    t = time.perf_counter()
-    for _ in range(20):
-        rank(ordered, "cache parser", 20)
-    pure = (time.perf_counter() - t) / 20
     print(
         f"find_agents over {focus:,} annotations via MCP: p50 {_pct(lat, 0.5) * 1e3:.2f} ms "
         f"p99 {_pct(lat, 0.99) * 1e3:.2f} ms (in-process rank {pure * 1e3:.2f} ms)"
     )
-    for c in conns:
-        await c.close()
-    await nc.close()
 
 
 def _status(sock: Path) -> dict[str, Any]:

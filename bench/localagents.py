@@ -51,6 +51,10 @@ def make_hub(hub: Path, n: int) -> None:
         )
 
 
+def _packages(hub: Path) -> int:
+    return sum(1 for _ in (hub / "agents").iterdir())
+
+
 def raw_scan(hub: Path) -> float:
     t0 = time.perf_counter()
     found = 0
@@ -87,7 +91,7 @@ async def discover_in_process(hub: Path, tmp: Path, runs: int, cache_s: float) -
             t0 = time.perf_counter()
             out = svc.discover()
             samples.append(time.perf_counter() - t0)
-            assert out["count"] >= 1000
+            assert out["count"] >= _packages(hub)
     return samples
 
 
@@ -120,7 +124,7 @@ def discover_over_socket(hub: Path, tmp: Path, runs: int) -> list[float]:
             time.sleep(0.01)
         sock = tmp / "run" / "agentcoord.sock"
         result = tool_call(sock, "discover_local_agents", {})  # warm-up
-        assert result["structuredContent"]["count"] >= 1000, result
+        assert result["structuredContent"]["count"] >= _packages(hub), result
         samples = []
         for _ in range(runs):
             t0 = time.perf_counter()
@@ -202,34 +206,52 @@ def bare_python() -> float:
     return time.perf_counter() - t0
 
 
+def measure(packages: int, runs: int) -> dict[str, Any]:
+    """Every figure's samples (seconds); ``main`` prints them, bench/run reports them."""
+    bwrap = shutil.which("bwrap")
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        tmp = Path(d)
+        hub = tmp / "agentihub"
+        make_hub(hub, packages)
+        scan = [raw_scan(hub) for _ in range(runs)]
+        cached = asyncio.run(discover_in_process(hub, tmp, runs, cache_s=1.0))
+        cold_probe = asyncio.run(discover_in_process(hub, tmp, runs, cache_s=0.0))
+        wire = discover_over_socket(hub, tmp, runs)
+        notify = raw_notify(hub, runs)
+        update = asyncio.run(index_update(hub, runs))
+        runner = tmp / "bin" / "claude"
+        runner.parent.mkdir()
+        runner.write_text(f"#!{sys.executable}\n" + STANDIN.read_text())
+        runner.chmod(0o755)
+        py = [bare_python() for _ in range(runs)]
+        plain: list[float] = []
+        boxed: list[float] = []
+        for _ in range(runs):  # interleaved, so drift on a shared machine hits both
+            plain += asyncio.run(cold_start(tmp, runner, Sandbox(None), 1))
+            if bwrap:
+                boxed += asyncio.run(cold_start(tmp, runner, Sandbox(bwrap), 1))
+    return {
+        "scan": scan,
+        "cached": cached,
+        "cold_probe": cold_probe,
+        "wire": wire,
+        "notify": notify,
+        "update": update,
+        "py": py,
+        "plain": plain,
+        "boxed": boxed,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--packages", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    bwrap = shutil.which("bwrap")
-    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
-        tmp = Path(d)
-        hub = tmp / "agentihub"
-        make_hub(hub, args.packages)
-        scan = [raw_scan(hub) for _ in range(args.runs)]
-        cached = asyncio.run(discover_in_process(hub, tmp, args.runs, cache_s=1.0))
-        cold_probe = asyncio.run(discover_in_process(hub, tmp, args.runs, cache_s=0.0))
-        wire = discover_over_socket(hub, tmp, args.runs)
-        notify = raw_notify(hub, args.runs)
-        update = asyncio.run(index_update(hub, args.runs))
-        runner = tmp / "bin" / "claude"
-        runner.parent.mkdir()
-        runner.write_text(f"#!{sys.executable}\n" + STANDIN.read_text())
-        runner.chmod(0o755)
-        py = [bare_python() for _ in range(args.runs)]
-        plain: list[float] = []
-        boxed: list[float] = []
-        for _ in range(args.runs):  # interleaved, so drift on a shared machine hits both
-            plain += asyncio.run(cold_start(tmp, runner, Sandbox(None), 1))
-            if bwrap:
-                boxed += asyncio.run(cold_start(tmp, runner, Sandbox(bwrap), 1))
+    r = measure(args.packages, args.runs)
+    scan, cached, cold_probe, wire = r["scan"], r["cached"], r["cold_probe"], r["wire"]
+    notify, update, py, plain, boxed = r["notify"], r["update"], r["py"], r["plain"], r["boxed"]
     n = args.packages
     print(f"local-agents benchmark: {n} packages, {args.runs} runs each, medians")
     print(

@@ -164,7 +164,9 @@ async def js_latency(nc: Any, n: int) -> tuple[list[float], float]:
     return lat, n / (time.perf_counter() - t0)
 
 
-def start_daemon(root: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+def start_daemon(
+    root: Path, extra: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCOORD_", "CLAUDE"))}
     env.update(
         AGENTCOORD_STATE_DIR=str(root / "state"),
@@ -173,6 +175,7 @@ def start_daemon(root: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
         CLAUDE_CONFIG_DIR=str(root / "claude"),
         AGENTCOORD_LOG_LEVEL="WARNING",
     )
+    env.update(extra or {})
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentcoord", "serve"], env=env, stderr=subprocess.DEVNULL
     )
@@ -190,9 +193,46 @@ def start_daemon(root: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
             time.sleep(0.02)
 
 
-async def run(n: int, window: int) -> None:
+async def measure(sock: Path, url: str, user: str, pw: str, n: int, window: int) -> dict[str, Any]:
+    """Every figure's samples on a running daemon; ``run`` prints them, bench/run reports."""
     import nats
 
+    send, recv = await Mcp.connect(sock), await Mcp.connect(sock)
+    me = (await send.call("whoami"))["agent"]
+    await recv.call("inbox")
+    await mcp_latency(send, recv, me, min(50, n))  # warm up
+    lat = await mcp_latency(send, recv, me, n)
+    tput = await mcp_throughput(send, recv, me, n, window)
+    await send.close()
+    await recv.close()
+    nc_a = await nats.connect(url, user=user, password=pw)
+    nc_b = await nats.connect(url, user=user, password=pw)
+    core_lat = await core_latency(nc_a, nc_b, n)
+    core_tput = await core_throughput(nc_a, nc_b, n)
+    js_lat, js_tput = await js_latency(nc_a, n)
+    await nc_a.close()
+    await nc_b.close()
+    return {
+        "lat": lat,
+        "tput": tput,
+        "core_lat": core_lat,
+        "core_tput": core_tput,
+        "js_lat": js_lat,
+        "js_tput": js_tput,
+    }
+
+
+def nats_user(state_dir: Path) -> tuple[str, str]:
+    """The daemon's own NATS user and password, read from its 0600 config as its owner can."""
+    conf = (state_dir / "nats" / "nats.conf").read_text()
+    user = re.search(r'user: "(agentcoord)"', conf)
+    pw = re.search(r'user: "agentcoord", password: "([^"]+)"', conf)
+    assert user is not None
+    assert pw is not None
+    return user.group(1), pw.group(1)
+
+
+async def run(n: int, window: int) -> None:
     from agentcoord.client import call_unix
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -201,27 +241,13 @@ async def run(n: int, window: int) -> None:
         try:
             sock = root / "run" / "agentcoord.sock"
             url = call_unix(sock, "agentcoord/status", {})["nats_url"]
-            conf = (root / "state" / "nats" / "nats.conf").read_text()
-            user = re.search(r'user: "([^"]+)"', conf).group(1)  # type: ignore[union-attr]
-            pw = re.search(r'password: "([^"]+)"', conf).group(1)  # type: ignore[union-attr]
-            send, recv = await Mcp.connect(sock), await Mcp.connect(sock)
-            me = (await send.call("whoami"))["agent"]
-            await recv.call("inbox")
-            await mcp_latency(send, recv, me, 50)  # warm up
-            lat = await mcp_latency(send, recv, me, n)
-            tput = await mcp_throughput(send, recv, me, n, window)
-            await send.close()
-            await recv.close()
-            nc_a = await nats.connect(url, user=user, password=pw)
-            nc_b = await nats.connect(url, user=user, password=pw)
-            core_lat = await core_latency(nc_a, nc_b, n)
-            core_tput = await core_throughput(nc_a, nc_b, n)
-            js_lat, js_tput = await js_latency(nc_a, n)
-            await nc_a.close()
-            await nc_b.close()
+            user, pw = nats_user(root / "state")
+            r = await measure(sock, url, user, pw, n, window)
         finally:
             proc.terminate()
             proc.wait(10)
+    lat, tput, core_lat, core_tput = r["lat"], r["tput"], r["core_lat"], r["core_tput"]
+    js_lat, js_tput = r["js_lat"], r["js_tput"]
 
     def ms(v: float) -> str:
         return f"{v * 1000:.3f} ms"

@@ -185,3 +185,13 @@ def claude_bin(tmp_path: Path) -> Path:
     path.write_text(f"#!{sys.executable}\n" + (FAKES / "claude_standin.py").read_text())
     path.chmod(0o755)
     return path
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--soak",
+        type=float,
+        default=0.0,
+        metavar="MINUTES",
+        help="run the reliability suite's fault rotation for this many minutes",
+    )

@@ -34,6 +34,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_STORE": "store",
     "AGENTCOORD_KUBECONFIG": "kubeconfig",
     "AGENTCOORD_KUBE_NAMESPACE": "kube_namespace",
+    "AGENTCOORD_NATS_SYNC": "nats_sync",
     # --- local agents (issue 6): seed 001's names first, ours win when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
     "AGENTIHUB_DIR": "agentihub_dir",
@@ -79,6 +80,10 @@ class Config:
     max_request_bytes: int = 4 * 1024 * 1024
     tools_page_size: int = 100
     nats_server_bin: Path | None = None
+    # JetStream's sync_interval for the embedded server: "always" writes every acknowledged
+    # message through to disk before the ack (issue 9: buffered writes were lost on SIGKILL);
+    # a duration such as "2m" (nats-server's default) trades that for throughput.
+    nats_sync: str = "always"
     config_file: Path | None = None
     # systemd integration, read from the environment once (sd_notify, socket activation).
     notify_socket: str | None = None

@@ -47,6 +47,8 @@ def main() -> int:
             rec.update(acquired=True, token=token, release_sent=time.monotonic())
             rel = call("release", {"resource_key": key, "token": token})
             rec["released"] = (rel.get("structuredContent") or {}).get("released")
+            if rel.get("isError"):  # keep the reason: a failed release must be explainable
+                rec["release_error"] = rel["content"][0]["text"]
         else:
             holder = res["structuredContent"]["holder"]
             rec.update(acquired=False, holder=holder["agent"], holder_token=holder["token"])

@@ -119,3 +119,39 @@ def test_ids_and_consumer_names() -> None:
         with pytest.raises(Exception, match="not a valid agent id"):
             check_agent_id(bad)
     assert consumer_name("a:b") != consumer_name("a_b")
+
+
+async def test_read_with_after_gives_again_until_confirmed(bus: tuple[MessageBus, Any]) -> None:
+    """With ``after``: unconfirmed messages are given again, confirmed ones never (issue 9)."""
+    b, _ = bus
+    await b.ensure_inbox("c")
+    for i in range(3):
+        await b.publish(inbox_subject("c"), _text("s", str(i)))
+    first = await b.read("c", 10, after=0)
+    assert [r.message.body for r in first] == [b"0", b"1", b"2"]
+    again = await b.read("c", 10, after=0)  # the reply was lost: nothing was confirmed
+    assert [r.seq for r in again] == [r.seq for r in first]
+    await b.publish(inbox_subject("c"), _text("s", "3"))
+    rest = await b.read("c", 10, after=first[1].seq)  # confirms 0 and 1 only
+    assert [r.message.body for r in rest] == [b"2"]
+    rest = await b.read("c", 10, after=first[2].seq)
+    assert [r.message.body for r in rest] == [b"3"]
+    assert await b.read("c", 10, after=rest[0].seq) == []
+
+
+async def test_new_bus_gives_unconfirmed_messages_again_in_order(nats_url: str) -> None:
+    """Messages a dead daemon gave out unconfirmed come back at once, before newer ones."""
+    nc = await nats.connect(nats_url)
+    async with MessageBus(nc) as b:
+        await b.ensure_inbox("d")
+        for i in range(3):
+            await b.publish(inbox_subject("d"), _text("s", str(i)))
+        got = await b.read("d", 2, after=0)
+        assert [r.message.body for r in got] == [b"0", b"1"]
+    await nc.close()  # the daemon is gone; its held messages were never acknowledged
+    nc = await nats.connect(nats_url)
+    async with MessageBus(nc) as b:
+        await b.publish(inbox_subject("d"), _text("s", "3"))
+        got = await b.read("d", 10, after=0)
+        assert [r.message.body for r in got] == [b"0", b"1", b"2", b"3"]
+    await nc.close()

@@ -29,7 +29,7 @@ def check_shadow_log(records: list[dict[str, Any]]) -> None:
     for r in records:
         assert "error" not in r, r["error"]
         if r["acquired"]:
-            assert r["released"] is True
+            assert r["released"] is True, r
         else:
             assert r["holder"]
             assert r["holder_token"] > 0

@@ -221,7 +221,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
                 # issue 5: the supervisor also renders per-agent NATS users (natsusers.py).
                 supervisor = tg.create_task(
                     stack.enter_async_context(
-                        ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin)
+                        ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
                     )
                 )
     store = objects.result()

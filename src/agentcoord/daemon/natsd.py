@@ -55,9 +55,12 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class NatsSupervisor:
     """Async context manager owning one nats-server child and its watcher task."""
 
-    def __init__(self, state_dir: Path, binary: Path | None = None) -> None:
+    def __init__(self, state_dir: Path, binary: Path | None = None, sync: str = "always") -> None:
         self._dir = state_dir / "nats"
         self._binary = binary
+        if not re.fullmatch(r"always|\d+(ms|s|m|h)", sync):
+            raise NatsStartError(f"nats sync interval must be 'always' or a duration, not {sync!r}")
+        self._sync = sync
         self.user = "agentcoord"
         # Generated per start; lives only in memory and the 0600 config file.
         self.password = secrets.token_urlsafe(24)
@@ -90,7 +93,14 @@ class NatsSupervisor:
             [
                 "host: 127.0.0.1",
                 f"port: {self.port}",
-                f"jetstream {{ store_dir: {json.dumps(str(self._dir / 'js'))} }}",
+                # sync_interval always (the default of Config.nats_sync): nats-server buffers
+                # file-store writes in memory for a few ms after it acks them, so a SIGKILL (of
+                # it, or of the daemon, which takes it down) lost acknowledged claims in issue
+                # 9's fault suite. Writing through costs throughput (bench/REPORT.md).
+                "jetstream {",
+                f"  store_dir: {json.dumps(str(self._dir / 'js'))}",
+                f"  sync_interval: {self._sync}",
+                "}",
                 "authorization {",
                 "  users = [",
                 f"    {{ user: {json.dumps(self.user)}, password: {json.dumps(self.password)} }}",
@@ -175,7 +185,9 @@ class NatsSupervisor:
                     self.restarts += 1
                     backoff = 0.05
                     break
-                except NatsStartError as exc:
+                except (NatsStartError, OSError) as exc:
+                    # OSError: the config cannot be written (disk full, issue 9). Giving up
+                    # here would leave the daemon up with NATS gone for good; keep retrying.
                     log.error("nats-server restart failed: %s", exc)
                     await asyncio.sleep(backoff)  # backoff between failed restarts, not polling
                     backoff = min(backoff * 2, 5.0)

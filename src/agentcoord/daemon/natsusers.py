@@ -102,8 +102,8 @@ class _Tap:
 class ScopedNatsSupervisor(NatsSupervisor):
     """The embedded nats-server, plus per-agent users reloaded with SIGHUP."""
 
-    def __init__(self, state_dir: Path, binary: Path | None = None) -> None:
-        super().__init__(state_dir, binary)
+    def __init__(self, state_dir: Path, binary: Path | None = None, sync: str = "always") -> None:
+        super().__init__(state_dir, binary, sync)
         self._agents: dict[str, AgentUser] = {}  # agents that asked for credentials
         self._channels: dict[str, set[str]] = {}  # channel subjects granted, per agent
         self._reload_lock = asyncio.Lock()

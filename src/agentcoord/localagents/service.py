@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.daemon.caller import Caller
 from agentcoord.daemon.directory import RunnerInfo
-from agentcoord.errors import InvalidArguments, NotFound
+from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound
 from agentcoord.localagents import httpjobs
 from agentcoord.localagents._errors import DispatchFailed
 from agentcoord.localagents.index import PackageIndex
@@ -209,7 +209,7 @@ class LocalAgents:
         if transport == "http" and not endpoint.startswith(("http://", "https://")):
             raise InvalidArguments("`endpoint` must be an http(s) URL for transport=http")
         now = iso(self._clock())
-        old = self.records.get(agent_id)
+        old = self._owned(agent_id, caller)
         record = AgentRecord(
             agent_id=agent_id,
             agent_name=str(args.get("agent_name") or agent_id),
@@ -227,13 +227,26 @@ class LocalAgents:
         await self.records.upsert(record)
         return registered_view(record, self._clock())
 
-    async def deregister(self, agent_id: str) -> bool:
+    def _owned(self, agent_id: str, caller: Caller) -> AgentRecord | None:
+        """The record of ``agent_id`` if ``caller`` may change it: whoever registered it, or
+        the human. Anyone else re-pointing its endpoint would receive its dispatches (issue 9
+        security pass)."""
+        record = self.records.get(_checked_id(agent_id))
+        owner = record.registered_by if record else ""
+        if owner and caller.agent != owner and caller.kind != "human":
+            raise IdentityMismatch(
+                f"identity mismatch: {agent_id} was registered by {owner}, not {caller.agent}"
+            )
+        return record
+
+    async def deregister(self, agent_id: str, caller: Caller) -> bool:
+        self._owned(agent_id, caller)
         return await self.records.delete(_checked_id(agent_id))
 
     async def heartbeat(
-        self, agent_id: str, status: str, metadata: dict[str, Any]
+        self, agent_id: str, status: str, metadata: dict[str, Any], caller: Caller
     ) -> dict[str, Any]:
-        record = self.records.get(_checked_id(agent_id))
+        record = self._owned(agent_id, caller)
         if record is None:
             raise NotFound(f"no registered agent {agent_id!r}; call register_agent first")
         record.status = status

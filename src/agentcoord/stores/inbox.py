@@ -11,6 +11,13 @@ Reads pull with our own request loop rather than nats-py's ``fetch`` so every pu
 (batch filled, 404 or 408) before its reply subject goes away: a lingering pull would capture
 the next message and hold it until ``ack_wait``. Acks use ``AckAll`` on the last message, and a
 floor per agent drops anything redelivered at or below it, so a message is returned once.
+
+Acknowledging on read loses a message when the daemon dies between the ack and the reply
+reaching the reader, and a nats-server killed within its consumer-state flush interval forgets
+recent acks and redelivers (both seen in issue 9's fault suite). A reader that passes ``after``
+(the highest seq it has) gets exactly-once across those faults: messages it was given stay
+unacknowledged ("held") until a later read confirms them with ``after``; held messages are
+given again until confirmed, and anything at or below ``after`` is dropped, not returned.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ BROADCAST_SUBJECT = "agents.broadcast"
 _SUBJECTS = ["agents.*.inbox", BROADCAST_SUBJECT, "channels.>"]
 _MAX_AGE_S = 7 * 24 * 3600
 _DUPLICATE_WINDOW_S = 600  # idempotency keys de-dupe retries within 10 minutes
-_ACK_WAIT_S = 30.0
+_ACK_WAIT_S = 5.0  # an unconfirmed message is redelivered after this (issue 9)
 _DELIVERY_WAIT_S = 1.0  # how long send waits for a live reader to take a message
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_:@-][A-Za-z0-9_:@+=-]{0,127}$")
 _CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -113,6 +120,9 @@ class MessageBus:
         self._read_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._acked: dict[str, int] = {}  # agent -> highest stream seq acknowledged
         self._waiting: defaultdict[str, int] = defaultdict(int)  # agent -> long polls in flight
+        # agent -> seq -> (the delivery to ack, what was returned): given, not yet confirmed
+        self._held: defaultdict[str, dict[int, tuple[Any, Received | None]]] = defaultdict(dict)
+        self._handed: dict[str, int] = {}  # agent -> highest seq given to it (held or acked)
         self._progress = asyncio.Condition()
 
     async def __aenter__(self) -> MessageBus:
@@ -159,7 +169,10 @@ class MessageBus:
                 subjects = set(info.config.filter_subjects or [])
                 if info.config.filter_subject:
                     subjects.add(info.config.filter_subject)
-                self._acked.setdefault(agent, info.ack_floor.stream_seq if info.ack_floor else 0)
+                floor = info.ack_floor.stream_seq if info.ack_floor else 0
+                if info.delivered and info.delivered.stream_seq > floor:
+                    await self._restart_after(name, info.config, floor)
+                self._acked.setdefault(agent, floor)
             except NotFoundError:
                 last = (await self._js.stream_info(STREAM)).state.last_seq
                 subjects = {inbox_subject(agent), BROADCAST_SUBJECT}
@@ -197,6 +210,20 @@ class MessageBus:
                 raise exc from None
             return int(info.ack_floor.stream_seq) if info.ack_floor else 0
 
+    async def _restart_after(self, name: str, config: Any, floor: int) -> None:
+        """Start a consumer again right after its ack floor.
+
+        Messages an earlier daemon gave out but never got acknowledged (it died first) would
+        otherwise come back only after ``ack_wait``, behind newer ones, and a reader's ``after``
+        would then hide them; restarting the consumer gives them again now, in order (issue 9).
+        """
+        from nats.js.api import DeliverPolicy
+
+        config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+        config.opt_start_seq = floor + 1
+        await self._js.delete_consumer(STREAM, name)
+        await self._js.add_consumer(STREAM, config)
+
     async def subscribe_subjects(self, agent: str, subjects: list[str]) -> None:
         """Add subjects (channels) to ``agent``'s consumer; messages after now reach it."""
         await self.ensure_inbox(agent)
@@ -228,15 +255,18 @@ class MessageBus:
         ack = await while_electing(lambda: self._js.publish(subject, data, headers=headers))
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
 
+    def _given(self, agent: str) -> int:
+        return max(self._acked.get(agent, 0), self._handed.get(agent, 0))
+
     async def delivered(self, agent: str, seq: int) -> bool:
         """True when ``agent`` has taken ``seq``, waiting briefly if one of its reads is live."""
-        if self._acked.get(agent, 0) >= seq:
+        if self._given(agent) >= seq:
             return True
         if not self._waiting.get(agent):
             return False
         try:
             async with asyncio.timeout(_DELIVERY_WAIT_S), self._progress:
-                await self._progress.wait_for(lambda: self._acked.get(agent, 0) >= seq)
+                await self._progress.wait_for(lambda: self._given(agent) >= seq)
         except TimeoutError:
             return False
         return True
@@ -250,10 +280,23 @@ class MessageBus:
 
     # -- reading -----------------------------------------------------------------------------
 
-    async def read(self, agent: str, limit: int, wait: float = 0.0) -> list[Received]:
-        """Return and acknowledge up to ``limit`` pending messages, waiting up to ``wait`` s."""
+    async def read(
+        self, agent: str, limit: int, wait: float = 0.0, after: int | None = None
+    ) -> list[Received]:
+        """Up to ``limit`` pending messages, waiting up to ``wait`` s when there are none.
+
+        Without ``after`` they are acknowledged now. With it, everything at or below ``after``
+        is confirmed (acknowledged) and what is returned is held until a later read confirms it.
+        """
         await self.ensure_inbox(agent)
         async with self._read_locks[agent]:
+            kept: list[Received] = []
+            if after is not None:
+                await self._confirm(agent, after)
+                held = self._held[agent]
+                kept = [r for _, (_, r) in sorted(held.items()) if r is not None][:limit]
+                if kept:
+                    return kept
             raw = await self._pull(agent, limit, None)
             if not raw and wait <= 0 and await self._pending(agent):
                 # A no_wait pull can race a just-stored message under load (the consumer's
@@ -270,6 +313,8 @@ class MessageBus:
                         raw += await self._pull(agent, limit - 1, None)
                 if not raw:
                     return []
+                if after is not None:
+                    return await self._hold(agent, raw, after)
                 return await self._take(agent, raw)
             finally:
                 if live:
@@ -282,6 +327,50 @@ class MessageBus:
         except Exception:
             return 0
         return int(info.num_pending or 0)
+
+    async def _confirm(self, agent: str, after: int) -> None:
+        """Acknowledge held messages up to ``after``; raise the floor to it (within reason)."""
+        held = self._held[agent]
+        done = [seq for seq in held if seq <= after]
+        if done:
+            # AckAll up to it, not waiting for the server: a lost ack only means a redelivery,
+            # which ``after`` filters out; waiting would stall reads while NATS restarts.
+            await held[max(done)][0].ack()
+            for seq in done:
+                del held[seq]
+        async with self._progress:
+            # Never above what was given: a made-up ``after`` must not hide future messages.
+            floor = min(after, self._given(agent))
+            self._acked[agent] = max(floor, self._acked.get(agent, 0))
+
+    async def _hold(self, agent: str, raw: list[Any], after: int) -> list[Received]:
+        """Keep ``raw`` unacknowledged and return what the reader has not confirmed."""
+        held = self._held[agent]
+        floor = max(after, self._acked.get(agent, 0))
+        stale = [m for m in raw if m.metadata.sequence.stream <= floor]
+        out = []
+        for m in raw:
+            seq = m.metadata.sequence.stream
+            if seq <= floor:
+                continue  # confirmed before (a redelivery after a restart)
+            if seq in held:  # redelivered after ack_wait: keep the newest delivery to ack
+                held[seq] = (m, held[seq][1])
+                continue
+            try:
+                rec: Received | None = Received(seq, m.subject, wire.decode(m.data))
+            except ValueError:
+                log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
+                rec = None
+            held[seq] = (m, rec)
+            if rec is not None:
+                out.append(rec)
+        if stale:
+            await stale[-1].ack()
+        async with self._progress:
+            top = max(m.metadata.sequence.stream for m in raw)
+            self._handed[agent] = max(top, self._handed.get(agent, 0))
+            self._progress.notify_all()
+        return out
 
     async def _take(self, agent: str, raw: list[Any]) -> list[Received]:
         """Acknowledge ``raw`` (AckAll on the last) and decode what was not returned before."""
@@ -300,6 +389,9 @@ class MessageBus:
         async with self._progress:
             self._acked[agent] = max(floor, self._acked.get(agent, 0))
             self._progress.notify_all()
+        held = self._held[agent]
+        for seq in [s for s in held if s <= floor]:
+            del held[seq]  # the AckAll above covered them
         return out
 
     async def _pull(self, agent: str, batch: int, wait: float | None) -> list[Any]:

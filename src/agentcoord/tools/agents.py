@@ -61,13 +61,15 @@ async def _register(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _deregister(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    removed = await _service(ctx).deregister(args["agent_id"])
+    removed = await _service(ctx).deregister(args["agent_id"], ctx.caller)
     return {"success": removed, "agent_id": args["agent_id"], "removed": removed}
 
 
 async def _heartbeat(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     meta = _json_arg(args, "metadata", dict)
-    agent = await _service(ctx).heartbeat(args["agent_id"], args.get("status", "online"), meta)
+    agent = await _service(ctx).heartbeat(
+        args["agent_id"], args.get("status", "online"), meta, ctx.caller
+    )
     return {"success": True, "agent": agent}
 
 

@@ -117,7 +117,10 @@ def _render_send(r: dict[str, Any]) -> str:
 async def _inbox(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     me = acting_agent(ctx, args)
     m = require(ctx.app)
-    got = await m.bus.read(me, int(args.get("limit", 100)), float(args.get("wait_secs", 0)))
+    after = args.get("after")
+    got = await m.bus.read(
+        me, int(args.get("limit", 100)), float(args.get("wait_secs", 0)), after=after
+    )
     messages = []
     for r in got:
         if getattr(r.message, "from") == me and r.subject != inbox_subject(me):
@@ -270,9 +273,12 @@ TOOLS = [
     Tool(
         "inbox",
         "Read and acknowledge your pending messages (direct, broadcast, your channels), "
-        "in order per sender; wait_secs long-polls when empty.",
+        "in order per sender; wait_secs long-polls when empty. Pass after=<highest seq you "
+        "have> to confirm receipt instead: unconfirmed messages are shown again (exactly once "
+        "across daemon restarts).",
         obj_schema(
             limit={"type": "integer", "minimum": 1, "maximum": 1000},
+            after={"type": "integer", "minimum": 0},
             wait_secs={"type": "number", "minimum": 0, "maximum": 300},
             agent=_STR,
         ),

@@ -5,19 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentcoord.stores.objects import ObjectBackend, ObjectStore
-from agentcoord.stores.objects.directory import DIR_LABEL, SESSION_LABEL, StoreDirectory
+from agentcoord.stores.objects.directory import (
+    DIR_LABEL,
+    PROC_LABEL,
+    SESSION_LABEL,
+    StoreDirectory,
+)
 
 SID = "0b7e9a52-5d43-4d5a-9a55-5c1d1f7b0c11"
 
 
 async def test_first_contact_creates_running_agent(store: ObjectBackend) -> None:
-    """A new session gets `<dir>-<n>`, phase Running, and session/dir labels (both stores)."""
+    """A new session gets `<dir>-<n>`, phase Running, and session/dir/process labels (both
+    stores)."""
     d = StoreDirectory(store)
     name = await d.session_agent((100, 1.5), SID, "/home/u/My Project")
     assert name == "my-project-1"
     obj = await store.get("agents", "default", name)
     assert obj["status"]["phase"] == "Running"
-    assert obj["metadata"]["labels"] == {SESSION_LABEL: SID, DIR_LABEL: "my-project"}
+    labels = obj["metadata"]["labels"]
+    assert labels == {SESSION_LABEL: SID, DIR_LABEL: "my-project", PROC_LABEL: "100-1500"}
     assert obj["spec"]["cwd"] == "/home/u/My Project"
     assert await d.session_agent((100, 1.5), SID, "/home/u/My Project") == name
     other = await d.session_agent((200, 2.5), None, "/home/u/my-project")
@@ -32,6 +39,16 @@ async def test_same_session_found_after_restart(tmp_path: Path) -> None:
         again = await StoreDirectory(store).session_agent((2, 2.0), SID, "/w/app")
         assert again == first
         assert len((await store.list("agents"))[0]) == 1
+
+
+async def test_session_without_id_found_after_restart_by_its_process(tmp_path: Path) -> None:
+    """Without a session id a restart finds the Agent by its claude process (pid + start)."""
+    async with ObjectStore(tmp_path / "o.db") as store:
+        first = await StoreDirectory(store).session_agent((7, 70.25), None, "/w/app")
+    async with ObjectStore(tmp_path / "o.db") as store:
+        d = StoreDirectory(store)
+        assert await d.session_agent((7, 70.25), None, "/w/app") == first
+        assert await d.session_agent((7, 99.0), None, "/w/app") != first  # pid reused
 
 
 async def test_rename_moves_the_session(tmp_path: Path) -> None:

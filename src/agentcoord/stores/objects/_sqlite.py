@@ -165,7 +165,10 @@ class SqliteFile:
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite ends the transaction itself on some errors (SQLITE_FULL: disk full); a
+            # ROLLBACK then fails and its error would hide the real one (issue 9 soak run).
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
 
     def _events(self, resource: str, after: int, upto: int) -> list[tuple[int, str, bytes]]:

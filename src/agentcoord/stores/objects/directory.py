@@ -2,7 +2,10 @@
 
 First contact from a Claude session creates its Agent: name ``<dir>-<n>``, phase Running,
 labels for the session id and the cwd-derived name, so ``kubectl get ag -l`` finds sessions.
-A daemon restart finds the same Agent again by the session-id label.
+A daemon restart finds the same Agent again by the session-id label, or, for a session
+without an id (no ``CLAUDE_CODE_SESSION_ID``, no ``~/.claude/sessions/<pid>.json``), by the
+label of its ``claude`` process (pid and start time): without it such a session came back
+under a new name and lost its claims and inbox (issue 9's fault suite).
 
 Wiring (``daemon/lifecycle.py``): open the store before building the IdentityResolver and pass
 ``directory=StoreDirectory(app.store)`` instead of ``MemoryDirectory()``.
@@ -21,10 +24,15 @@ from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.errors import AlreadyExists, ObjectNotFound
 from agentcoord.stores.objects.rules import rfc3339
 
-__all__ = ["DIR_LABEL", "SESSION_LABEL", "StoreDirectory"]
+__all__ = ["DIR_LABEL", "PROC_LABEL", "SESSION_LABEL", "StoreDirectory"]
 
 SESSION_LABEL = "fastverk.savvifi.com/session-id"
 DIR_LABEL = "fastverk.savvifi.com/dir"
+PROC_LABEL = "fastverk.savvifi.com/session-proc"  # <pid>-<start time in ms> of the claude
+
+
+def _proc(key: SessionKey) -> str:
+    return f"{key[0]}-{round(key[1] * 1000)}"
 
 
 def _label_safe(value: str) -> str:
@@ -50,10 +58,11 @@ class StoreDirectory:
             name = self._by_key.get(key)
             if name is not None and await self._exists(name):
                 return name
+            selectors = [f"{PROC_LABEL}={_proc(key)}"]
             if session_id:
-                found, _ = await self._store.list(
-                    "agents", self._ns, f"{SESSION_LABEL}={_label_safe(session_id)}"
-                )
+                selectors.insert(0, f"{SESSION_LABEL}={_label_safe(session_id)}")
+            for selector in selectors:
+                found, _ = await self._store.list("agents", self._ns, selector)
                 if found:
                     name = str(found[0]["metadata"]["name"])
                     self._by_key[key] = name
@@ -73,7 +82,7 @@ class StoreDirectory:
         self, name: str, key: SessionKey, session_id: str | None, cwd: str | None
     ) -> dict[str, Any]:
         stem = session_agent_stem(cwd)
-        labels = {DIR_LABEL: _label_safe(stem) or "session"}
+        labels = {DIR_LABEL: _label_safe(stem) or "session", PROC_LABEL: _proc(key)}
         spec: dict[str, Any] = {"agentType": "session"}
         if session_id:
             labels[SESSION_LABEL] = _label_safe(session_id)

@@ -1,0 +1,27 @@
+"""The embedded nats-server's generated config: JetStream sync interval (issue 9)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentcoord.config import load_config
+from agentcoord.daemon.natsd import NatsSupervisor
+from agentcoord.errors import NatsStartError
+
+
+def test_writes_through_by_default(tmp_path: Path) -> None:
+    """By default every acknowledged JetStream write goes to disk first (sync_interval always)."""
+    conf = NatsSupervisor(tmp_path)._write_config().read_text()
+    assert "sync_interval: always" in conf
+
+
+def test_sync_interval_is_configurable(tmp_path: Path) -> None:
+    """AGENTCOORD_NATS_SYNC=2m reaches nats.conf; a value that is not a duration is refused."""
+    cfg = load_config(env={"AGENTCOORD_NATS_SYNC": "2m", "HOME": str(tmp_path)})
+    assert cfg.nats_sync == "2m"
+    conf = NatsSupervisor(tmp_path, sync=cfg.nats_sync)._write_config().read_text()
+    assert "sync_interval: 2m" in conf
+    with pytest.raises(NatsStartError, match="duration"):
+        NatsSupervisor(tmp_path, sync="2m }\nauthorization {")

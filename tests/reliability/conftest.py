@@ -1,0 +1,77 @@
+"""Fixtures of the reliability suite: a rig per test, an optional tmpfs state dir, and the
+counts printed at the end of the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.reliability._rig import Rig, Tally
+
+TALLIES: dict[str, Tally] = {}
+
+
+@pytest.fixture
+def small_tmpfs() -> Iterator[Path]:
+    """A 64 MiB tmpfs to hold a daemon's state dir (skipped where mounting is impossible)."""
+    mnt = Path(tempfile.mkdtemp(prefix="agentcoord-statefs-"))
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root; the disk-full fault is not injected")
+    out = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({out.stderr.strip()}); disk-full not injected")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+        mnt.rmdir()
+
+
+@pytest.fixture
+def make_rig(
+    request: pytest.FixtureRequest, daemon_factory: Any, claude_bin: Path, tmp_path: Path
+) -> Iterator[Any]:
+    """Build a rig on a fresh daemon (extra env for it as keyword arguments)."""
+    made: list[Rig] = []
+
+    def make(name: str = "rig", **extra: str) -> Rig:
+        d = daemon_factory(name, AGENTCOORD_LOG_LEVEL="WARNING", **extra).start()
+        rig = Rig(d, claude_bin, tmp_path / f"{name}-ctl")
+        made.append(rig)
+        return rig
+
+    yield make
+    total = Tally()
+    for rig in made:
+        total.merge(rig.tally)
+    if total.phases:  # a self-test of the checks resets its tally: nothing to count
+        TALLIES[request.node.name] = total
+
+
+@pytest.fixture
+def soak_minutes(request: pytest.FixtureRequest) -> float:
+    minutes = float(request.config.getoption("--soak"))
+    if minutes <= 0:
+        pytest.skip("soak run only with --soak MINUTES")
+    return minutes
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not TALLIES:
+        return
+    terminalreporter.section("reliability counts")
+    total = Tally()
+    for name, tally in TALLIES.items():
+        terminalreporter.write_line(f"{name}: {tally.line()}")
+        total.merge(tally)
+    terminalreporter.write_line(f"TOTAL: {total.line()}")
