@@ -19,12 +19,13 @@ TALLIES: dict[str, Tally] = {}
 
 @pytest.fixture
 def small_tmpfs() -> Iterator[Path]:
-    """A 64 MiB tmpfs to hold a daemon's state dir (skipped where mounting is impossible)."""
+    """A 256 MiB tmpfs for a daemon's state dir: room for the load, the fault fills the rest
+    (skipped where mounting is impossible)."""
     mnt = Path(tempfile.mkdtemp(prefix="agentcoord-statefs-"))
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root; the disk-full fault is not injected")
     out = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", str(mnt)],
+        ["mount", "-t", "tmpfs", "-o", "size=256m,mode=0700", "tmpfs", str(mnt)],
         capture_output=True,
         text=True,
     )
