@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
 from agentcoord.localagents._errors import DispatchFailed
@@ -26,6 +24,9 @@ _MAX_BODY = 4 * 1024 * 1024
 
 def _request(method: str, url: str, body: dict[str, Any] | None, timeout: float) -> dict[str, Any]:
     data = None if body is None else json.dumps(body).encode()
+    import urllib.error  # here: only HTTP dispatch needs them (start-up is a goal)
+    import urllib.request
+
     req = urllib.request.Request(url, data=data, method=method)
     req.add_header("Accept", "application/json")
     if data is not None:

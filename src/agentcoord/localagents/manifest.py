@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 __all__ = ["Manifest", "base_tags", "capability_tags", "parse_manifest", "read_package_manifest"]
 
 log = logging.getLogger(__name__)
@@ -42,6 +40,8 @@ def capability_tags(agent_id: str, manifest: Manifest) -> list[str]:
 
 def parse_manifest(text: str) -> Manifest:
     """Parse manifest text; anything malformed yields an empty :class:`Manifest`."""
+    import yaml  # here: only indexing packages needs it (local agents are opt-in)
+
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError:

@@ -14,8 +14,6 @@ import json
 from functools import cache
 from typing import Any
 
-import yaml
-
 from agentcoord import __version__
 from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION, KINDS, VERSION, Kind
 
@@ -304,4 +302,6 @@ def crds_yaml() -> str:
                 },
             }
         )
+    import yaml  # here: only the CLI prints YAML
+
     return yaml.safe_dump_all(docs, sort_keys=False)

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
-
 if TYPE_CHECKING:
     from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -214,4 +212,6 @@ def kubeconfig(creds: Credentials, addr: str, namespace: str = "default") -> str
         "current-context": "agentcoord",
         "preferences": {},
     }
+    import yaml  # here: only the CLI prints YAML
+
     return yaml.safe_dump(doc, sort_keys=False)
