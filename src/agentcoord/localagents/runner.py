@@ -242,7 +242,7 @@ def _spawn(
         _write_private_json(plan.config_file, plan.mcp_config)
     command = plan.argv
     if sandbox.bwrap:
-        readable = [runtime_dir, plan.config_file, *plan.readable]
+        readable = [runtime_dir, plan.config_file, *plan.readable, *_python_roots(base_env)]
         exe = Path(command[0])
         if exe.is_absolute():
             readable.append(exe)  # a runner installed under /tmp stays reachable
@@ -434,3 +434,18 @@ def with_session(
     elif session_id:
         extra = ("--session-id", session_id)
     return dataclasses.replace(spec, command=(*spec.command, *extra))
+
+
+def _python_roots(env: Mapping[str, str]) -> list[Path]:
+    """Where this Python finds agentcoord, when that is under /tmp (which the sandbox replaces
+    with its own): the runner's shim (``python -m agentcoord mcp``) must still import it."""
+    import agentcoord
+
+    candidates = [Path(agentcoord.__file__).resolve().parents[1], Path(sys.executable).parent]
+    candidates += [Path(p) for p in sys.path if p]
+    candidates += [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    out = []
+    for path in candidates:
+        if path.is_absolute() and path.is_dir() and path.parts[:2] == ("/", "tmp"):
+            out.append(path)
+    return list(dict.fromkeys(out))
