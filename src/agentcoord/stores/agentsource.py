@@ -1,20 +1,17 @@
 """The seam ``list_agents``/``get_agent`` read Agent rows through (seed 000 "Discovery").
 
 :class:`AgentSource` is what the tools need; :class:`StoreAgents` serves it from the object
-store's Agent objects (the daemon's default), :class:`DirectoryAgents` from the in-memory
-session directory (tests of the tools without a store).
+store's Agent objects.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentcoord.daemon.directory import MemoryDirectory
-
 if TYPE_CHECKING:
     from agentcoord.stores.objects.backend import ObjectBackend
 
-__all__ = ["AgentSource", "DirectoryAgents", "StoreAgents"]
+__all__ = ["AgentSource", "StoreAgents", "agent_row"]
 
 
 class AgentSource(Protocol):
@@ -27,31 +24,6 @@ class AgentSource(Protocol):
     async def get_agent(self, name: str) -> dict[str, Any] | None:
         """One agent, or None when there is no such agent (not an error)."""
         ...
-
-
-def _row(name: str, session_id: str | None, cwd: str | None) -> dict[str, Any]:
-    labels = {}
-    if session_id:
-        labels["agentcoord/session"] = session_id
-    if cwd:
-        labels["agentcoord/cwd"] = cwd
-    return {"name": name, "profile": "", "pool": "", "phase": "Running", "labels": labels}
-
-
-class DirectoryAgents:
-    """:class:`AgentSource` over :class:`MemoryDirectory` (live Claude sessions)."""
-
-    def __init__(self, directory: MemoryDirectory) -> None:
-        self._directory = directory
-
-    async def list_agents(self) -> list[dict[str, Any]]:
-        return [_row(*entry) for entry in self._directory.listing()]
-
-    async def get_agent(self, name: str) -> dict[str, Any] | None:
-        for entry in self._directory.listing():
-            if entry[0] == name:
-                return _row(*entry)
-        return None
 
 
 def agent_row(obj: dict[str, Any]) -> dict[str, Any]:

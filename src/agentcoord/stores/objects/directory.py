@@ -6,9 +6,6 @@ A daemon restart finds the same Agent again by the session-id label, or, for a s
 without an id (no ``CLAUDE_CODE_SESSION_ID``, no ``~/.claude/sessions/<pid>.json``), by the
 label of its ``claude`` process (pid and start time): without it such a session came back
 under a new name and lost its claims and inbox (issue 9's fault suite).
-
-Wiring (``daemon/lifecycle.py``): open the store before building the IdentityResolver and pass
-``directory=StoreDirectory(app.store)`` instead of ``MemoryDirectory()``.
 """
 
 from __future__ import annotations
