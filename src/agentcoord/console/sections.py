@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -58,15 +57,28 @@ def install_sections(app: App) -> None:
 
     app.console_sections["agents"] = agents
 
-    def contention() -> list[dict[str, Any]]:
-        if claim_store is None:
-            return []
-        return [
-            {"waiter": agent, "on": holder, "kind": f"claim {key}", "since": when}
-            for agent, key, holder, when in claim_store.contention()
-        ]
+    messaging = app.messaging
 
-    app.console_sections["waits"] = _async(contention)
+    async def waits() -> list[dict[str, Any]]:
+        """Who waits on whom: open prompts, pending handoffs, recent claim contention."""
+        out: list[dict[str, Any]] = []
+        if messaging is not None:
+            out += [
+                {"waiter": p.agent, "on": "you", "kind": f"prompt {p.id}", "since": p.created_at}
+                for p in await messaging.prompts.list(open_only=True)
+            ]
+            out += [
+                {"waiter": o.from_agent, "on": o.to_agent, "kind": f"handoff {o.task}"}
+                for o in messaging.offers.pending()
+            ]
+        if claim_store is not None:
+            out += [
+                {"waiter": agent, "on": holder, "kind": f"claim {key}", "since": when}
+                for agent, key, holder, when in claim_store.contention()
+            ]
+        return out
+
+    app.console_sections["waits"] = waits
     audit_log = app.audit
     if audit_log is not None:
 
@@ -77,7 +89,6 @@ def install_sections(app: App) -> None:
             ]
 
         app.console_sections["audit"] = audit
-    messaging = app.messaging
     if messaging is not None:
         from agentcoord.tools.humans import answer_prompt
 
@@ -99,27 +110,8 @@ def install_sections(app: App) -> None:
             now = time.time()
             return [c.view(now) for c in await messaging.channels.list()]
 
-        async def waits() -> list[dict[str, Any]]:
-            out = [
-                {"waiter": p.agent, "on": "you", "kind": f"prompt {p.id}", "since": p.created_at}
-                for p in await messaging.prompts.list(open_only=True)
-            ]
-            out.extend(
-                {"waiter": o.from_agent, "on": o.to_agent, "kind": f"handoff {o.task}"}
-                for o in messaging.offers.pending()
-            )
-            out.extend(contention())
-            return out
-
         async def answer(prompt_id: str, value: Any, by: str) -> None:
             await answer_prompt(messaging, prompt_id, str(value), by)
 
-        app.console_sections.update(prompts=prompts, channels=channels, waits=waits)
+        app.console_sections.update(prompts=prompts, channels=channels)
         app.prompt_answerer = answer
-
-
-def _async(fn: Callable[[], list[dict[str, Any]]]) -> Callable[[], Awaitable[list[dict[str, Any]]]]:
-    async def call() -> list[dict[str, Any]]:
-        return fn()
-
-    return call
