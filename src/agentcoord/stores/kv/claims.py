@@ -69,6 +69,7 @@ _CAS_ATTEMPTS = 16
 _CAS_BACKOFF_S = 0.002
 _CAS_BACKOFF_CAP_S = 0.05
 _SYNC_TIMEOUT = 10.0
+_EXIT_RETRIES = 6  # about 6 s of backoff for the release after a holder exits
 
 
 class ClaimConflict(ToolError):
@@ -442,10 +443,23 @@ class ClaimStore:
                 if any(why(h, 0.0) for h in record.holders)
             ]
             for esc in hit:
-                try:
-                    await self._drop(esc, why)
-                except Exception:
-                    log.exception("claims: releasing %s after holder exit failed", esc)
+                await self._drop_retrying(esc, why)
+
+    async def _drop_retrying(
+        self, esc: str, why: Callable[[Holder, float], ReleaseReason | None]
+    ) -> None:
+        """A holder's exit comes once: a transient NATS error (a timeout under load, a
+        restart) must not leave its claims held until their TTL, so the release is retried."""
+        for attempt in range(_EXIT_RETRIES):
+            try:
+                await self._drop(esc, why)
+                return
+            except Exception as exc:
+                log.warning(
+                    "claims: releasing %s after holder exit failed (%s); retrying", esc, exc
+                )
+                await asyncio.sleep(0.1 * 2**attempt)
+        log.error("claims: gave up releasing %s after its holder exited", esc)
 
     async def _drop(self, esc: str, why: Callable[[Holder, float], ReleaseReason | None]) -> None:
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
