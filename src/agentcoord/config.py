@@ -80,10 +80,12 @@ class Config:
     max_request_bytes: int = 4 * 1024 * 1024
     tools_page_size: int = 100
     nats_server_bin: Path | None = None
-    # JetStream's sync_interval for the embedded server: "always" writes every acknowledged
-    # message through to disk before the ack (issue 9: buffered writes were lost on SIGKILL);
-    # a duration such as "2m" (nats-server's default) trades that for throughput.
-    nats_sync: str = "always"
+    # JetStream's sync_interval for the embedded server. nats-server writes every message to
+    # the OS before it acknowledges it, so a SIGKILL of it or of the daemon loses nothing
+    # (tests/reliability); the interval is how often it fsyncs. "2m" is nats-server's own
+    # default; "always" fsyncs before each ack, which also survives an OS crash or power loss
+    # at about half the claim throughput (bench/REPORT.md).
+    nats_sync: str = "2m"
     config_file: Path | None = None
     # systemd integration, read from the environment once (sd_notify, socket activation).
     notify_socket: str | None = None

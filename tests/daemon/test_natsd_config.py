@@ -11,17 +11,18 @@ from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.errors import NatsStartError
 
 
-def test_writes_through_by_default(tmp_path: Path) -> None:
-    """By default every acknowledged JetStream write goes to disk first (sync_interval always)."""
+def test_default_sync_interval_is_nats_servers_own(tmp_path: Path) -> None:
+    """By default the embedded server fsyncs every 2 minutes, nats-server's own default."""
     conf = NatsSupervisor(tmp_path)._write_config().read_text()
-    assert "sync_interval: always" in conf
+    assert "sync_interval: 2m" in conf
+    assert load_config(env={"HOME": str(tmp_path)}).nats_sync == "2m"
 
 
 def test_sync_interval_is_configurable(tmp_path: Path) -> None:
-    """AGENTCOORD_NATS_SYNC=2m reaches nats.conf; a value that is not a duration is refused."""
-    cfg = load_config(env={"AGENTCOORD_NATS_SYNC": "2m", "HOME": str(tmp_path)})
-    assert cfg.nats_sync == "2m"
+    """AGENTCOORD_NATS_SYNC=always reaches nats.conf; a value that is not a duration is refused."""
+    cfg = load_config(env={"AGENTCOORD_NATS_SYNC": "always", "HOME": str(tmp_path)})
+    assert cfg.nats_sync == "always"
     conf = NatsSupervisor(tmp_path, sync=cfg.nats_sync)._write_config().read_text()
-    assert "sync_interval: 2m" in conf
+    assert "sync_interval: always" in conf
     with pytest.raises(NatsStartError, match="duration"):
         NatsSupervisor(tmp_path, sync="2m }\nauthorization {")

