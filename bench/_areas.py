@@ -31,6 +31,7 @@ import claims as bench_claims
 import localagents as bench_localagents
 import messaging as bench_messaging
 import startup as bench_startup
+import uvloop
 from _common import Figure
 from _daemon import RunningDaemon, rss_mb, running_daemon
 
@@ -59,8 +60,10 @@ class Area:
 
 def _bounded(coro: Any, seconds: float = 300.0) -> Any:
     """Run ``coro`` to completion, or fail the area after ``seconds`` instead of hanging the
-    whole report (a lost message would leave a latency loop polling forever)."""
-    return asyncio.run(asyncio.wait_for(coro, seconds))
+    whole report (a lost message would leave a latency loop polling forever). uvloop, as in
+    the daemon: the client's own overhead should not decide a figure, and the raw baseline
+    runs on the same loop."""
+    return uvloop.run(asyncio.wait_for(coro, seconds))
 
 
 def _median(xs: list[float]) -> float:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import nats
+import uvloop
 from nats.js import api
 
 from agentcoord.stores.kv.focus import Focus, by_recency, rank
@@ -227,7 +228,7 @@ def main() -> int:
         conf = (root / "state" / "nats" / "nats.conf").read_text()
         pw = json.loads(re.search(r"password: (\"[^\"]*\")", conf).group(1))  # type: ignore[union-attr]
         nats_url = _status(root / "run" / "agentcoord.sock")["nats_url"]
-        asyncio.run(
+        uvloop.run(  # as in the daemon; the raw baseline runs on the same loop
             _run(
                 ns.pairs,
                 ns.clients,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import re
@@ -124,6 +125,14 @@ class MessageBus:
         self._held: defaultdict[str, dict[int, tuple[Any, Received | None]]] = defaultdict(dict)
         self._handed: dict[str, int] = {}  # agent -> highest seq given to it (held or acked)
         self._progress = asyncio.Condition()
+        # Pull replies arrive on one wildcard inbox (a SUB and an UNSUB per pull request were a
+        # third of the server round trips of an inbox read). Reads of one agent are serialized
+        # (_read_locks), so each consumer has at most one pull open: consumer -> (its token,
+        # where its replies go).
+        self._pull_prefix = ""
+        self._pull_sub: Any = None
+        self._pulls: dict[str, tuple[str, asyncio.Queue[Any]]] = {}
+        self._pull_ids = itertools.count(1)
 
     async def __aenter__(self) -> MessageBus:
         from nats.js.api import RetentionPolicy, StorageType, StreamConfig
@@ -145,9 +154,14 @@ class MessageBus:
             await while_electing(lambda: self._js.add_stream(config))  # issue 11: forming R3
         except BadRequestError:  # exists with another config (an older daemon): bring it up
             await self._js.update_stream(config)
+        self._pull_prefix = self._nc.new_inbox()
+        self._pull_sub = await self._nc.subscribe(self._pull_prefix + ".>", cb=self._on_pulled)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self._pull_sub is not None:
+            with contextlib.suppress(Exception):
+                await self._pull_sub.unsubscribe()
         async with self._progress:
             self._progress.notify_all()
 
@@ -394,6 +408,26 @@ class MessageBus:
             del held[seq]  # the AckAll above covered them
         return out
 
+    async def _on_pulled(self, msg: Any) -> None:
+        """Route a pull reply. A status (end of batch) comes on the pull's own reply subject
+        ``<prefix>.<consumer>.<token>``, and only the pull with that token takes it; a message
+        keeps its stream subject, so it goes by the consumer named in its ack subject (any
+        pull of that consumer may take it: it is the consumer's next message either way)."""
+        if msg.headers and msg.headers.get("Status"):
+            consumer, _, token = msg.subject[len(self._pull_prefix) + 1 :].partition(".")
+            entry = self._pulls.get(consumer)
+            if entry is not None and entry[0] == token:
+                entry[1].put_nowait(msg)
+            return
+        try:
+            consumer = msg.metadata.consumer
+        except Exception:
+            log.warning("dropping a pull reply without JetStream metadata on %s", msg.subject)
+            return
+        entry = self._pulls.get(consumer)
+        if entry is not None:  # else its pull has given up: the server redelivers after ack_wait
+            entry[1].put_nowait(msg)
+
     async def _pull(self, agent: str, batch: int, wait: float | None) -> list[Any]:
         """One pull request: ``no_wait`` when ``wait`` is None, else linger up to ``wait``."""
         request: dict[str, Any] = {"batch": batch}
@@ -401,16 +435,13 @@ class MessageBus:
             request["no_wait"] = True
         else:
             request["expires"] = int(wait * 1e9)
+        consumer, token = consumer_name(agent), str(next(self._pull_ids))
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        reply = self._nc.new_inbox()
-
-        async def on_msg(msg: Any) -> None:
-            queue.put_nowait(msg)
-
-        sub = await self._nc.subscribe(reply, cb=on_msg)
+        self._pulls[consumer] = (token, queue)
         out: list[Any] = []
         try:
-            api = f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{consumer_name(agent)}"
+            api = f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{consumer}"
+            reply = f"{self._pull_prefix}.{consumer}.{token}"
             await self._nc.publish(api, json.dumps(request).encode(), reply=reply)
             # The server ends every pull with the batch filled or a status (404/408/409).
             deadline = (wait or 0.0) + 5.0
@@ -423,6 +454,5 @@ class MessageBus:
         except TimeoutError:
             log.warning("pull for %s got no end-of-batch status in time", agent)
         finally:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+            del self._pulls[consumer]
         return out
