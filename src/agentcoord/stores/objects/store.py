@@ -441,9 +441,8 @@ class ObjectStore:
         w.on_close.append(lambda x: self._watchers[plural].discard(x))
         now = self._rv
         if not since:
-            _, objs, _ = self.list_raw(plural, namespace, lsel, fsel)
-            for obj in objs:
-                w.preload(WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"])))
+            raws, _, _ = self.list_raw(plural, namespace, lsel, fsel)
+            w.preload_added(raws)
         elif since < now:
             w.hold()
             prior: dict[tuple[str, str], Obj | None] = {}
