@@ -160,6 +160,21 @@ def test_tokens_fill_from_revision_only_for_new_holders() -> None:
     assert ClaimRecord.decode(rec.encode()) == rec
 
 
+def test_claim_encoding_is_compact_and_decoded_records_share_strings() -> None:
+    """A record encodes without empty fields and decodes back equal; decoded holders share
+    one string per agent, mode and host (the claims view holds thousands of them)."""
+    rec = ClaimRecord("k", (Holder("agent-a", "write", 5.0, 1.0, 6.0, token=2, host="h1"),))
+    data = rec.encode()
+    assert data == (
+        b'{"key":"k","holders":[{"agent":"agent-a","mode":"write","ttl":5.0,"acquired":1.0,'
+        b'"expires":6.0,"token":2,"host":"h1"}]}'
+    )
+    one, two = ClaimRecord.decode(data), ClaimRecord.decode(bytes(data))
+    assert one == rec
+    assert one.holders[0].agent is two.holders[0].agent
+    assert one.holders[0].host is two.holders[0].host
+
+
 def test_due_reasons_in_order() -> None:
     """max-age beats heartbeat-lost beats expired; a fresh holder is not due."""
     h = _h("a", ttl=600, heartbeat=0.0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -131,6 +132,31 @@ async def test_watch_without_rv_starts_with_current_objects(store: ObjectBackend
         ("ADDED", "a"),
         ("ADDED", "b"),
     ]
+
+
+async def test_watch_start_holds_current_objects_as_json(tmp_path: Path) -> None:
+    """A watch starting on many objects keeps them as stored JSON until each is handed out,
+    in order and at its rv, before live events."""
+    async with ObjectStore(tmp_path / "o.db") as s:
+        made = await asyncio.gather(
+            *(s.create("agents", NS, _agent(f"a{i:03}")) for i in range(300))
+        )
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            w = await s.watch("agents")
+            grown = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert grown < 300 * 100, grown  # as dicts: ~1 kB each
+        async with w:
+            await s.create("agents", NS, _agent("b"))
+            events = [await w.next(timeout=5) for _ in range(301)]
+        assert [(e.type, e.object["metadata"]["name"], e.rv) for e in events if e][:2] == [
+            ("ADDED", "a000", _rv(made[0])),
+            ("ADDED", "a001", _rv(made[1])),
+        ]
+        assert [e.object["metadata"]["name"] for e in events if e][-2:] == ["a299", "b"]
 
 
 async def test_label_watch_sees_objects_enter_and_leave(store: ObjectBackend) -> None:

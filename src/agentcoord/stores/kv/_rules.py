@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from agentcoord.errors import InvalidArguments, ToolError
@@ -78,7 +79,7 @@ def compatible(held: Mode, wanted: Mode) -> bool:
     return held == "read" and wanted == "read"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Holder:
     """One grant on a key. ``token`` is None only for holders added by the entry's latest
     write; their token is that write's revision (see :meth:`ClaimRecord.with_tokens`)."""
@@ -99,7 +100,7 @@ class Holder:
         return self.expires > now
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClaimRecord:
     """The KV value of one resource key: its original key and its holders."""
 
@@ -118,14 +119,17 @@ class ClaimRecord:
         )
 
     def encode(self) -> bytes:
-        body = {"key": self.key, "holders": [_compact(h.__dict__) for h in self.holders]}
+        body = {
+            "key": self.key,
+            "holders": [_compact({f: getattr(h, f) for f in _HOLDER_FIELDS}) for h in self.holders],
+        }
         return json.dumps(body, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(data: bytes) -> ClaimRecord:
         body = json.loads(data)
         return ClaimRecord(
-            key=str(body["key"]), holders=tuple(Holder(**h) for h in body.get("holders", ()))
+            key=str(body["key"]), holders=tuple(_holder(h) for h in body.get("holders", ()))
         )
 
     def deadline(self, policy: ClaimPolicy) -> float | None:
@@ -137,6 +141,20 @@ class ClaimRecord:
         """The per-key TTL for the KV entry: the latest holder expiry, whole seconds >= 1."""
         latest = max((h.expires for h in self.holders), default=now)
         return wire_ttl(latest - now)
+
+
+_HOLDER_FIELDS = tuple(f.name for f in fields(Holder))
+# Agent ids, modes and hosts repeat across thousands of held claims: one string each, not one
+# per decoded record (the claims view holds every record in memory).
+_SHARED_STRINGS = ("agent", "mode", "host")
+
+
+def _holder(body: dict[str, Any]) -> Holder:
+    for name in _SHARED_STRINGS:
+        value = body.get(name)
+        if type(value) is str:
+            body[name] = sys.intern(value)
+    return Holder(**body)
 
 
 def _compact(d: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ client must list again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from agentcoord.stores.objects.patch import MERGE_PATCH
@@ -48,8 +49,8 @@ class ObjectBackend(Protocol):
         namespace: str | None = None,
         labels: LabelSelector | str | None = None,
         fields: FieldSelector | str | None = None,
-    ) -> tuple[list[bytes], list[Obj], int]:
-        """Matching objects as (JSON, cached dicts: do not mutate) and the list's rv."""
+    ) -> tuple[list[bytes], Sequence[Obj], int]:
+        """Matching objects as (JSON, dicts decoded from it on access) and the list's rv."""
         ...
 
     async def list(

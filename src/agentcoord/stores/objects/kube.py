@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -230,8 +231,9 @@ class KubeObjectStore:
         namespace: str | None = None,
         labels: LabelSelector | str | None = None,
         fields: FieldSelector | str | None = None,
-    ) -> tuple[list[bytes], list[Obj], int]:
-        """Matching objects from the mirror as (JSON, cached dicts) and the list's rv."""
+    ) -> tuple[list[bytes], Sequence[Obj], int]:
+        """Matching objects from the mirror as (JSON, dicts decoded on access) and the list's
+        rv."""
         _kind(plural)
         self._check_scope(namespace)
         lsel = labels if isinstance(labels, LabelSelector) else parse_labels(labels)

@@ -92,6 +92,8 @@ _FIELDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "metadata.namespace": lambda o: str(o.get("metadata", {}).get("namespace", "")),
 }
 
+_IDENTITY = frozenset(("metadata.name", "metadata.namespace"))
+
 
 @dataclass(frozen=True)
 class FieldSelector:
@@ -108,6 +110,11 @@ class FieldSelector:
             if f == field and eq:
                 return v
         return None
+
+    @property
+    def on_identity(self) -> bool:
+        """Every term is on metadata.name or metadata.namespace (an object's key holds both)."""
+        return all(f in _IDENTITY for f, _, _ in self.terms)
 
 
 def parse_fields(text: str | None) -> FieldSelector:

@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -265,9 +265,14 @@ class ObjectStore:
                 self._gc_queue.put_nowait(ch.obj["metadata"]["uid"])
             else:
                 prev = self._cache.remember(resource, ch.obj, raw)
+            watchers = self._watchers[resource]
+            if not watchers:
+                continue
             event = WatchEvent(ch.type, ch.obj, int(ch.obj["metadata"]["resourceVersion"]))
-            for w in list(self._watchers[resource]):
-                w.offer(event, prev)
+            # Only a MODIFIED event needs the version before it (a selector move).
+            before = prev.obj if prev is not None and ch.type == "MODIFIED" else None
+            for w in list(watchers):
+                w.offer(event, before)
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -299,8 +304,9 @@ class ObjectStore:
         namespace: str | None = None,
         labels: LabelSelector | str | None = None,
         fields: FieldSelector | str | None = None,
-    ) -> tuple[list[bytes], list[Obj], int]:
-        """Matching objects as (stored JSON, cached dicts: do not mutate) and the list's rv."""
+    ) -> tuple[list[bytes], Sequence[Obj], int]:
+        """Matching objects as (stored JSON, dicts decoded from it on access) and the list's
+        rv."""
         _kind(plural)
         lsel = labels if isinstance(labels, LabelSelector) else parse_labels(labels)
         fsel = fields if isinstance(fields, FieldSelector) else parse_fields(fields)
@@ -435,9 +441,8 @@ class ObjectStore:
         w.on_close.append(lambda x: self._watchers[plural].discard(x))
         now = self._rv
         if not since:
-            _, objs, _ = self.list_raw(plural, namespace, lsel, fsel)
-            for obj in objs:
-                w.preload(WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"])))
+            raws, _, _ = self.list_raw(plural, namespace, lsel, fsel)
+            w.preload_added(raws)
         elif since < now:
             w.hold()
             prior: dict[tuple[str, str], Obj | None] = {}
@@ -483,19 +488,18 @@ class ObjectStore:
             except Exception:
                 log.exception("garbage collection failed for %s", item)
 
-    def _owners_gone(self, obj: Obj) -> bool:
-        refs = obj["metadata"].get("ownerReferences") or []
-        return bool(refs) and all(ref["uid"] not in self._cache.by_uid for ref in refs)
+    def _owners_gone(self, owners: tuple[str, ...]) -> bool:
+        return bool(owners) and all(uid not in self._cache.by_uid for uid in owners)
 
     async def _collect(self, owner_uid: str) -> None:
         for key in sorted(self._cache.dependents.get(owner_uid, set())):
             entry = self._cache.get(key)
-            if entry is None or not self._owners_gone(entry.obj):
+            if entry is None or not self._owners_gone(entry.owners):
                 continue
             if entry.obj["metadata"].get("deletionTimestamp"):
                 continue
             with contextlib.suppress(ObjectNotFound):
-                await self.delete(*key, uid=entry.obj["metadata"]["uid"])
+                await self.delete(*key, uid=entry.uid)
                 log.info("collected %s/%s/%s (owner %s deleted)", *key, owner_uid)
 
     async def _sweep(self) -> None:

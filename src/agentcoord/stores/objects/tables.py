@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import calendar
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from agentcoord.stores.objects.kinds import Column, Kind
@@ -106,7 +107,7 @@ def _row(kind: Kind, obj: dict[str, Any], now: float, include: str) -> dict[str,
 
 def table(
     kind: Kind,
-    objs: list[dict[str, Any]],
+    objs: Sequence[dict[str, Any]],
     rv: int | str,
     *,
     now: float | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ class Watcher:
         self._queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue(maxsize)
         self._ended: StoreError | None = None
         # Initial ADDED events and replayed history come first, unbounded; live ones queue.
-        self._backlog: deque[WatchEvent] = deque()
+        # Initial objects wait as their stored JSON and are decoded as they are handed out.
+        self._backlog: deque[WatchEvent | bytes] = deque()
         self._ready = asyncio.Event()
         self._ready.set()
         self.delivered_rv = 0  # the rv of the last event handed out (progress for bookmarks)
@@ -92,6 +94,11 @@ class Watcher:
         """Add an initial or replayed event; these come before anything queued live."""
         self._backlog.append(event)
 
+    def preload_added(self, raws: list[bytes]) -> None:
+        """Add initial ADDED events for objects given as stored JSON (decoded when handed out,
+        so a watch starting on 10k objects does not hold 10k dicts at once)."""
+        self._backlog.extend(raws)
+
     def hold(self) -> None:
         """Deliver nothing until :meth:`release` (while history is read from the log)."""
         self._ready.clear()
@@ -124,7 +131,7 @@ class Watcher:
             async with asyncio.timeout(timeout):
                 await self._ready.wait()
                 if self._backlog:
-                    item: WatchEvent | None = self._backlog.popleft()
+                    item: WatchEvent | None = _event(self._backlog.popleft())
                 else:
                     if self._queue.empty() and self._ended is not None:
                         raise self._ended
@@ -159,6 +166,13 @@ class Watcher:
 
     async def __aexit__(self, *exc: object) -> None:
         self.end()
+
+
+def _event(item: WatchEvent | bytes) -> WatchEvent:
+    if isinstance(item, WatchEvent):
+        return item
+    obj: dict[str, Any] = json.loads(item)
+    return WatchEvent("ADDED", obj, int(obj["metadata"]["resourceVersion"]))
 
 
 class _Closed(StoreError):
