@@ -200,6 +200,9 @@ class Client:
         """Ask the local agent for a nonce of this question; log how the ask ended."""
         self.asked += 1
         nonce = f"{self.me}/ask{self.asked}/{self.rng.getrandbits(48):012x}"
+        if self.rng.random() < 0.2:
+            self.abandon_ask(nonce)
+            return
         self.record(op="ask-try", id=nonce)
         t0 = time.monotonic()
         outcome, detail, sent = self.ask_once(nonce)
@@ -207,6 +210,27 @@ class Client:
         self.record(op="ask", id=nonce, outcome=outcome, detail=detail, sent=sent, t0=t0, took=took)
         if outcome in ("transport", "hang"):
             time.sleep(0.1)  # the daemon is away: do not spin on connect
+
+    def abandon_ask(self, nonce):
+        """Ask for a long turn, then go away: cancel it (notifications/cancelled) and hang up,
+        or just hang up. Nobody reads its answer, so the daemon must stop its runner."""
+        cancel = self.rng.random() < 0.5
+        self.record(op="ask-abandoned", id=nonce, cancel=cancel)
+        args = {"agent": ASK_AGENT, "text": f"sleep 300\nanswer {nonce}"}
+        req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+        req["params"] = {"name": "ask", "arguments": args}
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(CALL_TIMEOUT_S)
+                s.connect(self.sock_path)
+                s.sendall(json.dumps(req).encode() + b"\n")
+                time.sleep(0.5)
+                if cancel:
+                    note = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+                    note["params"] = {"requestId": 1, "reason": "the asker gives up"}
+                    s.sendall(json.dumps(note).encode() + b"\n")
+        except OSError:
+            time.sleep(0.1)
 
     def ask_once(self, nonce):
         """One ask on its own connection: (outcome, answer or error text, request sent)."""

@@ -13,7 +13,8 @@ claims and sends) with what the daemon holds and what the recipients got:
   version the client had acknowledged;
 - every ask that was answered got the answer to its own question, and its turn ran once; an
   ask that failed ended with an error result or a transport error within its timeout, while a
-  fault was on; no runner is left once the asks are over; a fresh ask is answered.
+  fault was on, saying why; no runner is left once the asks are over (abandoned asks
+  included: cancelled, or hung up on); a fresh ask is answered.
 
 Extension point: a new workload is a method in the client's ``WORKLOADS`` plus a checker here
 in ``CHECKERS`` that reads the same shadow logs.
@@ -77,6 +78,8 @@ class Tally:
     wrong_answers: int = 0  # another question's answer, or a turn run twice
     hung_asks: int = 0  # no reply within the ask's timeout (plus slack)
     failed_asks_unfaulted: int = 0  # failed with no fault on, or a fresh ask failed
+    unclear_errors: int = 0  # an error result that does not say what happened
+    asks_abandoned: int = 0  # cancelled or hung up on by the asker: runners to stop
     runners_left: int = 0  # runner processes alive once every ask had returned
     problems: list[str] = field(default_factory=list)
 
@@ -94,9 +97,10 @@ class Tally:
             f"store writes checked {self.store_writes}, lost {self.lost_store_writes}; "
             f"asks {self.asks}: answered {self.asks_answered}, failed by a fault "
             f"{self.asks_failed} ({self.asks_failed_in_flight} in flight), fresh asks after "
-            f"recovery {self.fresh_asks}, wrong answers {self.wrong_answers}, hung "
-            f"{self.hung_asks}, failed without a fault {self.failed_asks_unfaulted}, runners "
-            f"left {self.runners_left}"
+            f"recovery {self.fresh_asks}, abandoned {self.asks_abandoned}, wrong answers "
+            f"{self.wrong_answers}, hung {self.hung_asks}, failed without a fault "
+            f"{self.failed_asks_unfaulted}, unclear errors {self.unclear_errors}, runners left "
+            f"{self.runners_left}"
         )
 
     def merge(self, other: Tally) -> None:
@@ -119,6 +123,7 @@ class Tally:
             or self.wrong_answers
             or self.hung_asks
             or self.failed_asks_unfaulted
+            or self.unclear_errors
             or self.runners_left
         )
 
@@ -468,7 +473,8 @@ def check_asks_plane(
     rig: Rig,
 ) -> None:
     """Answers belong to their own question and ran once; a failed ask failed cleanly while a
-    fault was on; no runner outlives the asks; a fresh ask after recovery is answered."""
+    fault was on; no runner outlives the asks (nor its abandoned ask); a fresh ask after
+    recovery is answered."""
     d = rig.daemon
     nonce = f"fresh/{secrets.token_hex(6)}"
     try:
@@ -493,7 +499,15 @@ def check_asks_plane(
     if len(ended) != len(tried):
         t.hung_asks += len(tried) - len(ended)
         t.problems.append(f"{len(tried) - len(ended)} asks never ended")
+    for r in (r for log in logs for r in log if r["op"] == "ask-abandoned"):
+        t.asks_abandoned += 1
+        if ran[r["id"]] > 1:
+            t.wrong_answers += 1
+            t.problems.append(f"abandoned ask {r['id']} ran as {ran[r['id']]} turns")
     for r in ended:
+        if r["outcome"] == "error" and r["detail"].startswith("internal error"):
+            t.unclear_errors += 1
+            t.problems.append(f"ask {r['id']} failed without saying why: {r['detail']}")
         if ran[r["id"]] > 1:
             t.wrong_answers += 1
             t.problems.append(f"ask {r['id']} ran as {ran[r['id']]} turns")
