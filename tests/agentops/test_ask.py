@@ -4,11 +4,13 @@ in real bubblewrap; runners call back through the shim, and the daemon computes 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from typing import Any
 
 from tests.agentops.conftest import fails, needs_bwrap, ok, stored, wait_for
+from tests.reliability._rig import runner_pids
 
 pytestmark = needs_bwrap
 
@@ -210,3 +212,56 @@ def test_ask_timeout_and_failed_turns_say_so(local_daemon: Any) -> None:
     err = fails(call, "ask", agent="bee", text="crash")
     assert err.startswith("bee's turn failed: the runner exited 3 without a result")
     assert stored(d, "agents", "bee")["status"]["phase"] == "Failed"  # type: ignore[index]
+
+
+def _ask_in_flight(d: Any, text: str) -> socket.socket:
+    """An ask sent on a connection of its own, once its runner runs; the socket is returned."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(str(d.socket))
+    req = {"jsonrpc": "2.0", "id": 5, "method": "tools/call"}
+    req["params"] = {"name": "ask", "arguments": {"agent": "bee", "text": text}}
+    s.sendall(json.dumps(req).encode() + b"\n")
+    wait_for(lambda: runner_pids(d), what="the ask's runner")
+    return s
+
+
+def test_a_cancelled_ask_stops_its_runner(local_daemon: Any) -> None:
+    """notifications/cancelled for an ask stops the turn's runner (it would sleep 60 s) and
+    the Agent says the turn was cancelled; the next ask is answered."""
+    d, _, call = local_daemon()
+    _spawn_all(call, "bee")
+    with _ask_in_flight(d, "sleep 60\nanswer late") as s:
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+        cancel["params"] = {"requestId": 5, "reason": "user pressed escape"}
+        s.sendall(json.dumps(cancel).encode() + b"\n")
+        wait_for(lambda: not runner_pids(d), timeout=20, what="the runner stopped")
+        agent = wait_for(
+            lambda: (
+                (a := stored(d, "agents", "bee"))
+                and a["status"].get("message") == "cancelled: the asker went away"
+                and a
+            ),
+            what="the cancelled turn on the Agent",
+        )
+        assert agent["status"]["phase"] == "Failed"
+        assert ok(call, "ask", agent="bee", text="answer again")["answer"] == "again"
+
+
+def test_an_asker_that_hangs_up_stops_the_runner(local_daemon: Any) -> None:
+    """An asker that closes its connection mid-ask takes no answer: the runner is stopped."""
+    d, _, call = local_daemon()
+    _spawn_all(call, "bee")
+    _ask_in_flight(d, "sleep 60\nanswer late").close()
+    wait_for(lambda: not runner_pids(d), timeout=20, what="the runner stopped")
+
+
+def test_a_half_closed_asker_still_gets_its_answer(local_daemon: Any) -> None:
+    """A client that only shuts down its sending side (as the stdio shim does at the end of
+    its input) still reads the answer: EOF is not a hang-up."""
+    d, _, call = local_daemon()
+    _spawn_all(call, "bee")
+    with _ask_in_flight(d, "sleep 1\nanswer kept") as s:
+        s.shutdown(socket.SHUT_WR)
+        reply = json.loads(s.makefile("rb").readline())
+    assert reply["result"]["structuredContent"]["answer"] == "kept"

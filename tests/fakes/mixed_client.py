@@ -7,8 +7,10 @@ is the same after a daemon restart):
 
     claude -- python mixed_client.py SOCKET CTL_DIR INDEX SEED OPS
 
-OPS is a comma-separated list of workloads (``claims,messages,store``); each is a method
-named in ``WORKLOADS`` below, which is where an asks workload plugs in.
+OPS is a comma-separated list of workloads (``claims,messages,store,asks``); each is a method
+named in ``WORKLOADS`` below. ``asks`` asks the local agent ``ASK_AGENT`` (the stand-in
+``claude -p`` runs each turn in a sandbox) to answer with a nonce of this question: an answer
+is checked against its own question, so cross-talk shows.
 
 Control files in CTL_DIR (written by the suite): ``peers.json`` (every client's agent name;
 start), ``stop`` (finish the current operation, stop sending), ``drain`` (read the inbox until
@@ -20,6 +22,9 @@ shadow log, one flushed line per acknowledged operation), ``stopped-INDEX`` and
 A call whose connection breaks, or that fails with an error result, is retried with the same
 arguments until it is answered (sends carry an idempotency key; a repeated claim replaces the
 caller's own earlier grant), so every operation ends acknowledged or the client gives up loudly.
+An ask is not retried (a second turn would be a second question): it ends answered, with an
+error result, a transport error, or (a hang) no reply within its socket timeout, and the shadow
+log says which.
 """
 
 import json
@@ -32,6 +37,9 @@ import time
 RETRY_FOR_S = 60.0
 CALL_TIMEOUT_S = 20.0
 KEYS = 16
+ASK_AGENT = "echo"
+ASK_TIMEOUT_S = 30.0  # the ask's own timeout_secs
+ASK_HANG_S = ASK_TIMEOUT_S + 30.0  # no reply by then: the daemon hangs the call
 
 
 class Client:
@@ -49,6 +57,7 @@ class Client:
         self.seq = 0
         self.last_seq = 0  # highest inbox seq received
         self.regs = {}  # registered agent id -> last acknowledged version
+        self.asked = 0
         self.counts = {"ops": 0, "retries": 0, "reconnects": 0, "error_results": 0}
         # Line-buffered for the life of the process: every record is on disk when written.
         self.log = open(os.path.join(ctl, f"ops-{index}.jsonl"), "a", buffering=1)  # noqa: SIM115
@@ -188,6 +197,75 @@ class Client:
         self.regs[rid] = version
         self.record(op="stored", id=rid, version=version)
 
+    def asks(self):
+        """Ask the local agent for a nonce of this question; log how the ask ended."""
+        self.asked += 1
+        nonce = f"{self.me}/ask{self.asked}/{self.rng.getrandbits(48):012x}"
+        if self.rng.random() < 0.2:
+            self.abandon_ask(nonce)
+            return
+        self.record(op="ask-try", id=nonce)
+        t0 = time.monotonic()
+        outcome, detail, sent = self.ask_once(nonce)
+        took = time.monotonic() - t0
+        self.record(op="ask", id=nonce, outcome=outcome, detail=detail, sent=sent, t0=t0, took=took)
+        if outcome in ("transport", "hang"):
+            time.sleep(0.1)  # the daemon is away: do not spin on connect
+
+    def abandon_ask(self, nonce):
+        """Ask for a long turn, then go away: cancel it (notifications/cancelled) and hang up,
+        or just hang up. Nobody reads its answer, so the daemon must stop its runner."""
+        cancel = self.rng.random() < 0.5
+        self.record(op="ask-abandoned", id=nonce, cancel=cancel)
+        args = {"agent": ASK_AGENT, "text": f"sleep 300\nanswer {nonce}"}
+        req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+        req["params"] = {"name": "ask", "arguments": args}
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(CALL_TIMEOUT_S)
+                s.connect(self.sock_path)
+                s.sendall(json.dumps(req).encode() + b"\n")
+                time.sleep(0.5)
+                if cancel:
+                    note = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+                    note["params"] = {"requestId": 1, "reason": "the asker gives up"}
+                    s.sendall(json.dumps(note).encode() + b"\n")
+        except OSError:
+            time.sleep(0.1)
+
+    def ask_once(self, nonce):
+        """One ask on its own connection: (outcome, answer or error text, request sent)."""
+        args = {"agent": ASK_AGENT, "text": f"sleep 0.2\nanswer {nonce}"}
+        args["timeout_secs"] = ASK_TIMEOUT_S
+        req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+        req["params"] = {"name": "ask", "arguments": args}
+        sent = False
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(ASK_HANG_S)
+                s.connect(self.sock_path)
+                s.sendall(json.dumps(req).encode() + b"\n")
+                sent = True
+                line = s.makefile("rb").readline()
+        except TimeoutError:
+            return "hang", f"no reply in {ASK_HANG_S:g}s", sent
+        except OSError as exc:
+            return "transport", repr(exc), sent
+        if not line:
+            return "transport", "daemon closed the connection", sent
+        reply = json.loads(line)
+        if reply.get("id") != 1 or "result" not in reply:
+            return "protocol", repr(reply), sent
+        self.counts["ops"] += 1
+        result = reply["result"]
+        if result.get("isError"):
+            self.counts["error_results"] += 1
+            return "error", result["content"][0]["text"], sent
+        sc = result["structuredContent"]
+        if not sc.get("answered"):
+            return "unanswered", sc.get("note", ""), sent
+        return "answered", sc["answer"], sent
+
     def read_inbox(self):
         """Read with ``after`` (exactly-once mode): confirms what we have, gets the rest."""
         out = self.call("inbox", {"limit": 200, "after": self.last_seq})
@@ -241,7 +319,7 @@ class Client:
         return 0
 
 
-WORKLOADS = {"claims", "messages", "store"}  # an asks workload adds a method and a name
+WORKLOADS = {"claims", "messages", "store", "asks"}
 
 
 def main():

@@ -8,13 +8,16 @@ claims and sends) with what the daemon holds and what the recipients got:
 
 - every claim a client holds is live in ``check_claims`` exactly once, with its token;
 - every acknowledged send was received exactly once, by its addressee;
-- no two write grants on one key ever overlapped (fencing tokens + observed hold intervals).
-
+- no two write grants on one key ever overlapped (fencing tokens + observed hold intervals);
 - every agent a client registered (an Agent object in the store) is there, at the last
-  version the client had acknowledged.
+  version the client had acknowledged;
+- every ask that was answered got the answer to its own question, and its turn ran once; an
+  ask that failed ended with an error result or a transport error within its timeout, while a
+  fault was on, saying why; no runner is left once the asks are over (abandoned asks
+  included: cancelled, or hung up on); a fresh ask is answered.
 
-Extension point: a new workload (asks) is a method in the client's ``WORKLOADS`` plus a
-checker here in ``CHECKERS`` that reads the same shadow logs.
+Extension point: a new workload is a method in the client's ``WORKLOADS`` plus a checker here
+in ``CHECKERS`` that reads the same shadow logs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import contextlib
 import itertools
 import json
 import os
+import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -39,6 +44,8 @@ from tests.conftest import FAKES, Daemon
 from tests.tools.session_helpers import unix_request
 
 CLIENT = FAKES / "mixed_client.py"
+ASK_AGENT = "echo"  # the local package agent the clients ask (mixed_client.ASK_AGENT)
+ASK_HANG_S = 60.0  # an ask's timeout (30 s) plus slack (mixed_client.ASK_HANG_S)
 
 
 @dataclass
@@ -64,6 +71,17 @@ class Tally:
     store_writes: int = 0
     lost_store_writes: int = 0
     overlaps: int = 0
+    asks: int = 0
+    asks_answered: int = 0
+    asks_failed: int = 0  # error result, transport error or no answer, while a fault was on
+    asks_failed_in_flight: int = 0  # of those, the question had reached the daemon
+    fresh_asks: int = 0
+    wrong_answers: int = 0  # another question's answer, or a turn run twice
+    hung_asks: int = 0  # no reply within the ask's timeout (plus slack)
+    failed_asks_unfaulted: int = 0  # failed with no fault on, or a fresh ask failed
+    unclear_errors: int = 0  # an error result that does not say what happened
+    asks_abandoned: int = 0  # cancelled or hung up on by the asker: runners to stop
+    runners_left: int = 0  # runner processes alive once every ask had returned
     problems: list[str] = field(default_factory=list)
 
     def line(self) -> str:
@@ -78,7 +96,13 @@ class Tally:
             f"{self.uncertain_releases}), phantom claims {self.phantom_claims}, "
             f"lost messages {self.lost_messages}, duplicated {self.duplicated_messages}, "
             f"misrouted {self.misrouted_messages}, overlapping writes {self.overlaps}; "
-            f"store writes checked {self.store_writes}, lost {self.lost_store_writes}"
+            f"store writes checked {self.store_writes}, lost {self.lost_store_writes}; "
+            f"asks {self.asks}: answered {self.asks_answered}, failed by a fault "
+            f"{self.asks_failed} ({self.asks_failed_in_flight} in flight), fresh asks after "
+            f"recovery {self.fresh_asks}, abandoned {self.asks_abandoned}, wrong answers "
+            f"{self.wrong_answers}, hung {self.hung_asks}, failed without a fault "
+            f"{self.failed_asks_unfaulted}, unclear errors {self.unclear_errors}, runners left "
+            f"{self.runners_left}"
         )
 
     def merge(self, other: Tally) -> None:
@@ -98,6 +122,11 @@ class Tally:
             or self.misrouted_messages
             or self.overlaps
             or self.lost_store_writes
+            or self.wrong_answers
+            or self.hung_asks
+            or self.failed_asks_unfaulted
+            or self.unclear_errors
+            or self.runners_left
         )
 
 
@@ -150,16 +179,36 @@ def wait_gone(pid: int, timeout: float = 10.0) -> None:
     raise AssertionError(f"pid {pid} still alive after {timeout}s")
 
 
+def runner_pids(d: Daemon) -> list[int]:
+    """The daemon's descendants other than nats-server: its sandboxed runners."""
+    assert d.proc is not None
+    try:
+        kids = psutil.Process(d.proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    out = []
+    for kid in kids:
+        with contextlib.suppress(psutil.Error):
+            if kid.status() != psutil.STATUS_ZOMBIE and kid.name() != "nats-server":
+                out.append(kid.pid)
+    return out
+
+
 @dataclass
 class Rig:
-    """One daemon under mixed load; ``phase`` runs load + one fault + the checks."""
+    """One daemon under mixed load; ``phase`` runs load + one fault + the checks.
+
+    The first ``askers`` clients also ask (each ask cold-starts or resumes a sandboxed
+    runner, so a few are enough)."""
 
     daemon: Daemon
     claude: Path
     root: Path
     clients: int = 32
-    workloads: tuple[str, ...] = ("claims", "messages", "store")
+    workloads: tuple[str, ...] = ("claims", "messages", "store", "asks")
+    askers: int = 4
     tally: Tally = field(default_factory=Tally)
+    window: tuple[float, float] = (0.0, 0.0)  # monotonic start and end of the last fault
     _n: itertools.count[int] = field(default_factory=itertools.count)
 
     def phase(self, fault: Callable[[Rig], None], load_s: float = 4.0) -> None:
@@ -172,8 +221,10 @@ class Rig:
             (ctl / "peers.tmp").write_text(json.dumps(names))
             (ctl / "peers.tmp").rename(ctl / "peers.json")  # never seen half-written
             time.sleep(load_s / 2)
+            began = time.monotonic()
             fault(self)
             wait_answers(self.daemon)
+            self.window = (began, time.monotonic())
             time.sleep(load_s / 2)  # load goes on against the recovered daemon
             (ctl / "stop").touch()
             self._wait_files(ctl, "stopped-{}", procs)
@@ -208,7 +259,7 @@ class Rig:
         cwd.mkdir()
         argv = [str(self.claude), "--", sys.executable, str(CLIENT)]
         argv += [str(self.daemon.socket), str(ctl), str(i), str(n * 1000 + i)]
-        argv.append(",".join(self.workloads))
+        argv.append(",".join(w for w in self.workloads if w != "asks" or i < self.askers))
         log = (ctl / f"client-{i}.log").open("wb")
         try:
             return subprocess.Popen(
@@ -267,7 +318,7 @@ class Rig:
                 setattr(t, k, getattr(t, k) + f["counts"][k])
         for checker in CHECKERS:
             if checker.workload in self.workloads:
-                checker.check(t, finals, logs, live, exit_time, self.daemon)
+                checker.check(t, finals, logs, live, exit_time, self)
 
 
 def check_claims_plane(
@@ -276,7 +327,7 @@ def check_claims_plane(
     logs: list[list[dict[str, Any]]],
     live: list[dict[str, Any]],
     exit_time: float,
-    d: Daemon,
+    rig: Rig,
 ) -> None:
     """Held claims are live exactly once; write grants never overlapped (shadow log)."""
     agents = {f["agent"] for f in finals}
@@ -345,7 +396,7 @@ def check_messages_plane(
     logs: list[list[dict[str, Any]]],
     live: list[dict[str, Any]],
     exit_time: float,
-    d: Daemon,
+    rig: Rig,
 ) -> None:
     """Every acknowledged send was received exactly once, by its addressee."""
     acked = {r["id"]: r["to"] for log in logs for r in log if r["op"] == "sent"}
@@ -385,14 +436,14 @@ def check_store_plane(
     logs: list[list[dict[str, Any]]],
     live: list[dict[str, Any]],
     exit_time: float,
-    d: Daemon,
+    rig: Rig,
 ) -> None:
     """Every agent a client registered is in the store (one object per name: the store's key)
     at the last version the client had acknowledged, registered by that client."""
     for f in finals:
         for rid, version in f["regs"].items():
             t.store_writes += 1
-            got = call(d, "get_agent", {"agent_id": rid})
+            got = call(rig.daemon, "get_agent", {"agent_id": rid})
             agent = got.get("agent", {})
             want = f"/{rid}/v{version}"
             ok = (
@@ -405,6 +456,86 @@ def check_store_plane(
                 t.problems.append(f"store: {rid} should be v{version} by {f['agent']}: {got}")
 
 
+ASKED = re.compile(r"^answer (\S+)$", re.MULTILINE)
+
+
+def turns_run(d: Daemon) -> Counter[str]:
+    """How many times each asked nonce ran as a turn: the prompts in the runners' transcripts
+    (the stand-in appends each turn's prompt to its session's transcript)."""
+    ran: Counter[str] = Counter()
+    for path in (Path(d.env["CLAUDE_CONFIG_DIR"]) / "projects").glob("*/*.jsonl"):
+        for line in path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                rec = json.loads(line)
+                if rec["type"] == "user":
+                    ran.update(ASKED.findall(rec["message"]["content"]))
+    return ran
+
+
+def check_asks_plane(
+    t: Tally,
+    finals: list[dict[str, Any]],
+    logs: list[list[dict[str, Any]]],
+    live: list[dict[str, Any]],
+    exit_time: float,
+    rig: Rig,
+) -> None:
+    """Answers belong to their own question and ran once; a failed ask failed cleanly while a
+    fault was on; no runner outlives the asks (nor its abandoned ask); a fresh ask after
+    recovery is answered."""
+    d = rig.daemon
+    nonce = f"fresh/{secrets.token_hex(6)}"
+    try:
+        got = call(d, "ask", {"agent": ASK_AGENT, "text": f"answer {nonce}", "timeout_secs": 60})
+    except AssertionError as exc:
+        got = {"error": str(exc)}
+    t.fresh_asks += 1
+    if got.get("answer") != nonce:
+        t.failed_asks_unfaulted += 1
+        t.problems.append(f"a fresh ask after recovery got {got}")
+    deadline = time.monotonic() + 30
+    while (left := runner_pids(d)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        t.runners_left += len(left)
+        t.problems.append(f"runners still alive after every ask returned: {left}")
+    ran = turns_run(d)
+    start, end = rig.window
+    tried = {r["id"] for log in logs for r in log if r["op"] == "ask-try"}
+    ended = [r for log in logs for r in log if r["op"] == "ask"]
+    t.asks += len(tried)
+    if len(ended) != len(tried):
+        t.hung_asks += len(tried) - len(ended)
+        t.problems.append(f"{len(tried) - len(ended)} asks never ended")
+    for r in (r for log in logs for r in log if r["op"] == "ask-abandoned"):
+        t.asks_abandoned += 1
+        if ran[r["id"]] > 1:
+            t.wrong_answers += 1
+            t.problems.append(f"abandoned ask {r['id']} ran as {ran[r['id']]} turns")
+    for r in ended:
+        if r["outcome"] == "error" and r["detail"].startswith("internal error"):
+            t.unclear_errors += 1
+            t.problems.append(f"ask {r['id']} failed without saying why: {r['detail']}")
+        if ran[r["id"]] > 1:
+            t.wrong_answers += 1
+            t.problems.append(f"ask {r['id']} ran as {ran[r['id']]} turns")
+        if r["outcome"] == "answered":
+            t.asks_answered += 1
+            if r["detail"] != r["id"] or ran[r["id"]] != 1:
+                t.wrong_answers += 1
+                t.problems.append(f"ask {r['id']} got {r['detail']!r} ({ran[r['id']]} turns)")
+            continue
+        if r["outcome"] in ("hang", "protocol") or r["took"] > ASK_HANG_S:
+            t.hung_asks += 1
+            t.problems.append(f"ask {r['id']} did not end cleanly: {r}")
+        elif r["t0"] <= end and r["t0"] + r["took"] >= start:
+            t.asks_failed += 1
+            t.asks_failed_in_flight += r["sent"]
+        else:
+            t.failed_asks_unfaulted += 1
+            t.problems.append(f"ask {r['id']} failed with no fault on: {r}")
+
+
 @dataclass(frozen=True)
 class Checker:
     workload: str
@@ -415,5 +546,5 @@ CHECKERS = [
     Checker("claims", check_claims_plane),
     Checker("messages", check_messages_plane),
     Checker("store", check_store_plane),
-    # Checker("asks", check_asks_plane): once ask (issue 7) is on main
+    Checker("asks", check_asks_plane),
 ]

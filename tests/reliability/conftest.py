@@ -1,4 +1,5 @@
-"""Fixtures of the reliability suite: a rig per test, an optional tmpfs state dir, and the
+"""Fixtures of the reliability suite: a rig per test (a daemon with local agents on: the
+stand-in ``claude -p`` answers asks in real bubblewrap), an optional tmpfs state dir, and the
 counts printed at the end of the run."""
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from typing import Any
 
 import pytest
 
-from tests.reliability._rig import Rig, Tally
+from tests.localagents.conftest import (  # noqa: F401  (fixtures)
+    make_package,
+    runner_bin,
+    visible_root,
+)
+from tests.reliability._rig import ASK_AGENT, Rig, Tally
 
 TALLIES: dict[str, Tally] = {}
 
@@ -40,13 +46,29 @@ def small_tmpfs() -> Iterator[Path]:
 
 @pytest.fixture
 def make_rig(
-    request: pytest.FixtureRequest, daemon_factory: Any, claude_bin: Path, tmp_path: Path
+    request: pytest.FixtureRequest,
+    daemon_factory: Any,
+    claude_bin: Path,
+    runner_bin: Path,  # noqa: F811  (the fixture imported above)
+    visible_root: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> Iterator[Any]:
-    """Build a rig on a fresh daemon (extra env for it as keyword arguments)."""
+    """Build a rig on a fresh daemon (extra env for it as keyword arguments) whose local
+    agent ``ASK_AGENT`` is a package in a hub outside /tmp (the sandbox hides /tmp)."""
     made: list[Rig] = []
+    hub = visible_root / "agentihub"
+    make_package(hub, ASK_AGENT)
+    (visible_root / "home").mkdir()
+    local = {
+        "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "true",
+        "AGENTIHUB_DIR": str(hub),
+        "AGENTCOORD_RUNNER_COMMAND": f"{runner_bin} -p --output-format json",
+        "HOME": str(visible_root / "home"),
+    }
 
     def make(name: str = "rig", **extra: str) -> Rig:
-        d = daemon_factory(name, AGENTCOORD_LOG_LEVEL="WARNING", **extra).start()
+        env = {**local, **extra}
+        d = daemon_factory(name, AGENTCOORD_LOG_LEVEL="WARNING", **env).start()
         rig = Rig(d, claude_bin, tmp_path / f"{name}-ctl")
         made.append(rig)
         return rig

@@ -32,7 +32,7 @@ from agentcoord.daemon.caller import Caller
 from agentcoord.errors import NotFound, ToolError
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.inbox import check_agent_id, inbox_subject
-from agentcoord.stores.objects import AlreadyExists, ObjectNotFound
+from agentcoord.stores.objects import AlreadyExists, ObjectNotFound, StoreError
 
 if TYPE_CHECKING:
     from agentcoord.daemon.messaging import Messaging
@@ -220,6 +220,18 @@ class AgentOps:
     async def deliver(
         self, caller: Caller, name: str, text: str, *, wait: bool, timeout: float
     ) -> dict[str, Any]:
+        """Run ``text`` on the agent ``name`` (and, with ``wait``, return its answer)."""
+        try:
+            return await self._deliver(caller, name, text, wait=wait, timeout=timeout)
+        except StoreError as exc:
+            if isinstance(exc, ToolError):  # not found: already says what happened
+                raise
+            # A full disk, say: the caller learns why, not just "internal error".
+            raise ToolError(f"{name} was not reached: {exc.message}") from exc
+
+    async def _deliver(
+        self, caller: Caller, name: str, text: str, *, wait: bool, timeout: float
+    ) -> dict[str, Any]:
         target = await self.target(name)
         name = target["metadata"]["name"]
         await self.check_rules(caller, target)
@@ -260,6 +272,11 @@ class AgentOps:
             return {"sent": True, **out}
         try:
             result = await asyncio.wait_for(asyncio.shield(turn.done), timeout)
+        except asyncio.CancelledError:
+            # The asker cancelled (notifications/cancelled) or closed its connection: nobody
+            # will read the answer, so the runner stops (MCP: "SHOULD stop processing").
+            self.ctl.abandon(turn, "the asker went away")
+            raise
         except TimeoutError:
             return {
                 "answered": False,

@@ -51,6 +51,7 @@ from agentcoord.agentops.rules import (
     new_session_name,
     phase_after,
     pick_session,
+    project_dir_name,
     reconcile_action,
 )
 from agentcoord.agentops.turns import ActiveTurns, RegisteringRunners, Turn, focus_of
@@ -454,6 +455,7 @@ class AgentController:
         name = obj["metadata"]["name"]
         if obj["metadata"].get("deletionTimestamp"):
             raise ToolError(f"agent {name} is being cancelled")
+        cwd = Path((obj.get("spec") or {}).get("cwd") or self.state_dir / "agents" / name / "work")
         async with self._locks[name]:
             sessions = self._sessions_of(obj)
             session = pick_session(sessions, from_agent)
@@ -465,13 +467,38 @@ class AgentController:
                     from_session,
                 )
                 sessions.append(session)
-            resume = session.turns > 0
+            # A first turn stopped before the runner wrote its transcript (the asker went
+            # away, the daemon was killed) left nothing to resume: start the session afresh.
+            resume = session.turns > 0 and self._transcript(cwd, session.session_id).exists()
             turn = self._new_turn(name, place, session, resume, prompt)
             turn.focus = focus_of(focus or prompt)
             await self._w.save_sessions(name, self._sessions.get(name, []))
-        cwd = Path((obj.get("spec") or {}).get("cwd") or self.state_dir / "agents" / name / "work")
         await self._launch(turn, cwd)
         return turn
+
+    def _transcript(self, cwd: Path, session_id: str) -> Path:
+        """Where ``claude`` keeps the transcript of a session run in ``cwd``."""
+        return self.claude_dir / "projects" / project_dir_name(str(cwd)) / f"{session_id}.jsonl"
+
+    def abandon(self, turn: Turn, why: str) -> None:
+        """Stop ``turn``'s runner because nobody waits for its answer any more (its asker
+        cancelled the ask or went away), then say so on the Agent (in a task of the
+        controller: the asker's own call is being cancelled)."""
+        task = turn.task
+        if self._closing or task is None or task.done():
+            return
+        task.cancel(why)
+        self._start_task(self._after_abandon(turn, task, why), f"abandon-{turn.id}")
+
+    async def _after_abandon(self, turn: Turn, task: asyncio.Task[None], why: str) -> None:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        if not turn.done.done():  # cancelled before its runner started
+            self._turn_finished(turn, None, None, cancelled=True)
+        result = turn.done.result()
+        if result["message"] == "cancelled":  # not a turn that ended just before the cancel
+            log.info("stopped turn %s of %s: %s", turn.id, turn.agent, why)
+            await self._after_turn(turn, {**result, "message": f"cancelled: {why}"})
 
     async def _launch(self, turn: Turn, cwd: Path) -> None:
         own = self.state_dir / "agents" / turn.agent / "work"

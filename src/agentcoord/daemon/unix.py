@@ -17,6 +17,7 @@ from typing import Any
 
 from agentcoord.daemon.app import App
 from agentcoord.daemon.framing import OVERSIZE, LineSplitter
+from agentcoord.daemon.hangup import cancel_on_hangup
 from agentcoord.daemon.jsonrpc import INVALID_REQUEST, decode, encode, error_response
 from agentcoord.daemon.mcp import McpCore, McpSession
 from agentcoord.daemon.procprobe import peer_cred
@@ -127,6 +128,7 @@ class UnixListener:
                         continue
                     assert isinstance(line, bytes)
                     self._start(tg, line, session, send)
+            await cancel_on_hangup(sock, lambda: list(session.inflight.values()))
 
     def _start(self, tg: asyncio.TaskGroup, line: bytes, session: McpSession, send: Any) -> None:
         try:
