@@ -62,9 +62,13 @@ def decode(raw: bytes | str) -> Any:
         raise ProtocolError(PARSE_ERROR, f"Parse error: {type(exc).__name__}") from None
 
 
+# Built once: json.dumps with options builds a new encoder per call (every reply).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def encode(message: Any) -> bytes:
     """Serialise a reply compactly (one line, so it is also a valid stdio frame)."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODER.encode(message).encode()
 
 
 def _valid_id(value: Any) -> bool:

@@ -187,6 +187,10 @@ class McpCore:
         }
 
 
+# Built once: json.dumps with options builds a new encoder per call.
+_TEXT_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+
+
 def _render(tool: Tool, result: dict[str, Any]) -> str:
     """The text half of a result; a renderer bug degrades to JSON instead of failing the call."""
     if tool.render is not None:
@@ -194,4 +198,4 @@ def _render(tool: Tool, result: dict[str, Any]) -> str:
             return tool.render(result)
         except Exception:
             log.exception("rendering %s failed; sending JSON", tool.name)
-    return json.dumps(result, separators=(",", ":"), default=str)
+    return _TEXT_ENCODER.encode(result)

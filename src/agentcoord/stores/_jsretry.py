@@ -39,18 +39,28 @@ _MAX_PAUSE_S = 1.0
 
 async def while_electing(call: Callable[[], Awaitable[T]]) -> T:
     """``await call()``, sent again while JetStream has no leader to answer it."""
+    try:  # the common case, without the retry loop's bookkeeping
+        return await call()
+    except nats.errors.Error as exc:
+        if not _transient(exc):
+            raise
+        first = exc
     loop = asyncio.get_running_loop()
     deadline = loop.time() + _RETRY_FOR_S
     pause = _FIRST_PAUSE_S
+    failure: nats.errors.Error = first
     while True:
+        if loop.time() + pause > deadline:
+            raise failure
+        log.debug("jetstream unavailable (%s); retrying in %.2fs", type(failure).__name__, pause)
+        await asyncio.sleep(pause)  # a backoff while a leader is elected, not a poll
+        pause = min(pause * 2, _MAX_PAUSE_S)
         try:
             return await call()
         except nats.errors.Error as exc:
-            if not _transient(exc) or loop.time() + pause > deadline:
+            if not _transient(exc):
                 raise
-            log.debug("jetstream unavailable (%s); retrying in %.2fs", type(exc).__name__, pause)
-            await asyncio.sleep(pause)  # a backoff while a leader is elected, not a poll
-            pause = min(pause * 2, _MAX_PAUSE_S)
+            failure = exc
 
 
 def _transient(exc: Exception) -> bool:

@@ -34,6 +34,7 @@ _MAX_AGE = 30 * 24 * 3600.0
 _DRAIN_DEADLINE = 2.0
 _QUERY_IDLE = 2.0
 _COALESCE = 0.01
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # built once, not per event
 _BATCH = 512
 _QUERY_CONSUMER_IDLE = 30.0
 
@@ -108,7 +109,7 @@ class AuditLog:
     def emit(self, type_: str, agent: str, **data: Any) -> None:
         body = {"type": type_, "agent": agent, "ts": time.time(), "data": data}
         try:
-            payload = json.dumps(body, separators=(",", ":"), default=str).encode()
+            payload = _ENCODER.encode(body).encode()
             self._queue.put_nowait((_subject(type_, agent), payload))
         except Exception:
             self.failed += 1

@@ -4,6 +4,7 @@ claim, release, renew, heartbeat, check_claims, and the audit query."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,14 @@ _TOKEN: dict[str, Any] = {"type": "integer", "minimum": 1, "description": "from 
 
 
 def _iso(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds")
+    """``datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")``, without building
+    a datetime (two per claim result): microseconds rounded as datetime rounds them, then
+    truncated to milliseconds as isoformat truncates them."""
+    secs = math.floor(ts)
+    micros = round((ts - secs) * 1e6)
+    if micros >= 1_000_000:
+        secs, micros = secs + 1, micros - 1_000_000
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(secs))}.{micros // 1000:03d}+00:00"
 
 
 def claim_row(key: str, h: Holder) -> dict[str, Any]:

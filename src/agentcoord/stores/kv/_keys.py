@@ -18,6 +18,7 @@ __all__ = ["MAX_KEY_CHARS", "escape_key", "unescape_key"]
 MAX_KEY_CHARS = 512
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_/-")
 _ESCAPE = re.compile(r"=([0-9A-F]{2})")
+_ALL_SAFE = re.compile(r"[A-Za-z0-9_/-]+")
 
 
 def escape_key(key: str) -> str:
@@ -26,6 +27,8 @@ def escape_key(key: str) -> str:
         raise InvalidArguments("`resource_key` is required")
     if len(key) > MAX_KEY_CHARS:
         raise InvalidArguments(f"`resource_key` is longer than {MAX_KEY_CHARS} characters")
+    if _ALL_SAFE.fullmatch(key):
+        return key  # the common case: nothing to escape
     raw = key.encode("utf-8", "surrogatepass")
     return "".join(chr(b) if b in _SAFE else f"={b:02X}" for b in raw)
 

@@ -123,7 +123,7 @@ class ClaimRecord:
             "key": self.key,
             "holders": [_compact({f: getattr(h, f) for f in _HOLDER_FIELDS}) for h in self.holders],
         }
-        return json.dumps(body, separators=(",", ":")).encode()
+        return _ENCODER.encode(body).encode()
 
     @staticmethod
     def decode(data: bytes) -> ClaimRecord:
@@ -155,6 +155,9 @@ def _holder(body: dict[str, Any]) -> Holder:
         if type(value) is str:
             body[name] = sys.intern(value)
     return Holder(**body)
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # built once, not per write
 
 
 def _compact(d: dict[str, Any]) -> dict[str, Any]:
