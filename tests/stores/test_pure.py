@@ -246,3 +246,27 @@ def test_renew_beat_and_drop_rules() -> None:
     assert [h.agent for h in out[0].holders] == ["b"]  # type: ignore[union-attr]
     assert [r for _, r in out[1]] == ["holder-exited"]
     assert rules.drop(cur, lambda h: None) is None
+
+
+def test_with_token_is_replace_spelled_out() -> None:
+    """The fast token fill equals dataclasses.replace for a holder with every field set."""
+    import dataclasses
+
+    from agentcoord.stores.kv._rules import _HOLDER_FIELDS, _with_token
+
+    h = Holder(
+        agent="a",
+        mode="read",
+        ttl=5.0,
+        acquired=1.0,
+        expires=6.0,
+        token=None,
+        purpose="p",
+        pid=7,
+        pid_start=8.5,
+        heartbeat=2.0,
+        host="h",
+    )
+    assert tuple(f.name for f in dataclasses.fields(Holder)) == _HOLDER_FIELDS
+    assert len(_HOLDER_FIELDS) == 11, "a new Holder field must be added to _with_token"
+    assert _with_token(h, 42) == dataclasses.replace(h, token=42)

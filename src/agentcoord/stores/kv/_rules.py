@@ -111,11 +111,9 @@ class ClaimRecord:
         """Fill in the tokens of holders granted by the write that produced ``revision``."""
         if all(h.token is not None for h in self.holders):
             return self
-        return replace(
-            self,
-            holders=tuple(
-                h if h.token is not None else replace(h, token=revision) for h in self.holders
-            ),
+        return ClaimRecord(
+            self.key,
+            tuple(h if h.token is not None else _with_token(h, revision) for h in self.holders),
         )
 
     def encode(self) -> bytes:
@@ -147,6 +145,24 @@ _HOLDER_FIELDS = tuple(f.name for f in fields(Holder))
 # Agent ids, modes and hosts repeat across thousands of held claims: one string each, not one
 # per decoded record (the claims view holds every record in memory).
 _SHARED_STRINGS = ("agent", "mode", "host")
+
+
+def _with_token(h: Holder, token: int) -> Holder:
+    """``replace(h, token=token)`` spelled out: on every grant, and dataclasses.replace walks
+    the fields by name (tests/stores/test_pure.py keeps the two in step)."""
+    return Holder(
+        h.agent,
+        h.mode,
+        h.ttl,
+        h.acquired,
+        h.expires,
+        token,
+        h.purpose,
+        h.pid,
+        h.pid_start,
+        h.heartbeat,
+        h.host,
+    )
 
 
 def _holder(body: dict[str, Any]) -> Holder:

@@ -116,6 +116,8 @@ class ClaimStore:
         self._records: dict[str, ClaimRecord] = {}
         self._revs: dict[str, int] = {}
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        # key -> the newest change seen while a write of ours on it was in flight
+        self._echoes: dict[str, tuple[int, dict[str, str] | None, bytes]] = {}
         self._heap: list[tuple[float, str]] = []
         self._wake = asyncio.Event()
         self._synced = asyncio.Event()
@@ -316,6 +318,9 @@ class ClaimStore:
             lock, users = self._locks[esc]
             if users <= 1:
                 del self._locks[esc]
+                echo = self._echoes.pop(esc, None)
+                if echo is not None and echo[0] > self._revs.get(esc, 0):
+                    self._on_change(esc, *echo)  # someone else's write landed meanwhile
             else:
                 self._locks[esc] = (lock, users - 1)
 
@@ -421,6 +426,15 @@ class ClaimStore:
 
     def _on_change(self, esc: str, rev: int, headers: dict[str, str] | None, data: bytes) -> None:
         op = _operation(headers)
+        if op != "PURGE" and esc in self._locks:
+            # A write of ours on this key is in flight: it installs its own result, or re-reads
+            # the key after a conflict. Keep the newest change for when it is done (a write by
+            # someone else, if newer than ours) instead of decoding our own echo first. A
+            # server marker (PURGE) is handled at once: it is how an expiry gets audited.
+            held = self._echoes.get(esc)
+            if held is None or rev > held[0]:
+                self._echoes[esc] = (rev, headers, data)
+            return
         if op in ("DEL", "PURGE"):
             before = self._records.get(esc)
             if self._apply(esc, None, rev) and before is not None and op == "PURGE":
