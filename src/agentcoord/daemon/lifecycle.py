@@ -34,6 +34,7 @@ from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import AgentCoordError, ConfigError
+from agentcoord.proto.agent.v1 import load_agent_pb2
 from agentcoord.stores.agentsource import StoreAgents
 from agentcoord.stores.objects.directory import StoreDirectory
 from agentcoord.stores.objects.records import (
@@ -141,6 +142,9 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
                 background = []
                 if cfg.watchdog_interval and cfg.notify_socket:
                     background.append(tg.create_task(_watchdog(cfg), name="watchdog"))
+                # What start-up left to first use (the wire format's protobuf module, ~12 ms),
+                # loaded now in a thread, so neither ready nor the first message waits for it.
+                tg.create_task(asyncio.to_thread(load_agent_pb2), name="load-deferred")
                 await stop.wait()
                 if app.nats is not None:
                     app.nats.prepare_stop()
