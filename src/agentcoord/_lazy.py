@@ -21,9 +21,7 @@ _deferred: list[ModuleType] = []
 
 
 class _OnFirstUse(ModuleType):
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
+    def __getattr__(self, name: str) -> Any:  # called only for attributes the module lacks
         _load(self)
         try:
             return self.__dict__[name]
