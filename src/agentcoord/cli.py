@@ -23,7 +23,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agentcoord.hookclient import run_hook
 
         return run_hook(args[1])
+    if args == ["serve"]:  # how systemd starts the daemon: no flags, so no parser to build
+        return _serve_with({})
     return _main_full(args)
+
+
+def _serve_with(flags: dict[str, Any]) -> int:
+    from agentcoord.config import load_config
+    from agentcoord.errors import AgentCoordError
+
+    try:
+        return _serve(load_config(flags))
+    except AgentCoordError as exc:
+        print(f"agentcoord: {exc}", file=sys.stderr)
+        return 1
 
 
 # argparse dests that are Config fields; every other option belongs to its command.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -238,6 +237,8 @@ def load_config(
         candidate = xdg.expanduser() / "agentcoord" / "config.toml"
         config_file = candidate if candidate.is_file() else None
     if config_file is not None:
+        import tomllib  # only with a config file: its import is ~3 ms of start-up
+
         path = Path(str(config_file)).expanduser()
         try:
             data = tomllib.loads(path.read_text())

@@ -7,15 +7,13 @@ tools see plain dicts, rendered by :func:`message_view`.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from typing import Any
 
 from agentcoord.errors import InvalidArguments
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 
 __all__ = [
-    "KIND_NAMES",
-    "ChannelMessage",
-    "HandoffContext",
     "decode",
     "handoff_context",
     "handoff_view",
@@ -26,18 +24,25 @@ __all__ = [
     "parse_kind",
 ]
 
-ChannelMessage = pb.ChannelMessage
-HandoffContext = pb.HandoffContext
+# pb loads on first use (agentcoord/proto/agent/v1/__init__.py): nothing here touches it at
+# import time, so importing the tools does not load protobuf.
 
-# Tool-facing names of the MessageKind values (lowercase, without the MESSAGE_ prefix).
-KIND_NAMES: dict[str, int] = {
-    "text": pb.MESSAGE_TEXT,
-    "offer": pb.MESSAGE_OFFER,
-    "accept": pb.MESSAGE_ACCEPT,
-    "reject": pb.MESSAGE_REJECT,
-    "control": pb.MESSAGE_CONTROL,
-}
-_NAMES_BY_VALUE = {v: k for k, v in KIND_NAMES.items()}
+
+@functools.cache
+def _kind_names() -> dict[str, int]:
+    """Tool-facing names of the MessageKind values (lowercase, without the MESSAGE_ prefix)."""
+    return {
+        "text": pb.MESSAGE_TEXT,
+        "offer": pb.MESSAGE_OFFER,
+        "accept": pb.MESSAGE_ACCEPT,
+        "reject": pb.MESSAGE_REJECT,
+        "control": pb.MESSAGE_CONTROL,
+    }
+
+
+@functools.cache
+def _names_by_value() -> dict[int, str]:
+    return {v: k for k, v in _kind_names().items()}
 
 
 def parse_kind(value: str) -> int:
@@ -46,13 +51,14 @@ def parse_kind(value: str) -> int:
     The seed silently fell back to text on an unknown kind; issue 5 makes it an error.
     """
     key = value.strip().lower().removeprefix("message_")
-    if key not in KIND_NAMES:
-        raise InvalidArguments(f"unknown kind {value!r} (one of: {', '.join(KIND_NAMES)})")
-    return KIND_NAMES[key]
+    names = _kind_names()
+    if key not in names:
+        raise InvalidArguments(f"unknown kind {value!r} (one of: {', '.join(names)})")
+    return names[key]
 
 
 def kind_name(kind: int) -> str:
-    return _NAMES_BY_VALUE.get(kind, f"unknown({kind})")
+    return _names_by_value().get(kind, f"unknown({kind})")
 
 
 def now_rfc3339() -> str:

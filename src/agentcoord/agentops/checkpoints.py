@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +129,8 @@ def make_bundle(
     files["wip.bundle"] = wip_bundle
     for sid, data in transcripts.items():
         files[f"transcripts/{sid}.jsonl"] = data
+    import tarfile  # here: checkpoints are rare, and tarfile is ~2 ms of daemon start-up
+
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(files):  # deterministic: same content, same address
@@ -167,6 +168,8 @@ def load_bundle(state_dir: Path, ref: str) -> Bundle:
         raise ToolError(f"checkpoint {ref} is not stored in this daemon") from None
     if hashlib.sha256(data).hexdigest() != digest:
         raise ToolError(f"checkpoint {ref} is corrupt (its content does not match its address)")
+    import tarfile
+
     files: dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
         for member in tar.getmembers():

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentcoord._lazy import load_deferred
 from agentcoord.config import Config
 from agentcoord.console.sections import install_sections
 from agentcoord.daemon.app import App
@@ -141,6 +142,9 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
                 background = []
                 if cfg.watchdog_interval and cfg.notify_socket:
                     background.append(tg.create_task(_watchdog(cfg), name="watchdog"))
+                # What start-up left to first use (protobuf, psutil: ~18 ms), loaded now in a
+                # thread, so neither ready nor the first request waits for it.
+                tg.create_task(asyncio.to_thread(load_deferred), name="load-deferred")
                 await stop.wait()
                 if app.nats is not None:
                     app.nats.prepare_stop()

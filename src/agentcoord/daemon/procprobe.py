@@ -10,11 +10,15 @@ import os
 import select
 import socket
 import struct
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import psutil
-
+from agentcoord._lazy import on_first_use
 from agentcoord.daemon.ancestry import ProcInfo
+
+if TYPE_CHECKING:
+    import psutil
+else:  # ~6 ms of imports that the daemon's start-up does not need (agentcoord._lazy)
+    psutil = on_first_use("psutil")
 
 __all__ = ["PeerCred", "ProcessProbe", "PsutilProbe", "peer_cred", "tcp_peer_pid"]
 

@@ -15,11 +15,15 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import psutil
-
+from agentcoord._lazy import on_first_use
 from agentcoord.daemon.ancestry import ProcInfo, is_claude_process
+
+if TYPE_CHECKING:
+    import psutil
+else:  # ~6 ms of imports that the daemon's start-up does not need (agentcoord._lazy)
+    psutil = on_first_use("psutil")
 
 __all__ = [
     "LiveSession",

@@ -12,8 +12,14 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import psutil
+from agentcoord._lazy import on_first_use
+
+if TYPE_CHECKING:
+    import psutil
+else:  # ~6 ms of imports that the daemon's start-up does not need (agentcoord._lazy)
+    psutil = on_first_use("psutil")
 
 __all__ = ["ProcKey", "ProcessWatch", "proc_key"]
 
