@@ -122,3 +122,19 @@ def test_nearest_runner_or_claude_wins() -> None:
 def test_session_agent_stem(cwd: str | None, stem: str) -> None:
     """Session agent names derive a DNS-label-safe stem from the cwd."""
     assert session_agent_stem(cwd) == stem
+
+
+def test_tune_gc_freezes_start_up_objects_and_raises_gen0() -> None:
+    """After start the daemon freezes what start-up built and collects young objects less often."""
+    import gc
+
+    from agentcoord.daemon.lifecycle import _GC_GEN0, _tune_gc
+
+    before = gc.get_threshold()
+    try:
+        _tune_gc()
+        assert gc.get_threshold()[0] == _GC_GEN0 > before[0]
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

