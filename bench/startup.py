@@ -55,11 +55,21 @@ def bare_nats(tmp: Path) -> float:
     return elapsed
 
 
+# --from-source: every start compiles the package (no bytecode cache of it), for comparison.
+_FROM_SOURCE = False
+
+
 def _env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCOORD_")}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if _FROM_SOURCE:
+        # The package is compiled on every start; the standard library and the dependencies
+        # keep their installed caches (a prefix would hide those too).
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = os.environ.get("PYTHONPYCACHEPREFIX") or str(_PYCACHE)
     env.update(
-        PYTHONPYCACHEPREFIX=os.environ.get("PYTHONPYCACHEPREFIX") or str(_PYCACHE),
         AGENTCOORD_STATE_DIR=str(tmp / "state"),
         AGENTCOORD_RUNTIME_DIR=str(tmp / "run"),
         AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
@@ -125,7 +135,14 @@ def shim_round_trip(env: dict[str, str], agentcoord: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument(
+        "--from-source",
+        action="store_true",
+        help="no bytecode cache of the package: every start compiles it (for comparison)",
+    )
     args = parser.parse_args()
+    global _FROM_SOURCE
+    _FROM_SOURCE = args.from_source
     agentcoord = shutil.which("agentcoord") or sys.exit("agentcoord is not on PATH")
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
