@@ -574,7 +574,9 @@ def area_memory(ctx: Ctx) -> Area:
     loaded = f"after {claims:,} claims + {messages:,} messages"
     notes = [
         "RSS in MiB. The nats-server baseline is the same binary with the same data written "
-        "straight with nats-py; the daemon's is a Python process holding the daemon's imports."
+        "straight with nats-py; the daemon's is a Python process holding the daemon's imports.",
+        "The embedded nats-server runs with Go's soft memory limit GOMEMLIMIT=40MiB (unless "
+        "the environment sets one); the bare baseline runs with Go's defaults.",
     ]
     if ctx.quick:
         notes.append(

@@ -26,3 +26,11 @@ def test_sync_interval_is_configurable(tmp_path: Path) -> None:
     assert "sync_interval: always" in conf
     with pytest.raises(NatsStartError, match="duration"):
         NatsSupervisor(tmp_path, sync="2m }\nauthorization {")
+
+
+def test_nats_server_gets_a_soft_memory_limit_unless_one_is_set() -> None:
+    """The embedded server runs with GOMEMLIMIT=40MiB; a GOMEMLIMIT in the environment wins."""
+    from agentcoord.daemon.natsd import GO_MEMORY_LIMIT, _child_env
+
+    assert _child_env({"PATH": "/bin"}) == {"PATH": "/bin", "GOMEMLIMIT": GO_MEMORY_LIMIT}
+    assert _child_env({"GOMEMLIMIT": "1GiB"})["GOMEMLIMIT"] == "1GiB"

