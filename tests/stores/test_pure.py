@@ -270,3 +270,18 @@ def test_with_token_is_replace_spelled_out() -> None:
     assert tuple(f.name for f in dataclasses.fields(Holder)) == _HOLDER_FIELDS
     assert len(_HOLDER_FIELDS) == 11, "a new Holder field must be added to _with_token"
     assert _with_token(h, 42) == dataclasses.replace(h, token=42)
+
+
+def test_position_reads_the_short_ack_subject_like_nats_py() -> None:
+    """The claims view's cheap read of a delivery's ack subject agrees with nats-py's metadata."""
+    from nats.aio.msg import Msg
+
+    from agentcoord.stores.kv.claims import _position
+
+    reply = "$JS.ACK.KV_agent-claims.abc.1.4242.17.1732960000000000000.3"
+    msg = Msg(_client=None, subject="$KV.agent-claims.k", reply=reply)  # type: ignore[arg-type]
+    meta = msg.metadata
+    assert _position(msg) == (meta.sequence.stream, meta.num_pending) == (4242, 3)
+    long = "$JS.ACK.dom.acc.KV_agent-claims.abc.1.4242.17.1732960000000000000.3.tok"
+    other = Msg(_client=None, subject="$KV.agent-claims.k", reply=long)  # type: ignore[arg-type]
+    assert _position(other) == (4242, 3)

@@ -2,7 +2,7 @@
 
 The socket is created 0600 inside a 0700 runtime dir; each connection's caller is resolved once
 from SO_PEERCRED (DESIGN.md "Identity and trust"). Requests on one connection run concurrently
-(a blocking ``ask`` must not stall a ``ping``), replies are written whole under a lock.
+(a blocking ``ask`` must not stall a ``ping``), replies are written whole, one write each.
 """
 
 from __future__ import annotations
@@ -97,14 +97,13 @@ class UnixListener:
     async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock: socket.socket = writer.get_extra_info("socket")
         cred = peer_cred(sock)
-        write_lock = asyncio.Lock()
-
         async def send(reply: Any) -> None:
             if reply is None:
                 return
-            async with write_lock:
-                writer.write(encode(reply) + b"\n")
-                await writer.drain()
+            # One write() per reply keeps replies whole (the transport buffers it entire, with
+            # no await in between); concurrent drain() waiters are fine, so no lock.
+            writer.write(encode(reply) + b"\n")
+            await writer.drain()
 
         try:
             try:

@@ -415,11 +415,9 @@ class ClaimStore:
 
     async def _on_msg(self, msg: Any) -> None:
         try:
-            meta = msg.metadata
-            self._on_change(
-                msg.subject[len(_PREFIX) :], int(meta.sequence.stream), msg.headers, msg.data
-            )
-            if meta.num_pending == 0:  # the last of the initial values (and every live one)
+            rev, pending = _position(msg)
+            self._on_change(msg.subject[len(_PREFIX) :], rev, msg.headers, msg.data)
+            if pending == 0:  # the last of the initial values (and every live one)
                 self._synced.set()
         except Exception:
             log.exception("claims: bad view message on %s", getattr(msg, "subject", "?"))
@@ -517,6 +515,18 @@ def _exited(key: ProcKey, host: str | None) -> Callable[[Holder, float], Release
         return "holder-exited" if (h.pid, h.pid_start) == key and h.host == host else None
 
     return why
+
+
+def _position(msg: Any) -> tuple[int, int]:
+    """(stream sequence, messages still pending) of a consumer delivery. The short ack subject
+    ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>`` is read directly
+    (nats-py's ``metadata`` also builds a datetime and a dataclass, on every claim's echo);
+    any other form goes through nats-py."""
+    tokens = msg.reply.split(".")
+    if len(tokens) == 9 and tokens[0] == "$JS" and tokens[1] == "ACK":
+        return int(tokens[5]), int(tokens[8])
+    meta = msg.metadata
+    return int(meta.sequence.stream), int(meta.num_pending)
 
 
 def _operation(headers: dict[str, str] | None) -> str | None:
