@@ -97,6 +97,7 @@ class UnixListener:
     async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock: socket.socket = writer.get_extra_info("socket")
         cred = peer_cred(sock)
+
         async def send(reply: Any) -> None:
             if reply is None:
                 return
