@@ -18,6 +18,7 @@ from typing import Any
 import nats.js.errors
 
 from agentcoord.errors import AgentCoordError
+from agentcoord.stores._jspub import AckedPublisher
 from agentcoord.stores._jsretry import while_electing
 
 __all__ = ["CasConflict", "create", "delete", "ensure_bucket", "fetch", "update"]
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 KV_OP = "KV-Operation"
 MARKER_REASON = "Nats-Marker-Reason"
 EXPECTED_LAST = "Nats-Expected-Last-Subject-Sequence"
+MSG_TTL = "Nats-TTL"  # whole seconds, as nats-py's js.publish(msg_ttl=) writes it
 _WRONG_LAST = (10071, 10164)  # JSStreamWrongLastSequence(Constant)Err
 # A delete marker lives this long, so a history-1 bucket keeps no tombstone per key ever used.
 DELETE_MARKER_TTL = 1
@@ -76,12 +78,22 @@ async def fetch(js: Any, stream: str, subject: str) -> tuple[bytes | None, int]:
 
 
 async def _publish(
-    js: Any, subject: str, data: bytes, last: int, ttl: int | None, op: str | None = None
+    js: Any,
+    subject: str,
+    data: bytes,
+    last: int,
+    ttl: int | None,
+    op: str | None = None,
+    pub: AckedPublisher | None = None,
 ) -> int:
     headers = {EXPECTED_LAST: str(last)}
     if op is not None:
         headers[KV_OP] = op
     try:
+        if pub is not None:
+            if ttl is not None:
+                headers[MSG_TTL] = str(ttl)
+            return await while_electing(lambda: pub.publish(subject, data, headers))
         ack = await while_electing(lambda: js.publish(subject, data, headers=headers, msg_ttl=ttl))
     except nats.js.errors.APIError as exc:
         if exc.err_code in _WRONG_LAST:
@@ -90,23 +102,38 @@ async def _publish(
     return int(ack.seq)
 
 
-async def update(js: Any, subject: str, data: bytes, last: int, ttl: int | None) -> int:
-    """Write ``data`` if the subject's last sequence is still ``last``; the new revision."""
-    return await _publish(js, subject, data, last, ttl)
+async def update(
+    js: Any,
+    subject: str,
+    data: bytes,
+    last: int,
+    ttl: int | None,
+    pub: AckedPublisher | None = None,
+) -> int:
+    """Write ``data`` if the subject's last sequence is still ``last``; the new revision.
+    ``pub``: send through it instead of ``js.publish`` (the claim path, see _jspub)."""
+    return await _publish(js, subject, data, last, ttl, pub=pub)
 
 
-async def create(js: Any, stream: str, subject: str, data: bytes, ttl: int | None) -> int:
+async def create(
+    js: Any,
+    stream: str,
+    subject: str,
+    data: bytes,
+    ttl: int | None,
+    pub: AckedPublisher | None = None,
+) -> int:
     """Create-if-absent that also succeeds over a delete or limit marker (see module doc)."""
     try:
-        return await _publish(js, subject, data, 0, ttl)
+        return await _publish(js, subject, data, 0, ttl, pub=pub)
     except CasConflict:
         value, seq = await fetch(js, stream, subject)
         if value is not None:
             raise
         # Absent: a marker (CAS on its sequence) or nothing at all any more (seq 0).
-        return await _publish(js, subject, data, seq, ttl)
+        return await _publish(js, subject, data, seq, ttl, pub=pub)
 
 
-async def delete(js: Any, subject: str, last: int) -> int:
+async def delete(js: Any, subject: str, last: int, pub: AckedPublisher | None = None) -> int:
     """Delete if the last sequence is still ``last``; the marker itself expires shortly."""
-    return await _publish(js, subject, b"", last, DELETE_MARKER_TTL, op="DEL")
+    return await _publish(js, subject, b"", last, DELETE_MARKER_TTL, op="DEL", pub=pub)

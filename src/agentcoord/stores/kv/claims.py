@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from nats.js import api
 
 from agentcoord.errors import ToolError
+from agentcoord.stores._jspub import AckedPublisher
 from agentcoord.stores.kv import _natskv, _rules
 from agentcoord.stores.kv._keys import escape_key, unescape_key
 from agentcoord.stores.kv._procwatch import ProcessWatch, ProcKey
@@ -125,6 +126,7 @@ class ClaimStore:
         self._heartbeats: dict[str, float] = {}
         self._procs = ProcessWatch(self._exits.put_nowait)
         self._watcher: Any = None
+        self._pub: AckedPublisher | None = None  # the claim path's writes (stores/_jspub.py)
         self._tasks: list[asyncio.Task[None]] = []
         # (wanting agent, key) -> (holder agent, when): recent contention, for "who waits
         # on whom"; cleared when the agent gets the key.
@@ -144,6 +146,8 @@ class ClaimStore:
                 ),
             )
             await self._procs.__aenter__()
+            # nats-py's JetStreamContext keeps its connection and timeout here.
+            self._pub = await AckedPublisher(self._js._nc, self._js._timeout).__aenter__()
             del kv  # the view reads the bucket's stream directly (see _subscribe_view)
             self._watcher = await self._subscribe_view()
             loop = asyncio.get_running_loop()
@@ -168,6 +172,8 @@ class ClaimStore:
         if self._watcher is not None:
             with contextlib.suppress(Exception):
                 await self._watcher.unsubscribe()
+        if self._pub is not None:
+            await self._pub.__aexit__(None, None, None)
         await self._procs.__aexit__(None, None, None)
 
     # ---- queries -------------------------------------------------------------------------
@@ -348,13 +354,13 @@ class ClaimStore:
                     return plan.result(rev)
                 try:
                     if plan.record is None:
-                        new_rev = await _natskv.delete(self._js, subject, rev)
+                        new_rev = await _natskv.delete(self._js, subject, rev, self._pub)
                     elif cur is None:
                         new_rev = await self._create(subject, plan.record, now, rev)
                     else:
                         data = plan.record.encode()
                         ttl = plan.record.kv_ttl(now)
-                        new_rev = await _natskv.update(self._js, subject, data, rev, ttl)
+                        new_rev = await _natskv.update(self._js, subject, data, rev, ttl, self._pub)
                 except _natskv.CasConflict:
                     fresh = True
                     continue
@@ -370,8 +376,8 @@ class ClaimStore:
         if hint:
             # The view knows the key's last (delete or marker) revision: CAS on it directly.
             with contextlib.suppress(_natskv.CasConflict):
-                return await _natskv.update(self._js, subject, data, hint, ttl)
-        return await _natskv.create(self._js, STREAM, subject, data, ttl)
+                return await _natskv.update(self._js, subject, data, hint, ttl, self._pub)
+        return await _natskv.create(self._js, STREAM, subject, data, ttl, self._pub)
 
     def _released(self, key: str, holder: Holder, reason: ReleaseReason) -> None:
         self._audit.emit(

@@ -1,0 +1,61 @@
+"""The claim path's JetStream publisher: nats-py's errors and results, on a real nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import nats.errors
+import nats.js.errors
+import pytest
+from nats.js import api
+
+from agentcoord.stores._jspub import AckedPublisher
+
+
+async def test_publish_returns_the_sequence_and_stores_headers(js: Any) -> None:
+    """A publish is stored with its headers, and the result is its stream sequence."""
+    await js.add_stream(api.StreamConfig(name="P", subjects=["p.>"], allow_msg_ttl=True))
+    async with AckedPublisher(js._nc) as pub:
+        first = await pub.publish("p.a", b"one", {"Nats-TTL": "60"})
+        second = await pub.publish("p.b", b"two", {"X-Test": "yes"})
+    assert (first, second) == (1, 2)
+    msg = await js.get_msg("P", 2)
+    assert msg.data == b"two"
+    assert msg.headers["X-Test"] == "yes"
+
+
+async def test_refused_write_raises_apierror_with_its_code(js: Any) -> None:
+    """A failed compare-and-set is nats-py's APIError with the wrong-last-sequence code."""
+    await js.add_stream(api.StreamConfig(name="Q", subjects=["q.>"]))
+    async with AckedPublisher(js._nc) as pub:
+        await pub.publish("q.k", b"v", {"Nats-Expected-Last-Subject-Sequence": "0"})
+        with pytest.raises(nats.js.errors.APIError) as info:
+            await pub.publish("q.k", b"w", {"Nats-Expected-Last-Subject-Sequence": "0"})
+    assert info.value.err_code == 10071
+
+
+async def test_no_stream_is_no_stream_response(js: Any) -> None:
+    """A subject no stream takes answers at once with NoStreamResponseError (503)."""
+    async with AckedPublisher(js._nc) as pub:
+        with pytest.raises(nats.js.errors.NoStreamResponseError):
+            await pub.publish("nobody.listens", b"v", {})
+
+
+async def test_no_ack_times_out_and_close_fails_the_waiting(js: Any) -> None:
+    """No ack within the timeout is nats-py's TimeoutError; closing fails writes still waiting."""
+    nc = js._nc
+
+    async def silent(msg: Any) -> None:  # takes the request, never answers
+        return None
+
+    await nc.subscribe("silent.sink", cb=silent)
+    async with AckedPublisher(nc, timeout=0.2) as pub:
+        with pytest.raises(nats.errors.TimeoutError):
+            await pub.publish("silent.sink", b"v", {})
+    pub = await AckedPublisher(nc, timeout=30).__aenter__()
+    waiting = asyncio.create_task(pub.publish("silent.sink", b"v", {}))
+    await asyncio.sleep(0.1)
+    await pub.__aexit__(None, None, None)
+    with pytest.raises(nats.errors.ConnectionClosedError):
+        await waiting
