@@ -192,3 +192,29 @@ async def test_restart_keeps_live_and_drops_expired(js: Any, audit: Recorder) ->
         await _until(lambda: [k for k, _ in store.check()] == ["live"], 3)
         assert isinstance(await store.claim("b", "short", "write", 5), Granted)
         assert isinstance(await store.claim("b", "live", "write", 5), Contention)
+
+
+async def test_released_keys_are_forgotten_once_many_and_old(
+    js: Any, audit: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view drops the revisions of long-released keys beyond a bound; those keys still claim."""
+    from agentcoord.stores.kv import claims as claims_mod
+
+    monkeypatch.setattr(claims_mod, "_GONE_KEEP", 5)
+    now = [time.time()]
+    async with ClaimStore(js, audit, clock=lambda: now[0]) as store:
+        for i in range(12):
+            g = await store.claim("a", f"old{i}", "write", 300)
+            assert isinstance(g, Granted)
+            assert await store.release("a", f"old{i}", g.holder.token)
+        # Recent releases are all kept: they order late echoes.
+        assert sum(k.startswith("old") for k in store._revs) == 12
+        now[0] += claims_mod._GONE_AFTER_S + 1
+        g = await store.claim("a", "new", "write", 300)
+        assert isinstance(g, Granted)
+        assert await store.release("a", "new", g.holder.token)
+        assert len(store._gone) == 5
+        assert sum(k.startswith("old") for k in store._revs) == 4
+        again = await store.claim("b", "old0", "write", 300)  # its revision was forgotten
+        assert isinstance(again, Granted)
+        assert store.check("old0")[0][1].agent == "b"

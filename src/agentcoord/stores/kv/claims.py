@@ -64,7 +64,9 @@ STREAM = f"KV_{BUCKET}"
 _PREFIX = f"$KV.{BUCKET}."
 # How long the server keeps the marker of an expired key; the watch needs it to see expiry.
 LIMIT_MARKER_TTL = 5.0
-_WATCH_IDLE = 300.0  # seconds a lost view consumer lingers on the server
+_WATCH_IDLE = 300.0
+_GONE_KEEP = 4096  # absent keys whose revision is kept at least _GONE_AFTER_S
+_GONE_AFTER_S = 60.0  # seconds a lost view consumer lingers on the server
 _CAS_ATTEMPTS = 16
 # Issue 11: daemons on other hosts write the same keys outside our per-key lock; after a lost
 # CAS, wait a random moment (growing, capped) so two daemons do not keep colliding in step.
@@ -116,6 +118,7 @@ class ClaimStore:
         self._clock = clock
         self._records: dict[str, ClaimRecord] = {}
         self._revs: dict[str, int] = {}
+        self._gone: dict[str, float] = {}  # absent keys, oldest first -> when (_forget_later)
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         # key -> the newest change seen while a write of ours on it was in flight
         self._echoes: dict[str, tuple[int, dict[str, str] | None, bytes]] = {}
@@ -393,7 +396,9 @@ class ClaimStore:
         self._revs[esc] = rev
         if record is None:
             self._records.pop(esc, None)
+            self._forget_later(esc)
             return True
+        self._gone.pop(esc, None)
         self._records[esc] = record
         deadline = record.deadline(self.policy)
         if deadline is not None:
@@ -401,6 +406,21 @@ class ClaimStore:
             if self._heap[0][1] == esc:
                 self._wake.set()
         return True
+
+    def _forget_later(self, esc: str) -> None:
+        """Keep an absent key's last revision a while (it orders late echoes and is the CAS
+        hint of the next claim), then drop it: a long-running daemon must not keep an entry
+        per key ever claimed. Only the oldest, and only once there are many."""
+        self._gone.pop(esc, None)
+        now = self._clock()
+        self._gone[esc] = now
+        while len(self._gone) > _GONE_KEEP:
+            old = next(iter(self._gone))
+            if self._gone[old] > now - _GONE_AFTER_S:
+                break  # the oldest is recent: so is everything after it
+            del self._gone[old]
+            if old not in self._records and old not in self._locks:
+                self._revs.pop(old, None)
 
     async def _subscribe_view(self) -> Any:
         """An ordered push consumer on the bucket (last value per key, then every change),
