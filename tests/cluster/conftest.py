@@ -54,4 +54,7 @@ def hosts(cluster: NatsCluster, daemon_factory: Callable[..., Daemon]) -> tuple[
         AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
         **common,
     )
-    return a.start(), b.start()
+    # A JetStream request on a cluster waits up to 15 s for an answer (lifecycle.js_timeout);
+    # under load, one R3 stream creation at start sometimes takes that whole wait (then the
+    # daemon carries on), so allow two of them before calling the start failed.
+    return a.start(timeout=45), b.start(timeout=45)
