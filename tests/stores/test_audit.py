@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -28,3 +29,43 @@ async def test_close_drains_and_query_filters(js: Any) -> None:
         assert await log.query(since=time.time() + 60) == []
         assert [e.type for e in await log.query(limit=1)] == ["AGENT_ANNOTATED"]
         assert log.failed == 0
+
+
+class _Delegate:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+async def test_stream_creation_asked_again_when_its_answer_is_lost(js: Any) -> None:
+    """A stream creation whose answer never comes is asked again after 2 s, not after 15 s."""
+    import nats.errors
+
+    lost: list[str] = []
+
+    class LosesFirstAnswer(_Delegate):
+        async def add_stream(self, config: Any) -> Any:
+            info = await self._inner.add_stream(config)  # the server makes the stream...
+            if not lost:
+                lost.append(config.name)
+                await asyncio.sleep(self._timeout)  # ...but its answer never arrives
+                raise nats.errors.TimeoutError
+            return info
+
+    class Conn(_Delegate):
+        def jetstream(self, **kw: Any) -> Any:
+            return LosesFirstAnswer(self._inner.jetstream(**kw))
+
+    class Js(LosesFirstAnswer):  # the daemon's own context: a cluster's 15 s timeout
+        _nc = Conn(js._nc)
+        _timeout = 15.0
+
+    start = time.monotonic()
+    async with AuditLog(Js(js)) as log:
+        log.emit("CLAIM_ACQUIRED", "a-1", resource_key="k", token=1)
+    assert lost == ["AGENT_EVENTS"]
+    assert time.monotonic() - start < 5
+    async with AuditLog(js) as log:
+        assert [e.type for e in await log.query()] == ["CLAIM_ACQUIRED"]

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import nats.errors
 import nats.js.errors
 
-__all__ = ["UNAVAILABLE", "while_electing"]
+__all__ = ["UNAVAILABLE", "create_asking_again", "while_electing"]
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ _NO_PEERS = 10005
 _RETRY_FOR_S = 10.0
 _FIRST_PAUSE_S = 0.05
 _MAX_PAUSE_S = 1.0
+_CREATE_TRY_S = 2.0  # one try of an idempotent creation (create_asking_again)
 
 
 async def while_electing(call: Callable[[], Awaitable[T]]) -> T:
@@ -67,3 +68,24 @@ def _transient(exc: Exception) -> bool:
     if isinstance(exc, UNAVAILABLE):
         return True
     return isinstance(exc, nats.js.errors.APIError) and exc.err_code == _NO_PEERS
+
+
+async def create_asking_again(js: Any, create: Callable[[Any], Awaitable[T]]) -> T:
+    """``await create(ctx)`` for an idempotent creation (a stream or KV bucket with the same
+    config), with short waits, asked again while it goes unanswered, within ``js``'s timeout.
+
+    On a cluster that has just formed, a creation's answer sometimes never came although the
+    stream was made: the start sat out the whole 15 s request timeout, or failed. Creating
+    with the same config again is a success, so a lost answer costs one short wait.
+    ``ctx`` is a JetStream context with the short timeout: use it for the creation only.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + float(getattr(js, "_timeout", 5.0))
+    quick = js._nc.jetstream(timeout=_CREATE_TRY_S)  # nats-py keeps the connection here
+    while True:
+        try:
+            return await while_electing(lambda: create(quick))
+        except nats.errors.TimeoutError:
+            if loop.time() + _CREATE_TRY_S > deadline:
+                raise
+            log.info("jetstream: a creation went unanswered; asking again")

@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import nats.js.errors
 from nats.js import api
 
 from agentcoord.stores.kv._keys import escape_key
@@ -93,14 +94,19 @@ class AuditLog:
             max_age=_MAX_AGE,
             num_replicas=self._replicas,
         )
-        from agentcoord.stores._jsretry import while_electing
-
-        try:
-            await while_electing(lambda: self._js.add_stream(config))  # issue 11: forming R3
-        except Exception:
-            await self._js.update_stream(config)
+        await self._create_stream(config)
         self._writer = asyncio.get_running_loop().create_task(self._write(), name="audit-writer")
         return self
+
+    async def _create_stream(self, config: Any) -> None:
+        """Create the stream (asked again while unanswered), or bring an older daemon's
+        config up to date."""
+        from agentcoord.stores._jsretry import create_asking_again
+
+        try:
+            await create_asking_again(self._js, lambda ctx: ctx.add_stream(config))
+        except nats.js.errors.BadRequestError:
+            await self._js.update_stream(config)
 
     async def __aexit__(self, *exc: object) -> None:
         try:

@@ -148,10 +148,10 @@ class MessageBus:
             duplicate_window=_DUPLICATE_WINDOW_S,
             num_replicas=self._replicas,
         )
-        from agentcoord.stores._jsretry import while_electing
+        from agentcoord.stores._jsretry import create_asking_again
 
         try:
-            await while_electing(lambda: self._js.add_stream(config))  # issue 11: forming R3
+            await create_asking_again(self._js, lambda ctx: ctx.add_stream(config))  # issue 11
         except BadRequestError:  # exists with another config (an older daemon): bring it up
             await self._js.update_stream(config)
         self._pull_prefix = self._nc.new_inbox()

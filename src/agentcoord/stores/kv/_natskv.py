@@ -19,7 +19,7 @@ import nats.js.errors
 
 from agentcoord.errors import AgentCoordError
 from agentcoord.stores._jspub import AckedPublisher
-from agentcoord.stores._jsretry import while_electing
+from agentcoord.stores._jsretry import create_asking_again, while_electing
 
 __all__ = ["CasConflict", "create", "delete", "ensure_bucket", "fetch", "update"]
 
@@ -50,7 +50,8 @@ async def ensure_bucket(js: Any, config: Any) -> Any:
     another replica count (R1 before the move to a cluster) is brought to ``config.replicas``;
     any other difference still fails, as nats-py says."""
     try:
-        return await while_electing(lambda: js.create_key_value(config))
+        await create_asking_again(js, lambda ctx: ctx.create_key_value(config))
+        return await js.key_value(config.bucket)  # bound to js, not to the creation's context
     except nats.js.errors.BadRequestError:
         info = await js.stream_info(f"KV_{config.bucket}")
         if info.config.num_replicas == config.replicas:
