@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import nats.errors
 import nats.js.errors
 
-__all__ = ["UNAVAILABLE", "create_asking_again", "while_electing"]
+__all__ = ["UNAVAILABLE", "connection_of", "create_asking_again", "while_electing"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,13 @@ def _transient(exc: Exception) -> bool:
     return isinstance(exc, nats.js.errors.APIError) and exc.err_code == _NO_PEERS
 
 
+def connection_of(js: Any) -> tuple[Any, float]:
+    """The NATS connection and request timeout of nats-py's JetStream context ``js``: the
+    only place that knows where nats-py keeps them (plain publishes and replies use the
+    connection; the claim path's publisher and creations use the timeout)."""
+    return js._nc, float(js._timeout)
+
+
 async def create_asking_again(js: Any, create: Callable[[Any], Awaitable[T]]) -> T:
     """``await create(ctx)`` for an idempotent creation (a stream or KV bucket with the same
     config), with short waits, asked again while it goes unanswered, within ``js``'s timeout.
@@ -79,9 +86,10 @@ async def create_asking_again(js: Any, create: Callable[[Any], Awaitable[T]]) ->
     with the same config again is a success, so a lost answer costs one short wait.
     ``ctx`` is a JetStream context with the short timeout: use it for the creation only.
     """
+    nc, timeout = connection_of(js)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + float(getattr(js, "_timeout", 5.0))
-    quick = js._nc.jetstream(timeout=_CREATE_TRY_S)  # nats-py keeps the connection here
+    deadline = loop.time() + timeout
+    quick = nc.jetstream(timeout=_CREATE_TRY_S)
     while True:
         try:
             return await while_electing(lambda: create(quick))

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import nats.js.errors
 from nats.js import api
 
+from agentcoord.stores._jsretry import connection_of
 from agentcoord.stores.kv._keys import escape_key
 
 __all__ = ["STREAM", "AuditLog", "AuditSink", "Event"]
@@ -73,8 +74,7 @@ class AuditLog:
 
     def __init__(self, js: Any, *, replicas: int = 1) -> None:
         self._js = js
-        # nats-py's JetStreamContext keeps its connection here; plain publishes need it.
-        self._nc = js._nc
+        self._nc, _ = connection_of(js)  # plain publishes need the connection
         self._replicas = replicas  # issue 11: R3 on a cluster
         # Events waiting for the writer, in order; a list and two events rather than a Queue
         # (put, get and task_done per event cost the claim path a few percent).

@@ -45,13 +45,13 @@ def is_absent(headers: dict[str, str] | None) -> bool:
     return headers.get(KV_OP) in ("DEL", "PURGE") or MARKER_REASON in headers
 
 
-async def ensure_bucket(js: Any, config: Any) -> Any:
-    """The KV bucket of ``config``, created if absent. Issue 11: a bucket made earlier with
+async def ensure_bucket(js: Any, config: Any) -> None:
+    """Create the KV bucket of ``config`` if absent. Issue 11: a bucket made earlier with
     another replica count (R1 before the move to a cluster) is brought to ``config.replicas``;
-    any other difference still fails, as nats-py says."""
+    any other difference still fails, as nats-py says. A caller that wants the bucket's
+    handle asks ``js.key_value`` for one bound to its own context."""
     try:
         await create_asking_again(js, lambda ctx: ctx.create_key_value(config))
-        return await js.key_value(config.bucket)  # bound to js, not to the creation's context
     except nats.js.errors.BadRequestError:
         info = await js.stream_info(f"KV_{config.bucket}")
         if info.config.num_replicas == config.replicas:
@@ -64,7 +64,7 @@ async def ensure_bucket(js: Any, config: Any) -> Any:
         )
         info.config.num_replicas = config.replicas
         await js.update_stream(info.config)
-        return await js.create_key_value(config)
+        await js.create_key_value(config)
 
 
 async def fetch(js: Any, stream: str, subject: str) -> tuple[bytes | None, int]:

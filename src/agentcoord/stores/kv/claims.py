@@ -29,6 +29,7 @@ from nats.js import api
 
 from agentcoord.errors import ToolError
 from agentcoord.stores._jspub import AckedPublisher
+from agentcoord.stores._jsretry import connection_of
 from agentcoord.stores.kv import _natskv, _rules
 from agentcoord.stores.kv._keys import escape_key, unescape_key
 from agentcoord.stores.kv._procwatch import ProcessWatch, ProcKey
@@ -139,7 +140,7 @@ class ClaimStore:
 
     async def __aenter__(self) -> ClaimStore:
         try:
-            kv = await _natskv.ensure_bucket(
+            await _natskv.ensure_bucket(
                 self._js,
                 api.KeyValueConfig(
                     bucket=BUCKET,
@@ -149,9 +150,7 @@ class ClaimStore:
                 ),
             )
             await self._procs.__aenter__()
-            # nats-py's JetStreamContext keeps its connection and timeout here.
-            self._pub = await AckedPublisher(self._js._nc, self._js._timeout).__aenter__()
-            del kv  # the view reads the bucket's stream directly (see _subscribe_view)
+            self._pub = await AckedPublisher(*connection_of(self._js)).__aenter__()
             self._watcher = await self._subscribe_view()
             loop = asyncio.get_running_loop()
             # Serve nothing before the view holds every live claim (after a restart too).

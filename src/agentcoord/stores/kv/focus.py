@@ -150,9 +150,10 @@ class FocusStore:
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> FocusStore:
-        self._kv = await _natskv.ensure_bucket(
+        await _natskv.ensure_bucket(
             self._js, api.KeyValueConfig(bucket=BUCKET, history=1, replicas=self._replicas)
         )
+        self._kv = await self._js.key_value(BUCKET)
         self._watcher = await self._kv.watchall()
         self._task = asyncio.get_running_loop().create_task(self._watch(), name="focus-watch")
         await self._synced.wait()
