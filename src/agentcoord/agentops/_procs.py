@@ -3,13 +3,14 @@ processes that are not our children, and stopping a runner's process group."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
 import time
 from pathlib import Path
 from typing import Any
+
+from agentcoord._pidfd import wait_pid
 
 __all__ = [
     "create_time_of",
@@ -83,26 +84,6 @@ def read_text(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
-
-
-async def wait_pid(pid: int, timeout: float | None) -> bool:
-    """Wait for any process (not only a child) to exit, on its pidfd; False on timeout."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    loop = asyncio.get_running_loop()
-    exited = asyncio.Event()
-    loop.add_reader(fd, exited.set)
-    try:
-        async with asyncio.timeout(timeout):
-            await exited.wait()
-        return True
-    except TimeoutError:
-        return False
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
 
 
 async def kill_pgroup(pid: int) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentcoord._pidfd import wait_pid
 from agentcoord.daemon.directory import RunnerInfo
 from agentcoord.localagents.profiles import (
     AGENT_COORD,
@@ -184,19 +185,7 @@ async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Wait for the child's exit on its pidfd (an event, not a poll); False on timeout."""
     if proc.poll() is not None:  # reaped already: its pid may name another process now
         return True
-    loop = asyncio.get_running_loop()
-    exited = asyncio.Event()
-    pidfd = os.pidfd_open(proc.pid)
-    loop.add_reader(pidfd, exited.set)
-    try:
-        async with asyncio.timeout(timeout):
-            await exited.wait()
-        return True
-    except TimeoutError:
-        return False
-    finally:
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
+    return await wait_pid(proc.pid, timeout)
 
 
 async def _kill_group(proc: subprocess.Popen[bytes]) -> None:
