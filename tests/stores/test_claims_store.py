@@ -218,3 +218,17 @@ async def test_released_keys_are_forgotten_once_many_and_old(
         again = await store.claim("b", "old0", "write", 300)  # its revision was forgotten
         assert isinstance(again, Granted)
         assert store.check("old0")[0][1].agent == "b"
+
+
+def test_a_release_seen_twice_is_audited_once(audit: Recorder) -> None:
+    """The reaper's delete and a server expiry marker noticing one grant audit it once."""
+    import dataclasses
+
+    from agentcoord.stores.kv import Holder
+
+    store = ClaimStore(None, audit)
+    h = Holder(agent="a", mode="write", ttl=1.0, acquired=0.0, expires=1.0, token=7)
+    store._released("t", h, "expired")
+    store._released("t", h, "expired")
+    store._released("t", dataclasses.replace(h, token=8), "expired")  # another grant
+    assert audit.reasons() == ["expired", "expired"]

@@ -65,9 +65,10 @@ STREAM = f"KV_{BUCKET}"
 _PREFIX = f"$KV.{BUCKET}."
 # How long the server keeps the marker of an expired key; the watch needs it to see expiry.
 LIMIT_MARKER_TTL = 5.0
-_WATCH_IDLE = 300.0
+_WATCH_IDLE = 300.0  # seconds a lost view consumer lingers on the server
 _GONE_KEEP = 4096  # absent keys whose revision is kept at least _GONE_AFTER_S
-_GONE_AFTER_S = 60.0  # seconds a lost view consumer lingers on the server
+_GONE_AFTER_S = 60.0
+_AUDITED_KEEP = 4096  # released grants remembered, so each is audited once
 _CAS_ATTEMPTS = 16
 # Issue 11: daemons on other hosts write the same keys outside our per-key lock; after a lost
 # CAS, wait a random moment (growing, capped) so two daemons do not keep colliding in step.
@@ -119,6 +120,7 @@ class ClaimStore:
         self._clock = clock
         self._records: dict[str, ClaimRecord] = {}
         self._revs: dict[str, int] = {}
+        self._audited: dict[tuple[str, int], None] = {}  # recent released grants, oldest first
         self._gone: dict[str, float] = {}  # absent keys, oldest first -> when (_forget_later)
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         # key -> the newest change seen while a write of ours on it was in flight
@@ -382,6 +384,15 @@ class ClaimStore:
         return await _natskv.create(self._js, STREAM, subject, data, ttl, self._pub)
 
     def _released(self, key: str, holder: Holder, reason: ReleaseReason) -> None:
+        # A grant is released once, but two paths may see it go: the reaper's own delete and
+        # a server expiry marker that arrives while that delete is in flight. Audit it once.
+        if holder.token is not None:
+            mark = (key, holder.token)
+            if mark in self._audited:
+                return
+            self._audited[mark] = None
+            if len(self._audited) > _AUDITED_KEEP:
+                del self._audited[next(iter(self._audited))]
         self._audit.emit(
             "CLAIM_RELEASED", holder.agent, resource_key=key, token=holder.token, reason=reason
         )
