@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from agentcoord._paths import default_runtime_dir, default_state_dir
-from agentcoord.errors import ConfigError
+from agentcoord.errors import AgentCoordError, ConfigError
 
 __all__ = ["DEFAULT_HTTP_ADDR", "STORES", "Config", "load_config", "parse_http_addr"]
 
@@ -56,6 +57,16 @@ _ENV_FIELDS = {
     "AGENTCOORD_NATS_TLS_KEY": "nats_tls_key",
     "AGENTCOORD_HOST_ID": "host_id",
     # --- end external NATS ---
+    # --- state retention (docs/reliability.md "State retention") ---
+    "AGENTCOORD_AUDIT_MAX_AGE": "audit_max_age",
+    "AGENTCOORD_AUDIT_MAX_BYTES": "audit_max_bytes",
+    "AGENTCOORD_INBOX_MAX_AGE": "inbox_max_age",
+    "AGENTCOORD_INBOX_MAX_MSGS": "inbox_max_msgs",
+    "AGENTCOORD_INBOX_MAX_BYTES": "inbox_max_bytes",
+    "AGENTCOORD_OBJECT_LOG_KEEP": "object_log_keep",
+    "AGENTCOORD_CHECKPOINT_KEEP": "checkpoint_keep",
+    "AGENTCOORD_CHECKPOINT_MAX_BYTES": "checkpoint_max_bytes",
+    # --- end state retention ---
 }
 
 
@@ -117,6 +128,18 @@ class Config:
     # --- agent profiles (issue 10): backend name -> runner command; claude-code defaults to
     # runner_command. From the TOML table ``[backends]`` only. ---
     backends: tuple[tuple[str, str], ...] = ()
+    # --- state retention (docs/reliability.md "State retention"): every store that only
+    # grows gets a bound, whichever limit is reached first. Durations in seconds (the file
+    # and environment also take "30d", "12h", "90m"), sizes in bytes (also "64MiB", "1GiB").
+    audit_max_age: int = 30 * 86400  # the AGENT_EVENTS stream
+    audit_max_bytes: int = 64 << 20
+    inbox_max_age: int = 7 * 86400  # the AGENT_MESSAGES stream (inboxes, channels)
+    inbox_max_msgs: int = 10_000  # per inbox, per channel, and on the broadcast subject
+    inbox_max_bytes: int = 256 << 20  # the whole AGENT_MESSAGES stream
+    object_log_keep: int = 10_000  # object store events kept for watches (at most twice this)
+    checkpoint_keep: int = 10  # bundles per agent; its newest is never removed
+    checkpoint_max_bytes: int = 2 << 30  # all bundles together (newest per agent exempt)
+    # --- end state retention ---
 
     def backend_commands(self) -> dict[str, str]:
         """Every configured backend's command; ``claude-code`` is always there."""
@@ -190,6 +213,8 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             raise ConfigError("config key 'backends' must be a table of name = \"command\"")
         return tuple(sorted((str(k), v) for k, v in value.items()))
+    if name in _RETENTION_DURATIONS | _RETENTION_SIZES | _RETENTION_COUNTS:
+        return _retention_value(name, value)
     try:
         if "Path" in kind:
             return None if value in (None, "") else Path(str(value)).expanduser()
@@ -200,6 +225,48 @@ def _coerce(name: str, value: Any) -> Any:
         return None if value is None else str(value)
     except (TypeError, ValueError):
         raise ConfigError(f"config key {name!r} has a bad value {value!r}") from None
+
+
+_RETENTION_DURATIONS = {"audit_max_age", "inbox_max_age"}
+_RETENTION_SIZES = {"audit_max_bytes", "inbox_max_bytes", "checkpoint_max_bytes"}
+_RETENTION_COUNTS = {"inbox_max_msgs", "object_log_keep", "checkpoint_keep"}
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 10**6, "mb": 10**6}
+_SIZE_UNITS |= {"mib": 1 << 20, "g": 10**9, "gb": 10**9, "gib": 1 << 30}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
+_DAYS = re.compile(r"(\d+(?:\.\d+)?)d")
+
+
+def _retention_value(name: str, value: Any) -> int:
+    """A retention limit as whole seconds or bytes, at least 1 (a zero would mean "no limit"
+    to JetStream, the opposite of what was asked)."""
+    text = str(value).strip().lower()
+    try:
+        if isinstance(value, bool):
+            raise ValueError(text)
+        if isinstance(value, int) or text.isdigit():
+            out = int(text)
+        elif name in _RETENTION_DURATIONS:
+            from agentcoord.stores.kv._duration import parse_duration
+
+            days = _DAYS.fullmatch(text)
+            out = int(float(days.group(1)) * 86400) if days else int(parse_duration(text))
+        elif name in _RETENTION_COUNTS:
+            raise ValueError(text)
+        else:
+            m = _SIZE.fullmatch(text)
+            if m is None or m.group(2) not in _SIZE_UNITS:
+                raise ValueError(text)
+            out = int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    except (TypeError, ValueError, AgentCoordError):
+        unit = "e.g. 64MiB"
+        if name in _RETENTION_DURATIONS:
+            unit = "seconds or e.g. 30d, 12h"
+        elif name in _RETENTION_COUNTS:
+            unit = "a whole number"
+        raise ConfigError(f"config key {name!r} has a bad value {value!r} ({unit})") from None
+    if out < 1:
+        raise ConfigError(f"config key {name!r} must be at least 1, not {value!r}")
+    return out
 
 
 def _truthy(value: Any) -> bool:

@@ -276,7 +276,9 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     js = app.nc.jetstream(timeout=js_timeout(cfg))  # issue 11
     r, host = cfg.nats_replicas, host_qualifier(cfg)  # issue 11: replicas, holder host
     # The audit stream first: claims, focus and messaging report into it (issue 4).
-    app.audit = await stack.enter_async_context(AuditLog(js, replicas=r))
+    app.audit = await stack.enter_async_context(
+        AuditLog(js, replicas=r, max_age=cfg.audit_max_age, max_bytes=cfg.audit_max_bytes)
+    )
     access = nats if isinstance(nats, ScopedNatsSupervisor) else None
     async with asyncio.TaskGroup() as tg:
         claims = tg.create_task(
@@ -308,6 +310,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
                     audit_log=app.audit,
                     replicas=r,  # issue 11
                     js_timeout=js_timeout(cfg),
+                    retention=_inbox_retention(cfg),
                 )
             )
         )
@@ -345,6 +348,15 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     phases.mark("listeners")
     log.info("started in %s", phases.summary())
     return app
+
+
+def _inbox_retention(cfg: Config) -> dict[str, Any]:
+    """The message stream's limits (docs/reliability.md "State retention")."""
+    return {
+        "max_age": cfg.inbox_max_age,
+        "max_msgs": cfg.inbox_max_msgs,
+        "max_bytes": cfg.inbox_max_bytes,
+    }
 
 
 # --- issue 11: an existing NATS server or cluster -------------------------------------------

@@ -89,10 +89,14 @@ class Messaging:
     nats_url: str = ""
     replicas: int = 1  # issue 11: JetStream replicas of AGENT_MESSAGES
     js_timeout: float = 5.0  # issue 11: longer on a cluster (leader elections)
+    # MessageBus's max_age, max_msgs, max_bytes (docs/reliability.md "State retention")
+    retention: dict[str, Any] = field(default_factory=dict)
     bus: MessageBus = field(init=False)
 
     def __post_init__(self) -> None:
-        self.bus = MessageBus(self.nc, replicas=self.replicas, js_timeout=self.js_timeout)
+        self.bus = MessageBus(
+            self.nc, replicas=self.replicas, js_timeout=self.js_timeout, **self.retention
+        )
 
     async def __aenter__(self) -> Messaging:
         await self.bus.__aenter__()

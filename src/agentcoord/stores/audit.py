@@ -7,6 +7,11 @@ shutdown the queue is drained before the NATS client closes, so nothing queued i
 
 Subjects are ``events.<TYPE>.<agent>`` (agent escaped like a KV key), so queries by type and
 agent filter on the server.
+
+The stream is bounded by age and by bytes, whichever is reached first (docs/reliability.md
+"State retention"): JetStream drops the oldest events. The limits are applied to an existing
+stream at every start, so a state dir made before them, or under other limits, is brought to
+the configured ones.
 """
 
 from __future__ import annotations
@@ -27,12 +32,13 @@ from nats.js import api
 from agentcoord.stores._jsretry import connection_of
 from agentcoord.stores.kv._keys import escape_key
 
-__all__ = ["STREAM", "AuditLog", "AuditSink", "Event"]
+__all__ = ["MAX_AGE", "MAX_BYTES", "STREAM", "AuditLog", "AuditSink", "Event"]
 
 log = logging.getLogger(__name__)
 
 STREAM = "AGENT_EVENTS"
-_MAX_AGE = 30 * 24 * 3600.0
+MAX_AGE = 30 * 24 * 3600  # seconds; Config.audit_max_age
+MAX_BYTES = 64 << 20  # Config.audit_max_bytes
 _DRAIN_DEADLINE = 2.0
 _QUERY_IDLE = 2.0
 _COALESCE = 0.01
@@ -72,8 +78,16 @@ def _subject(type_: str, agent: str) -> str:
 class AuditLog:
     """Async context manager owning the stream, the append queue and its writer task."""
 
-    def __init__(self, js: Any, *, replicas: int = 1) -> None:
+    def __init__(
+        self,
+        js: Any,
+        *,
+        replicas: int = 1,
+        max_age: float = MAX_AGE,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
         self._js = js
+        self._max_age, self._max_bytes = float(max_age), int(max_bytes)
         self._nc, _ = connection_of(js)  # plain publishes need the connection
         self._replicas = replicas  # issue 11: R3 on a cluster
         # Events waiting for the writer, in order; a list and two events rather than a Queue
@@ -91,7 +105,9 @@ class AuditLog:
             name=STREAM,
             subjects=["events.>"],
             storage=api.StorageType.FILE,
-            max_age=_MAX_AGE,
+            max_age=self._max_age,
+            max_bytes=self._max_bytes,
+            discard=api.DiscardPolicy.OLD,  # a full stream drops its oldest, never a new event
             num_replicas=self._replicas,
         )
         await self._create_stream(config)

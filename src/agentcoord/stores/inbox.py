@@ -54,7 +54,9 @@ log = logging.getLogger(__name__)
 STREAM = "AGENT_MESSAGES"
 BROADCAST_SUBJECT = "agents.broadcast"
 _SUBJECTS = ["agents.*.inbox", BROADCAST_SUBJECT, "channels.>"]
-_MAX_AGE_S = 7 * 24 * 3600
+MAX_AGE = 7 * 24 * 3600  # seconds; Config.inbox_max_age
+MAX_MSGS = 10_000  # per subject: one inbox, one channel, the broadcast; Config.inbox_max_msgs
+MAX_BYTES = 256 << 20  # the whole stream; Config.inbox_max_bytes
 _DUPLICATE_WINDOW_S = 600  # idempotency keys de-dupe retries within 10 minutes
 _ACK_WAIT_S = 5.0  # an unconfirmed message is redelivered after this (issue 9)
 _DELIVERY_WAIT_S = 1.0  # how long send waits for a live reader to take a message
@@ -111,8 +113,22 @@ class Received:
 class MessageBus:
     """Async context manager: the stream, per-agent consumers, publishing and reading."""
 
-    def __init__(self, nc: Any, *, replicas: int = 1, js_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        nc: Any,
+        *,
+        replicas: int = 1,
+        js_timeout: float = 5.0,
+        max_age: float = MAX_AGE,
+        max_msgs: int = MAX_MSGS,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
         self._nc = nc
+        # Retention (docs/reliability.md "State retention"): whichever limit is reached first
+        # drops the oldest messages, read or not. The count is per subject, so one flooded
+        # inbox or channel cannot push another agent's messages out; the byte cap on the whole
+        # stream is the backstop that keeps the state dir bounded.
+        self._limits = (float(max_age), int(max_msgs), int(max_bytes))
         self._replicas = replicas  # issue 11: R3 on a cluster (consumers inherit it)
         self._js_timeout = js_timeout
         self._js: Any = None
@@ -144,7 +160,9 @@ class MessageBus:
             subjects=list(_SUBJECTS),
             retention=RetentionPolicy.LIMITS,
             storage=StorageType.FILE,
-            max_age=_MAX_AGE_S,
+            max_age=self._limits[0],
+            max_msgs_per_subject=self._limits[1],
+            max_bytes=self._limits[2],
             duplicate_window=_DUPLICATE_WINDOW_S,
             num_replicas=self._replicas,
         )
@@ -152,7 +170,7 @@ class MessageBus:
 
         try:
             await create_asking_again(self._js, lambda ctx: ctx.add_stream(config))  # issue 11
-        except BadRequestError:  # exists with another config (an older daemon): bring it up
+        except BadRequestError:  # exists with another config (older daemon, other limits)
             await self._js.update_stream(config)
         self._pull_prefix = self._nc.new_inbox()
         self._pull_sub = await self._nc.subscribe(self._pull_prefix + ".>", cb=self._on_pulled)

@@ -22,6 +22,7 @@ from agentcoord.stores.objects.errors import StoreError
 __all__ = ["SCHEMA_VERSION", "EventRow", "ObjectRow", "SqliteFile"]
 
 SCHEMA_VERSION = 1
+_WAL_LIMIT = 8 << 20  # bytes the -wal file keeps after a checkpoint
 T = TypeVar("T")
 EventRow = tuple[int, str, str, str, str, bytes]  # rv, type, resource, namespace, name, object
 ObjectRow = tuple[str, str, str, int, bytes]  # resource, namespace, name, rv, object
@@ -97,6 +98,10 @@ class SqliteFile:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=5000")
+        # The WAL is checkpointed every 1000 pages (SQLite's wal_autocheckpoint) and then
+        # reused from its start, but the file keeps its largest size unless capped: after a
+        # big batch it is truncated back to this (sqlite.org/pragma.html, journal_size_limit).
+        conn.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT}")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreError(

@@ -61,7 +61,9 @@ async def start_objects(
     cfg: Config, stack: contextlib.AsyncExitStack
 ) -> tuple[ObjectStore, HttpServer, str]:
     """Open the store and the API listener on ``stack``; returns (store, server, host:port)."""
-    store = await stack.enter_async_context(ObjectStore(store_path(cfg)))
+    store = await stack.enter_async_context(
+        ObjectStore(store_path(cfg), retention=cfg.object_log_keep)
+    )
     creds = ensure_credentials(credentials_dir(cfg), cfg.user)
     host, port = parse_http_addr(cfg.kube_addr)
     addr = ""

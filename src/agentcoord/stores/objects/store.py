@@ -98,7 +98,7 @@ class ObjectStore:
         self,
         path: Path,
         *,
-        retention: int = 10_000,
+        retention: int = 10_000,  # events kept for watches; compacted when twice this
         watch_queue: int = 1_000,
         max_batch: int = 512,
         clock: Callable[[], float] = time.time,
@@ -134,6 +134,10 @@ class ObjectStore:
             asyncio.create_task(self._collector(), name="objects-gc"),
         ]
         self._gc_queue.put_nowait(None)  # sweep dependents orphaned by a crash
+        if self._rv - self._compacted > 2 * self.retention:
+            # A log kept under a larger retention (or before there was one) is cut to this
+            # one's now, not at the next write (docs/reliability.md "State retention").
+            await self.compact(self._rv - self.retention)
         log.info("object store %s open at rv %d (%d objects)", self.path, rv, len(self._cache))
         return self
 
