@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord import wire
 from agentcoord.agentops._writes import MANAGED_LABEL
+from agentcoord.agentops.checkpoints import BundleRetention
 from agentcoord.agentops.controller import AgentController
 from agentcoord.agentops.rules import (
     TurnPlace,
@@ -137,8 +138,11 @@ class AgentOps:
         *,
         messaging: Messaging | None,
         local_agents: LocalAgents | None = None,
+        bundle_retention: BundleRetention | None = None,
     ) -> None:
         self.ctl = controller
+        # checkpoint bundles kept (docs/reliability.md "State retention")
+        self.bundle_retention = bundle_retention or BundleRetention()
         self.store = controller.store
         self.ns = controller.ns
         self.user = controller.user

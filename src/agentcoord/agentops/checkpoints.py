@@ -7,18 +7,30 @@ ref). The WIP commit is what ``git stash create`` makes, built with a private in
 untracked files are kept too (``stash -u``); restoring reads its tree into a fresh worktree and
 moves HEAD back to the base, so the files come back byte for byte as uncommitted work.
 
-Synchronous on purpose: the daemon calls these through ``asyncio.to_thread``.
+Synchronous on purpose: the daemon calls these through ``asyncio.to_thread``; the one async
+entry point, :func:`prune`, reads which bundles are still referenced from the object store.
+
+Retention (docs/reliability.md "State retention"): each agent keeps its newest ``keep``
+bundles, and all bundles together stay under ``max_bytes``, oldest removed first. Never removed:
+the newest bundle of each agent, the last checkpoint of each AgentTask (what ``resume`` takes),
+any Agent's ``spec.resumeFrom``, and an unreferenced bundle younger than a grace period
+(stored, its task entry not yet written). The entries in ``status.checkpoints`` stay (seed
+000: the list is append-only); loading a removed ref says it was removed by retention.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,14 +40,23 @@ from agentcoord.errors import ToolError
 
 __all__ = [
     "Bundle",
+    "BundleRetention",
+    "Stored",
     "init_workdir",
     "load_bundle",
     "make_bundle",
     "new_worktree",
+    "prune",
+    "prune_plan",
+    "references",
+    "remove_bundles",
     "repo_of",
     "restore_bundle",
     "store_blob",
+    "stored_bundles",
 ]
+
+log = logging.getLogger(__name__)
 
 WIP_REF = "refs/agentcoord/wip"
 _GIT_ENV = {
@@ -165,7 +186,10 @@ def load_bundle(state_dir: Path, ref: str) -> Bundle:
     try:
         data = path.read_bytes()
     except OSError:
-        raise ToolError(f"checkpoint {ref} is not stored in this daemon") from None
+        raise ToolError(
+            f"checkpoint {ref} is not stored in this daemon (never made here, or removed by "
+            "checkpoint retention: checkpoint_keep, checkpoint_max_bytes)"
+        ) from None
     if hashlib.sha256(data).hexdigest() != digest:
         raise ToolError(f"checkpoint {ref} is corrupt (its content does not match its address)")
     import tarfile
@@ -215,3 +239,136 @@ def new_worktree(path: Path, meta: dict[str, Any]) -> Path:
         path.mkdir(parents=True)
         _git(path, "init", "-q")
     return path
+
+
+# -- retention -------------------------------------------------------------------------------
+
+KEEP = 10  # Config.checkpoint_keep
+MAX_BYTES = 2 << 30  # Config.checkpoint_max_bytes
+_GRACE_S = 300.0  # a bundle this young may be between store_blob and its task entry
+
+
+@dataclass(frozen=True)
+class BundleRetention:
+    """How many bundles each agent keeps, and the byte cap on all of them together."""
+
+    keep: int = KEEP
+    max_bytes: int = MAX_BYTES
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One bundle file: its digest, size and when it was stored."""
+
+    digest: str
+    size: int
+    mtime: float
+
+
+def _digest(ref: str) -> str:
+    return ref.partition(":")[2] if ref.startswith("sha256:") else ""
+
+
+def references(
+    tasks: Iterable[Mapping[str, Any]], agents: Iterable[Mapping[str, Any]]
+) -> tuple[dict[str, list[str]], set[str]]:
+    """(each agent's bundle digests, oldest first; the digests that must stay), from the
+    AgentTasks' ``status.checkpoints`` and the Agents' ``spec.resumeFrom``."""
+    history: dict[str, list[str]] = {}
+    pinned: set[str] = set()
+    for task in tasks:
+        entries = (task.get("status") or {}).get("checkpoints") or []
+        task_name = str((task.get("metadata") or {}).get("name", ""))
+        for entry in entries:
+            digest = _digest(str(entry.get("ref", "")))
+            if digest:
+                owner = str(entry.get("agent") or f"task:{task_name}")
+                refs = history.setdefault(owner, [])
+                if digest in refs:  # the same work checkpointed again: now its newest
+                    refs.remove(digest)
+                refs.append(digest)
+        if entries:
+            pinned.add(_digest(str(entries[-1].get("ref", ""))))
+    for agent in agents:
+        pinned.add(_digest(str((agent.get("spec") or {}).get("resumeFrom") or "")))
+    for refs in history.values():
+        pinned.add(refs[-1])
+    pinned.discard("")
+    return history, pinned
+
+
+def prune_plan(
+    stored: Sequence[Stored],
+    history: Mapping[str, Sequence[str]],
+    pinned: set[str],
+    retention: BundleRetention,
+    now: float,
+) -> list[str]:
+    """The digests to remove: beyond each agent's newest ``keep``, then the oldest until the
+    rest fit ``max_bytes``; never a pinned one or one younger than the grace period."""
+    kept_by_count: set[str] = set()
+    for refs in history.values():
+        kept_by_count.update(refs[-max(1, retention.keep) :])
+    referenced = {d for refs in history.values() for d in refs}
+    young = {b.digest for b in stored if now - b.mtime < _GRACE_S}
+    safe = pinned | (young - referenced)
+    remove = [
+        b.digest
+        for b in stored
+        if b.digest in referenced and b.digest not in kept_by_count and b.digest not in safe
+    ]
+    gone = set(remove)
+    total = sum(b.size for b in stored if b.digest not in gone)
+    # Then oldest first (unreferenced bundles, of deleted tasks, included) down to the cap.
+    for b in sorted(stored, key=lambda b: b.mtime):
+        if total <= retention.max_bytes:
+            break
+        if b.digest in gone or b.digest in safe:
+            continue
+        remove.append(b.digest)
+        gone.add(b.digest)
+        total -= b.size
+    return remove
+
+
+def stored_bundles(state_dir: Path) -> list[Stored]:
+    """Every bundle file under ``state_dir`` (temporary files of a write in progress aside)."""
+    folder = state_dir / "checkpoints" / "sha256"
+    out = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            if len(entry.name) == 64 and entry.is_file():
+                with contextlib.suppress(FileNotFoundError):
+                    info = entry.stat()
+                    out.append(Stored(entry.name, info.st_size, info.st_mtime))
+    return out
+
+
+def remove_bundles(state_dir: Path, digests: Iterable[str]) -> None:
+    folder = state_dir / "checkpoints" / "sha256"
+    for digest in digests:
+        (folder / digest).unlink(missing_ok=True)
+
+
+async def prune(
+    store: Any, namespace: str, state_dir: Path, retention: BundleRetention
+) -> list[str]:
+    """Apply ``retention`` to the bundles under ``state_dir``; the refs removed.
+
+    Never raises: a failure is logged and the bundles stay (a checkpoint just made stands)."""
+    import asyncio
+
+    try:
+        tasks, _ = await store.list("agenttasks", namespace)
+        agents, _ = await store.list("agents", namespace)
+        history, pinned = references(tasks, agents)
+        stored = await asyncio.to_thread(stored_bundles, state_dir)
+        remove = prune_plan(stored, history, pinned, retention, time.time())
+        if remove:
+            await asyncio.to_thread(remove_bundles, state_dir, remove)
+    except Exception:
+        log.warning("checkpoint retention failed; no bundle removed", exc_info=True)
+        return []
+    if remove:
+        log.info("checkpoint retention removed %d bundles", len(remove))
+    return [f"sha256:{d}" for d in remove]

@@ -441,7 +441,15 @@ async def _start_agentops(app: App, stack: contextlib.AsyncExitStack) -> None:
             launcher=la.launcher,
         )
     )
-    app.agentops = AgentOps(controller, messaging=app.messaging, local_agents=la)
+    from agentcoord.agentops.checkpoints import BundleRetention, prune
+
+    cfg = app.config
+    kept = BundleRetention(keep=cfg.checkpoint_keep, max_bytes=cfg.checkpoint_max_bytes)
+    app.agentops = AgentOps(
+        controller, messaging=app.messaging, local_agents=la, bundle_retention=kept
+    )
+    if (cfg.state_dir / "checkpoints").is_dir():  # limits changed since, or older state
+        await prune(app.store, cfg.kube_namespace, cfg.state_dir, kept)
 
 
 def _with_addr(cfg: Config, addr: str) -> Config:
