@@ -1,8 +1,10 @@
-"""``agentcoord setup claude``: register the MCP server and install the hooks in Claude Code.
+"""``agentcoord setup claude``: register the MCP server, install the hooks, and add the permission
+rules that keep a session's file tools out of the daemon's state dir, in Claude Code.
 
 Edits are surgical: only our own entries (server ``agent-coord``; hook commands starting with
-``agentcoord hook``) are added or removed, everything else in the user's files is kept, writes
-are atomic, and running it twice changes nothing (FACTS.md "Claude Code on disk").
+``agentcoord hook``; the state dir's ``permissions.deny`` rules) are added or removed,
+everything else in the user's files is kept, writes are atomic, and running it twice changes
+nothing (FACTS.md "Claude Code on disk").
 """
 
 from __future__ import annotations
@@ -10,13 +12,20 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentcoord.errors import ConfigError
 
-__all__ = ["HOOKS", "SetupReport", "remove_claude", "setup_claude"]
+__all__ = [
+    "HOOKS",
+    "SetupReport",
+    "missing_rules",
+    "remove_claude",
+    "setup_claude",
+    "state_dir_rules",
+]
 
 SERVER_NAME = "agent-coord"
 
@@ -27,6 +36,8 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     "PostToolUse": (None, "post-tool-use", 10),
     "PreToolUse": ("Write|Edit|MultiEdit", "pre-tool-use", 10),
     "Stop": (None, "stop", 10),
+    # Ends the session's Agent at once; the daemon also sees the process exit (pidfd).
+    "SessionEnd": (None, "session-end", 5),
 }
 
 
@@ -34,6 +45,7 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
 class SetupReport:
     changed: list[Path]
     unchanged: list[Path]
+    denied: list[str] = field(default_factory=list)  # permission rules added (or removed)
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -112,6 +124,59 @@ def without_hooks(settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def state_dir_rules(state_dir: Path) -> list[str]:
+    """Permission rules keeping a session's file tools out of the daemon's state dir, where
+    the human token and the NATS credentials live (docs/security.md).
+
+    Claude Code checks paths only in ``Read(...)`` and ``Edit(...)`` rules (``Edit`` covers
+    every built-in tool that writes files; a ``Write(path)`` rule is ignored with a warning),
+    and ``//`` starts an absolute path (code.claude.com/docs/en/permissions). Read deny rules
+    also cover shell commands that name the file (cat, head, ...), and with Claude Code's
+    sandbox on they become its ``denyRead``/``denyWrite`` paths.
+    """
+    root = str(state_dir.expanduser().resolve()).rstrip("/")
+    return [f"Read(/{root}/**)", f"Edit(/{root}/**)"]
+
+
+def with_permissions(settings: dict[str, Any], rules: list[str]) -> dict[str, Any]:
+    """``settings`` with ``rules`` in ``permissions.deny`` exactly once, the rest kept (pure)."""
+    out = _copy(settings)
+    if not rules:
+        return out
+    perms = out.setdefault("permissions", {})
+    if not isinstance(perms, dict):
+        raise ConfigError("settings.json: `permissions` is not an object; not touching it")
+    deny = perms.setdefault("deny", [])
+    if not isinstance(deny, list):
+        raise ConfigError("settings.json: `permissions.deny` is not a list; not touching it")
+    deny.extend(rule for rule in rules if rule not in deny)
+    return out
+
+
+def without_permissions(settings: dict[str, Any], rules: list[str]) -> dict[str, Any]:
+    """``settings`` without ``rules`` in ``permissions.deny``; emptied keys dropped (pure)."""
+    out = _copy(settings)
+    perms = out.get("permissions")
+    if not isinstance(perms, dict) or not isinstance(perms.get("deny"), list):
+        return out
+    perms["deny"] = [rule for rule in perms["deny"] if rule not in rules]
+    if not perms["deny"]:
+        del perms["deny"]
+    if not perms:
+        del out["permissions"]
+    return out
+
+
+def missing_rules(settings_file: Path, state_dir: Path) -> list[str]:
+    """The state-dir rules absent from ``settings_file``'s ``permissions.deny`` (doctor)."""
+    try:
+        deny = _load(settings_file).get("permissions", {}).get("deny", [])
+    except (ConfigError, AttributeError):
+        deny = []
+    present = deny if isinstance(deny, list) else []
+    return [rule for rule in state_dir_rules(state_dir) if rule not in present]
+
+
 def with_server(config: dict[str, Any], command: str) -> dict[str, Any]:
     out = _copy(config)
     servers = out.setdefault("mcpServers", {})
@@ -144,21 +209,39 @@ def _apply(path: Path, change: Any, report: SetupReport) -> None:
 
 
 def setup_claude(
-    home: Path, claude_dir: Path, command: str = "agentcoord", project: Path | None = None
+    home: Path,
+    claude_dir: Path,
+    command: str = "agentcoord",
+    project: Path | None = None,
+    *,
+    state_dir: Path | None = None,
 ) -> SetupReport:
-    """Register ``agent-coord`` and install our hooks (idempotent)."""
+    """Register ``agent-coord``, install our hooks, and deny the session's file tools the
+    daemon's ``state_dir`` (idempotent)."""
     server_file, settings_file = _paths(home, claude_dir, project)
     report = SetupReport([], [])
     _apply(server_file, lambda c: with_server(c, command), report)
-    _apply(settings_file, lambda s: with_hooks(s, f"{command} hook"), report)
+    report.denied = state_dir_rules(state_dir) if state_dir is not None else []
+    _apply(
+        settings_file,
+        lambda s: with_permissions(with_hooks(s, f"{command} hook"), report.denied),
+        report,
+    )
     return report
 
 
-def remove_claude(home: Path, claude_dir: Path, project: Path | None = None) -> SetupReport:
+def remove_claude(
+    home: Path, claude_dir: Path, project: Path | None = None, *, state_dir: Path | None = None
+) -> SetupReport:
     """Undo :func:`setup_claude`, leaving everything else as it was."""
     server_file, settings_file = _paths(home, claude_dir, project)
     report = SetupReport([], [])
-    for path, change in ((server_file, without_server), (settings_file, without_hooks)):
+    report.denied = state_dir_rules(state_dir) if state_dir is not None else []
+
+    def settings_change(settings: dict[str, Any]) -> dict[str, Any]:
+        return without_permissions(without_hooks(settings), report.denied)
+
+    for path, change in ((server_file, without_server), (settings_file, settings_change)):
         if path.exists():
             _apply(path, change, report)
     return report

@@ -93,7 +93,7 @@ def _main_full(args: list[str]) -> int:
     _common(p_status)
     p_status.add_argument("--json", action="store_true", help="machine-readable output")
     for view, help_text in (
-        ("agents", "agents: sessions, registered and local, with status and focus"),
+        ("agents", "live agents (sessions, registered, local) with status and focus"),
         ("claims", "live claims (leases) and their holders"),
         ("channels", "channels with phase and participants"),
         ("audit", "audit events (newest last)"),
@@ -105,6 +105,8 @@ def _main_full(args: list[str]) -> int:
         p_view.add_argument("--json", action="store_true", help="machine-readable output")
         if view == "prompts":
             p_view.add_argument("--all", action="store_true", help="include answered prompts")
+        if view == "agents":
+            p_view.add_argument("--all", action="store_true", help="include ended sessions")
         if view == "audit":
             p_view.add_argument("--since", help="a duration ago (1h) or an ISO time")
             p_view.add_argument("--agent", dest="actor", help="only this agent's events")
@@ -190,8 +192,13 @@ def _main_full(args: list[str]) -> int:
 
             return answer(cfg, ns.prompt, " ".join(ns.text))
         if ns.command == "kubeconfig":
-            from agentcoord.stores.objects.serve import kubeconfig_for
+            import os
 
+            from agentcoord.stores.objects.serve import kubeconfig_for
+            from agentcoord.views import refuse_agent_process
+
+            # It carries the human's client credential (DESIGN.md "Identity and trust").
+            refuse_agent_process("print a kubeconfig", os.environ)
             sys.stdout.write(kubeconfig_for(cfg))
             return 0
     except AgentCoordError as exc:
@@ -201,9 +208,11 @@ def _main_full(args: list[str]) -> int:
 
 
 def _console(cfg: Any, open_browser: bool) -> int:
+    import os
+
     from agentcoord.views import console_link
 
-    link = console_link(cfg)
+    link = console_link(cfg, os.environ)
     print(link)
     if open_browser:
         import webbrowser
@@ -235,19 +244,28 @@ def _setup(project: bool, remove: bool) -> int:
     from pathlib import Path
 
     from agentcoord.claude_setup import remove_claude, setup_claude
+    from agentcoord.config import load_config
 
     home = Path.home()
     claude_dir = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
     where = Path.cwd() if project else None
+    # The daemon's state dir (the human token, the NATS credentials) is kept out of reach
+    # of the session's file tools by permission rules (docs/security.md).
+    state_dir = load_config({}).state_dir
     if remove:
-        report = remove_claude(home, claude_dir, where)
+        report = remove_claude(home, claude_dir, where, state_dir=state_dir)
     else:
         command = shutil.which("agentcoord") or "agentcoord"
-        report = setup_claude(home, claude_dir, command, where)
+        report = setup_claude(home, claude_dir, command, where, state_dir=state_dir)
     for path in report.changed:
         print(f"updated {path}")
     for path in report.unchanged:
         print(f"unchanged {path}")
+    if report.denied:
+        verb = "no longer denies" if remove else "denies"
+        print(f"Claude Code {verb} its file tools the daemon's state dir (permissions.deny):")
+        for rule in report.denied:
+            print(f"  {rule}")
     return 0
 
 
@@ -287,8 +305,11 @@ def _status(cfg: Any, as_json: bool) -> int:
     import json
 
     from agentcoord.client import call_unix
+    from agentcoord.humanproof import read_human_token
 
-    status = call_unix(cfg.socket_path, "agentcoord/status", {})
+    status = call_unix(
+        cfg.socket_path, "agentcoord/status", {}, token=read_human_token(cfg.state_dir)
+    )
     if as_json:
         print(json.dumps(status, indent=2))
         return 0
@@ -318,6 +339,8 @@ def _view_args(ns: Any) -> dict[str, Any]:
     """The tool arguments a view's flags stand for."""
     if ns.command == "prompts":
         return {"all": ns.all}
+    if ns.command == "agents":  # live agents, or every one (ended sessions too)
+        return {"status": "all"} if ns.all else {}
     if ns.command == "claims":
         return {"prefix": ns.prefix}
     if ns.command == "audit":

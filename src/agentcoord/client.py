@@ -1,4 +1,8 @@
-"""A minimal blocking JSON-RPC client for the daemon's unix socket (used by the CLI)."""
+"""A minimal blocking JSON-RPC client for the daemon's unix socket (used by the CLI).
+
+The human's commands present the human token first (``agentcoord/login``, DESIGN.md "Identity
+and trust"); both lines go out in one write, and the daemon takes the login before the request.
+"""
 
 from __future__ import annotations
 
@@ -9,28 +13,41 @@ from typing import Any
 
 from agentcoord.errors import DaemonUnreachable, ProtocolError
 
-__all__ = ["call_unix"]
+__all__ = ["LOGIN", "call_unix"]
+
+LOGIN = "agentcoord/login"
 
 
-def call_unix(path: Path, method: str, params: dict[str, Any], timeout: float = 10.0) -> Any:
-    """Send one request over the unix socket and return its result (or raise)."""
+def call_unix(
+    path: Path,
+    method: str,
+    params: dict[str, Any],
+    timeout: float = 10.0,
+    *,
+    token: str | None = None,
+) -> Any:
+    """Send one request over the unix socket (as the human with ``token``); its result."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(str(path))
     except OSError as exc:
         raise DaemonUnreachable(f"no daemon is listening on {path} ({exc.strerror})") from None
+    lines = []
+    if token is not None:
+        lines.append({"jsonrpc": "2.0", "id": 0, "method": LOGIN, "params": {"token": token}})
+    lines.append({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
     with sock:
-        request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        sock.sendall(json.dumps(request).encode() + b"\n")
+        sock.sendall(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
         buf = b""
-        while b"\n" not in buf:
+        while buf.count(b"\n") < len(lines):
             chunk = sock.recv(65536)
             if not chunk:
                 raise DaemonUnreachable("the daemon closed the connection")
             buf += chunk
-    reply = json.loads(buf.split(b"\n", 1)[0])
-    if "error" in reply:
-        err = reply["error"]
-        raise ProtocolError(err.get("code", 0), err.get("message", "error"))
+    for raw in buf.split(b"\n")[: len(lines)]:
+        reply = json.loads(raw)
+        if "error" in reply:
+            err = reply["error"]
+            raise ProtocolError(err.get("code", 0), err.get("message", "error"))
     return reply["result"]

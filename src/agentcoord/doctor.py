@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.config import Config
+from agentcoord.humanproof import read_human_token
 
 __all__ = ["Check", "run_checks"]
 
@@ -50,6 +51,24 @@ def _bwrap() -> Check:
             "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)",
         )
     return Check("bubblewrap", True, path)
+
+
+def _sandbox(cfg: Config) -> list[Check]:
+    """A trial start in the runners' sandbox: the interpreter and agentcoord must be reachable
+    wherever they are installed (a venv or checkout under /tmp included), and the daemon's
+    state and runtime dirs must show nothing inside (docs/localagents.md "Local dispatch")."""
+    from agentcoord.localagents.sandbox import daemon_secrets, detect_sandbox, trial_run
+
+    sandbox = detect_sandbox(cfg.runner_sandbox, daemon_secrets(cfg))
+    if not sandbox.bwrap:
+        return []  # the bubblewrap check above says what is missing
+    ok, detail = trial_run(sandbox, os.environ)
+    fix = (
+        ""
+        if ok
+        else "install agentcoord (its venv or checkout) outside /tmp, or report the line above"
+    )
+    return [Check("sandbox", ok, detail, fix)]
 
 
 def _nats(cfg: Config) -> Check:
@@ -101,7 +120,9 @@ def _daemon(cfg: Config) -> list[Check]:
         )
     )
     try:
-        status = call_unix(sock, "agentcoord/status", {}, timeout=5)
+        status = call_unix(
+            sock, "agentcoord/status", {}, timeout=5, token=read_human_token(cfg.state_dir)
+        )
     except AgentCoordError as exc:
         checks.append(Check("daemon", False, str(exc), "restart it: agentcoord serve"))
         return checks
@@ -135,6 +156,7 @@ def _profiles(cfg: Config) -> list[Check]:
             "tools/call",
             {"name": "list_profiles", "arguments": {}},
             timeout=5,
+            token=read_human_token(cfg.state_dir),
         )
     except AgentCoordError:
         return []
@@ -200,13 +222,31 @@ def _claude(home: Path, claude_dir: Path) -> list[Check]:
     return checks
 
 
+def _state_dir_rules(cfg: Config) -> Check:
+    """`setup claude`'s permission rules keep a session's file tools out of the state dir
+    (docs/security.md); say which are missing from the user's Claude settings."""
+    from agentcoord.claude_setup import missing_rules
+
+    missing = missing_rules(cfg.claude_dir / "settings.json", cfg.state_dir)
+    if not missing:
+        return Check("state rules", True, f"Claude Code's file tools are denied {cfg.state_dir}")
+    return Check(
+        "state rules",
+        False,
+        f"permissions.deny lacks {', '.join(missing)}",
+        "agentcoord setup claude",
+    )
+
+
 def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
     """Every check, in the order a person would fix them."""
     home = home or Path(os.path.expanduser("~"))
     return [
         _nats(cfg),
         _bwrap(),
+        *_sandbox(cfg),
         *_daemon(cfg),
         *_profiles(cfg),
         *_claude(home, cfg.claude_dir),
+        _state_dir_rules(cfg),
     ]

@@ -9,20 +9,27 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentcoord.client import call_unix
 from agentcoord.config import Config
-from agentcoord.errors import DaemonUnreachable, ToolError
+from agentcoord.errors import DaemonUnreachable, IdentityError, ToolError
+from agentcoord.eventtext import render_event
+from agentcoord.humanproof import agent_markers, marked_refusal, read_human_token
 
 __all__ = ["VIEWS", "call_tool", "format_table", "run_view", "tail"]
 
 
 def call_tool(cfg: Config, name: str, arguments: dict[str, Any]) -> tuple[Any, str]:
-    """One tool call as whoever this process is; raises ToolError on an ``isError`` result."""
-    result = call_unix(cfg.socket_path, "tools/call", {"name": name, "arguments": arguments})
+    """One tool call as the human (presenting the human token; the daemon decides whether
+    this process may be the human); raises ToolError on an ``isError`` result."""
+    result = call_unix(
+        cfg.socket_path,
+        "tools/call",
+        {"name": name, "arguments": arguments},
+        token=read_human_token(cfg.state_dir),
+    )
     text = "\n".join(c.get("text", "") for c in result.get("content", []))
     if result.get("isError"):
         raise ToolError(text)
@@ -57,13 +64,21 @@ def _agents(data: dict[str, Any]) -> str:
         rows.append(
             [
                 a.get("name"),
-                a.get("phase") or a.get("effective_status"),
+                _agent_status(a),
                 a.get("transport", "session"),
                 focus.get("intent") if isinstance(focus, dict) else "",
                 a.get("capabilities", []),
             ]
         )
     return format_table(["agent", "status", "kind", "focus", "capabilities"], rows)
+
+
+def _agent_status(a: dict[str, Any]) -> Any:
+    """The phase (or effective status); an ended session also says when and why."""
+    status = a.get("phase") or a.get("effective_status")
+    if a.get("ended_at"):
+        return f"{status} {a['ended_at']} ({a.get('reason') or 'no reason given'})"
+    return status
 
 
 def _claims(data: dict[str, Any]) -> str:
@@ -82,12 +97,8 @@ def _channels(data: dict[str, Any]) -> str:
 
 
 def _audit(data: dict[str, Any]) -> str:
-    skip = {"seq", "ts", "type", "agent"}
-    rows = [
-        [e.get("ts"), e.get("type"), e.get("agent"), {k: v for k, v in e.items() if k not in skip}]
-        for e in data["events"]
-    ]
-    return format_table(["time", "event", "agent", "details"], rows)
+    # One line per event, the same line `tail` and the console show (agentcoord.eventtext).
+    return "\n".join(render_event(e) for e in data["events"]) or "no events"
 
 
 def _prompts(data: dict[str, Any]) -> str:
@@ -136,18 +147,27 @@ def run_view(cfg: Config, view: str, arguments: dict[str, Any], as_json: bool) -
 
 def human_http(cfg: Config) -> tuple[str, str]:
     """The running daemon's HTTP address and the human's bearer token."""
+    token = read_human_token(cfg.state_dir)
     try:
         addr = cfg.http_addr_file.read_text().strip()
-        token = (cfg.state_dir / "human.token").read_text().strip()
     except OSError:
-        raise DaemonUnreachable(
-            "no running daemon found (start it with `agentcoord serve`)"
-        ) from None
+        addr = ""
+    if not addr or token is None:
+        raise DaemonUnreachable("no running daemon found (start it with `agentcoord serve`)")
     return addr, token
 
 
-def console_link(cfg: Config) -> str:
+def refuse_agent_process(what: str, environ: Mapping[str, str]) -> None:
+    """Refuse to hand the human's credential to a process carrying agent markers: such a
+    process is never the human (DESIGN.md "Identity and trust")."""
+    markers = agent_markers(environ)
+    if markers:
+        raise IdentityError(marked_refusal(markers, what))
+
+
+def console_link(cfg: Config, environ: Mapping[str, str]) -> str:
     """The web console's login link (the human's token rides it once, then a cookie)."""
+    refuse_agent_process("print the console's login link", environ)
     addr, token = human_http(cfg)
     return f"http://{addr}/console/login?token={token}"
 
@@ -176,16 +196,7 @@ def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:
         if as_json:
             print(json.dumps(event), flush=True)
         else:
-            ts = event.get("ts")
-            when = (
-                time.strftime("%H:%M:%S", time.localtime(ts)) if isinstance(ts, float | int) else ts
-            )
-            rest = {k: v for k, v in event.items() if k not in ("ts", "type", "agent", "subject")}
-            print(
-                f"{when or '-'}  {event.get('type', event.get('subject'))}  "
-                f"{event.get('agent', '-')}  {json.dumps(rest)}",
-                flush=True,
-            )
+            print(render_event(event), flush=True)
         seen += 1
         if max_events is not None and seen >= max_events:
             break

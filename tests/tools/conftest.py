@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -118,20 +117,17 @@ def agents(daemon: Daemon, claude_bin: Path, tmp_path: Path) -> Iterator[Any]:
 
 
 def human_call(daemon: Daemon, tool: str, **arguments: Any) -> dict[str, Any]:
-    """One tools/call over the unix socket from this (non-claude) process: the human."""
+    """One tools/call over the unix socket from this (non-claude) process, presenting the
+    human token as the CLI does: the human."""
+    from tests.tools.session_helpers import unix_request
+
     req = {
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
         "params": {"name": tool, "arguments": arguments},
     }
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(daemon.socket))
-        s.sendall(json.dumps(req).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            buf += s.recv(65536)
-    result = json.loads(buf)["result"]
+    result = unix_request(daemon, req)["result"]
     if result.get("isError"):
         raise ToolFailed(result["content"][0]["text"])
     return result["structuredContent"]  # type: ignore[no-any-return]
@@ -141,7 +137,8 @@ def nats_login(daemon: Daemon) -> tuple[str, str, str]:
     """(url, user, password) of the daemon's embedded NATS, read as its owner can."""
     from agentcoord.client import call_unix
 
-    url = call_unix(daemon.socket, "agentcoord/status", {})["nats_url"]
+    token = (daemon.state_dir / "human.token").read_text().strip()
+    url = call_unix(daemon.socket, "agentcoord/status", {}, token=token)["nats_url"]
     conf = (daemon.state_dir / "nats" / "nats.conf").read_text()
     user = re.search(r'user: "([^"]+)"', conf)
     password = re.search(r'password: "([^"]+)"', conf)

@@ -63,24 +63,32 @@ def read_results(proc: subprocess.Popen[bytes]) -> list[dict[str, Any]]:
 
 
 def own_call(d: Daemon, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A tools/call from this test process (whoever the daemon says it is)."""
+    """A tools/call from this test process as the human (it presents the human token)."""
     req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
     req["params"] = {"name": name, "arguments": arguments}
     return unix_request(d, req)["result"]  # type: ignore[no-any-return]
 
 
-def unix_request(d: Daemon, req: dict[str, Any]) -> dict[str, Any]:
-    """One JSON-RPC request over the unix socket from this process; the reply."""
+def unix_request(d: Daemon, req: dict[str, Any], *, human: bool = True) -> dict[str, Any]:
+    """One JSON-RPC request over the unix socket from this process; the reply. As the human
+    (the default), the request follows an ``agentcoord/login`` with the human token, as the
+    CLI sends it; without, this process is anonymous and refused."""
+    lines = [req]
+    if human:
+        token = (d.state_dir / "human.token").read_text().strip()
+        login = {"jsonrpc": "2.0", "id": "login", "method": "agentcoord/login"}
+        lines.insert(0, {**login, "params": {"token": token}})
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(str(d.socket))
-        s.sendall(json.dumps(req).encode() + b"\n")
+        s.sendall(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
         buf = b""
-        while not buf.endswith(b"\n"):
+        while buf.count(b"\n") < len(lines):
             chunk = s.recv(65536)
             if not chunk:
                 break
             buf += chunk
-    return json.loads(buf)  # type: ignore[no-any-return]
+    replies = [json.loads(line) for line in buf.splitlines() if line.strip()]
+    return replies[-1]  # type: ignore[no-any-return]
 
 
 def finish(proc: subprocess.Popen[bytes]) -> None:

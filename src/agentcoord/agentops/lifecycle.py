@@ -20,7 +20,7 @@ from agentcoord import wire
 from agentcoord.agentops import checkpoints
 from agentcoord.agentops.asks import AgentOps
 from agentcoord.agentops.controller import FINALIZER, MANAGED_LABEL
-from agentcoord.daemon.caller import Caller
+from agentcoord.daemon.caller import Caller, decision_fields
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.inbox import inbox_subject
@@ -128,6 +128,11 @@ def _repo_path(repo: str) -> Path:
     return source
 
 
+def _how(caller: Caller) -> dict[str, Any]:
+    """A human's cancel is a human decision: the audit says how it came (DESIGN.md "Humans")."""
+    return decision_fields(caller) if caller.kind == "human" else {}
+
+
 async def cancel(ops: AgentOps, caller: Caller, name: str) -> dict[str, Any]:
     """Delete the Agent (else the task); wait for the controller to stop its runner."""
     agent = await _get(ops, "agents", name)
@@ -136,7 +141,7 @@ async def cancel(ops: AgentOps, caller: Caller, name: str) -> dict[str, Any]:
             await ops.store.delete("agenttasks", ops.ns, name)
         except ObjectNotFound:
             raise NotFound(f"no Agent or AgentTask named {name}") from None
-        ops.emit("AGENT_CANCELLED", name, by=caller.agent, kind="AgentTask")
+        ops.emit("AGENT_CANCELLED", name, by=caller.agent, kind="AgentTask", **_how(caller))
         return {"cancelled": True, "name": name, "kind": "AgentTask"}
     await _may_act(ops, caller, agent)
     began = time.monotonic()
@@ -144,7 +149,7 @@ async def cancel(ops: AgentOps, caller: Caller, name: str) -> dict[str, Any]:
         await ops.store.delete("agents", ops.ns, name)
     await _control(ops, caller.agent, name, "cancel")
     stopped = await ops.ctl.wait_gone(name, _CANCEL_WAIT_S)
-    ops.emit("AGENT_CANCELLED", name, by=caller.agent, kind="Agent")
+    ops.emit("AGENT_CANCELLED", name, by=caller.agent, kind="Agent", **_how(caller))
     out: dict[str, Any] = {
         "cancelled": True,
         "name": name,
@@ -223,8 +228,6 @@ async def checkpoint(
         "size": len(data),
     }
     count = await _append_checkpoint(ops, task_name, entry)
-    # Retention after each new bundle (docs/reliability.md "State retention"); never raises.
-    await checkpoints.prune(ops.store, ops.ns, ops.ctl.state_dir, ops.bundle_retention)
     ops.emit("CHECKPOINTED", name, task=task_name, ref=ref, size=len(data), by=caller.agent)
     return {"task": task_name, "ref": ref, "size": len(data), "checkpoints": count}
 

@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -19,6 +20,7 @@ from urllib.parse import unquote
 from agentcoord.daemon.caller import Caller
 from agentcoord.daemon.http import HttpRequest, HttpResponse, json_response
 from agentcoord.errors import AgentCoordError, IdentityError, NotFound
+from agentcoord.eventtext import render_event
 
 if TYPE_CHECKING:
     from agentcoord.daemon.app import App
@@ -60,7 +62,8 @@ class ConsoleRoutes:
             caller = await self._app.identity.from_tcp(req.conn.peer, req.conn.local, token)
         except IdentityError:
             return None
-        return caller if caller.kind == "human" else None
+        # The console's own decisions are audited as coming from the console.
+        return replace(caller, via="console") if caller.kind == "human" else None
 
     async def __call__(self, req: HttpRequest) -> HttpResponse:
         path = req.path.removeprefix("/console")
@@ -135,7 +138,7 @@ class ConsoleRoutes:
         if self._app.prompt_answerer is None:
             return json_response(503, b'{"error":"prompts are not available"}')
         try:
-            await self._app.prompt_answerer(unquote(prompt_id), answer, human.agent)
+            await self._app.prompt_answerer(unquote(prompt_id), answer, human)
         except NotFound as exc:
             return json_response(404, json.dumps({"error": str(exc)}).encode())
         except AgentCoordError as exc:
@@ -178,4 +181,5 @@ def _sse_data(subject: str, data: bytes) -> bytes:
     except ValueError:
         event = {"data": data.decode("utf-8", "replace")}
     event.setdefault("subject", subject)
+    event["text"] = render_event(event)  # the page shows the CLI's line (agentcoord.eventtext)
     return b"data: " + json.dumps(event).encode() + b"\n\n"

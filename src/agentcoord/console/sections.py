@@ -5,8 +5,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.eventtext import render_event
+
 if TYPE_CHECKING:
     from agentcoord.daemon.app import App
+    from agentcoord.daemon.caller import Caller
 
 __all__ = ["install_sections"]
 
@@ -45,6 +48,10 @@ def install_sections(app: App) -> None:
                     "status": row.get("phase", ""),
                     "focus": f.intent if f else "",
                     "claims": held.get(row["name"], []),
+                    # Ended sessions are sent too; the page shows them on request.
+                    "ended": row.get("phase") == "Ended",
+                    "ended_at": row.get("ended_at", ""),
+                    "reason": row.get("reason", ""),
                 }
             )
         if local is not None:
@@ -83,10 +90,11 @@ def install_sections(app: App) -> None:
     if audit_log is not None:
 
         async def audit() -> list[dict[str, Any]]:
-            return [
-                {"type": e.type, "agent": e.agent, "ts": e.as_dict()["ts"], "data": e.data}
-                for e in await audit_log.query(limit=50)
-            ]
+            rows = []
+            for e in await audit_log.query(limit=50):
+                row = {"type": e.type, "agent": e.agent, "ts": e.as_dict()["ts"], "data": e.data}
+                rows.append({**row, "text": render_event(row)})  # the CLI's line, as is
+            return rows
 
         app.console_sections["audit"] = audit
     if messaging is not None:
@@ -110,8 +118,8 @@ def install_sections(app: App) -> None:
             now = time.time()
             return [c.view(now) for c in await messaging.channels.list()]
 
-        async def answer(prompt_id: str, value: Any, by: str) -> None:
-            await answer_prompt(messaging, prompt_id, str(value), by)
+        async def answer(prompt_id: str, value: Any, human: Caller) -> None:
+            await answer_prompt(messaging, prompt_id, str(value), human)
 
         app.console_sections.update(prompts=prompts, channels=channels)
         app.prompt_answerer = answer

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
 from agentcoord.config import Config
+from agentcoord.daemon.caller import Caller
 from agentcoord.daemon.hooks import HookHandlers, default_handlers
 from agentcoord.daemon.identity import IdentityResolver
 
@@ -42,8 +43,8 @@ class App:
     hooks: HookHandlers = field(default_factory=default_handlers)
     # Console sections (agents, claims, channels, prompts, waits) contributed by each part.
     console_sections: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
-    # Answers a HumanPrompt: (prompt id, answer, answered by); set by the prompts part.
-    prompt_answerer: Callable[[str, Any, str], Awaitable[None]] | None = None
+    # Answers a HumanPrompt: (prompt id, answer, the human who answered); set by the prompts part.
+    prompt_answerer: Callable[[str, Any, Caller], Awaitable[None]] | None = None
     messaging: Messaging | None = None  # send/inbox/channels/handoff/prompts (issue 5)
     store: ObjectBackend | None = None  # the object store: SQLite or Kubernetes (issues 3, 11)
     started_monotonic: float = field(default_factory=time.monotonic)

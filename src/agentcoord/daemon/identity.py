@@ -3,6 +3,13 @@
 unix socket: SO_PEERCRED -> the peer's ancestry -> a runner the daemon started, or a ``claude``
 process (an interactive session). HTTP: a bearer token, else the loopback peer's pid, then the
 same walk. Other uids are refused. Nothing a caller *says* is used to decide who it is.
+
+Being the human takes proof, not the absence of an agent (DESIGN.md "Identity and trust"): a
+process whose ancestry reaches no agent may be an agent's detached (``setsid``) child, so it is
+``anonymous`` and refused until it presents the human token (``agentcoord/login`` on the
+socket, the bearer header over HTTP), and even then never the human when its environment
+carries an agent's markers (:data:`agentcoord.humanproof.AGENT_MARKERS`) or its ancestry
+reaches an agent.
 """
 
 from __future__ import annotations
@@ -13,13 +20,15 @@ import json
 import logging
 import os
 import secrets
+from dataclasses import replace
 from pathlib import Path
 
 from agentcoord.daemon.ancestry import ProcInfo, decide
-from agentcoord.daemon.caller import Caller, Via
+from agentcoord.daemon.caller import ANONYMOUS, Caller, Via
 from agentcoord.daemon.directory import AgentDirectory, RunnerInfo
 from agentcoord.daemon.procprobe import PeerCred, ProcessProbe, tcp_peer_pid
 from agentcoord.errors import IdentityError
+from agentcoord.humanproof import HUMAN_TOKEN_FILE, NOT_IDENTIFIED, agent_markers, marked_refusal
 
 __all__ = ["IdentityResolver", "TokenStore", "write_private"]
 
@@ -51,6 +60,11 @@ class TokenStore:
 
     def lookup(self, token: str) -> str | None:
         return self._digests.get(self._digest(token))
+
+    @property
+    def human_token_file(self) -> Path:
+        """Where the human's token lives (beside this store, daemon/lifecycle.py)."""
+        return self._path.parent / HUMAN_TOKEN_FILE
 
     def ensure_file(self, path: Path, agent: str) -> str:
         """The token stored (0600) at ``path`` for ``agent``, minted if missing or unknown."""
@@ -129,16 +143,70 @@ class IdentityResolver:
             if agent is None:
                 raise IdentityError("unknown bearer token")
             if agent.startswith("human:"):
-                return Caller(kind="human", agent=agent, via="http-token")
+                return await self._human_over_tcp(peer, local, agent)
             return Caller(kind="runner", agent=agent, via="http-token")
         found = await asyncio.to_thread(tcp_peer_pid, peer, local)
         if found is None:
-            raise IdentityError("cannot find the process behind this connection; use a token")
+            raise IdentityError(
+                "cannot find the process behind this connection; " + self.not_identified
+            )
         pid, uid = found
         if uid != self._uid:
             raise IdentityError(f"uid {uid} may not use this daemon (owner uid {self._uid})")
         chain = await asyncio.to_thread(self._probe.chain, pid)
-        return await self._from_chain(chain, pid, uid, "http-peer")
+        caller = await self._from_chain(chain, pid, uid, "http-peer")
+        if caller.kind == "anonymous":
+            # A tokenless loopback process that maps to no agent is refused, never the human.
+            raise IdentityError(self.not_identified)
+        return caller
+
+    @property
+    def not_identified(self) -> str:
+        """The refusal for an unattributed caller, naming how the human gets access."""
+        return NOT_IDENTIFIED.format(token_file=self._tokens.human_token_file)
+
+    async def _human_over_tcp(
+        self, peer: tuple[str, int], local: tuple[str, int], agent: str
+    ) -> Caller:
+        """A bearer of the human token: the human, unless its process is an agent's."""
+        found = await asyncio.to_thread(tcp_peer_pid, peer, local)
+        if found is None:  # the token is the proof; there is no process to hold it against
+            return Caller(kind="human", agent=agent, via="http-token")
+        pid, uid = found
+        chain = await asyncio.to_thread(self._probe.chain, pid)
+        self._refuse_agent_process(chain)
+        exe = chain[0].exe if chain else None
+        cwd = chain[0].cwd if chain else None
+        return Caller("human", agent, "http-token", pid=pid, uid=uid, cwd=cwd, exe=exe or None)
+
+    def _refuse_agent_process(self, chain: list[ProcInfo]) -> None:
+        """Raise when ``chain`` (nearest first) is an agent's: markers, a runner, a session."""
+        markers = agent_markers(chain[0].environ) if chain else []
+        if markers:
+            raise IdentityError(marked_refusal(markers))
+        decision = decide(chain, self.runners)
+        if decision.kind != "none":
+            raise IdentityError(
+                f"refused to act as the human: this process descends from a {decision.kind} "
+                "(an agent's process is never the human, token or not)"
+            )
+
+    def login(self, caller: Caller, token: object) -> Caller:
+        """The caller after presenting ``token`` on the unix socket (``agentcoord/login``)."""
+        if caller.kind in ("session", "runner"):
+            raise IdentityError(
+                f"refused to act as the human: you are {caller.agent}, and an agent's process "
+                "is never the human, token or not"
+            )
+        if caller.kind == "human":
+            return caller
+        if not isinstance(token, str) or not (self._tokens.lookup(token) or "").startswith(
+            "human:"
+        ):
+            raise IdentityError(f"not the human token (it is in {self._tokens.human_token_file})")
+        if caller.markers:
+            raise IdentityError(marked_refusal(list(caller.markers)))
+        return replace(caller, kind="human", agent=self.human)
 
     async def _from_chain(self, chain: list[ProcInfo], pid: int, uid: int, via: Via) -> Caller:
         decision = decide(chain, self.runners)
@@ -166,6 +234,16 @@ class IdentityResolver:
                 session_pid=claude.pid,
                 cwd=claude.cwd,
             )
-        # Same uid, no agent above it: the developer's own shell or script.
-        cwd = chain[0].cwd if chain else None
-        return Caller("human", self.human, via, pid=pid, uid=uid, cwd=cwd)
+        # Same uid, no agent above it: the developer's shell, or an agent's detached child.
+        # Nothing here proves which, so it is nobody until it presents the human token.
+        peer = chain[0] if chain else None
+        return Caller(
+            "anonymous",
+            ANONYMOUS,
+            via,
+            pid=pid,
+            uid=uid,
+            cwd=peer.cwd if peer else None,
+            exe=(peer.exe or None) if peer else None,
+            markers=tuple(agent_markers(peer.environ)) if peer else (),
+        )

@@ -37,9 +37,11 @@ from agentcoord.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from agentcoord.daemon.app import App
 
-__all__ = ["LATEST_PROTOCOL", "SUPPORTED_PROTOCOLS", "McpCore", "McpSession"]
+__all__ = ["ACCESS_DENIED", "LATEST_PROTOCOL", "SUPPORTED_PROTOCOLS", "McpCore", "McpSession"]
 
 log = logging.getLogger(__name__)
+
+ACCESS_DENIED = -32001  # JSON-RPC server error: the caller may not use this daemon
 
 # Baseline 2025-03-26 (seed 000); newer revisions accepted (issue: the spine).
 SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26")
@@ -113,12 +115,18 @@ class McpCore:
 
     async def _dispatch(self, req: Request, session: McpSession) -> dict[str, Any]:
         method = req.method
+        if session.caller.kind == "anonymous":
+            # Not an agent, not proven to be the human: nothing, not even the handshake, so
+            # a client learns at once why (DESIGN.md "Identity and trust").
+            raise ProtocolError(
+                ACCESS_DENIED, f"Access denied: {self._app.identity.not_identified}"
+            )
         if method == "initialize":
             return self._initialize(req.params, session)
         if method == "ping":
             return {}
         if method == "tools/list":
-            return self._tools_list(req.params)
+            return self._tools_list(req.params, session.caller)
         if method == "tools/call":
             return await self._tools_call(req.params, session)
         if method == "agentcoord/status":  # vendor method for ``agentcoord status``
@@ -147,8 +155,10 @@ class McpCore:
             "instructions": INSTRUCTIONS,
         }
 
-    def _tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        tools = self._registry.all()
+    def _tools_list(self, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        # Human-only tools are listed to the human alone: they would cost every agent tokens
+        # and invite it to try (DESIGN.md "Identity and trust").
+        tools = self._registry.listed_for(caller.kind)
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
@@ -168,6 +178,11 @@ class McpCore:
         tool = self._registry.get(name)
         if tool is None:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name}")
+        refusal = self._registry.refusal(name, session.caller.kind)
+        if refusal is not None:  # unlisted to agents, and still refused if called anyway
+            return {"content": [{"type": "text", "text": refusal}], "isError": True}
+        if session.caller.kind == "session":  # a session that calls a tool is kept when it ends
+            await self._app.identity.directory.mark_used(session.caller.agent)
         try:
             args = check_arguments(tool.input_schema, params.get("arguments"))
             result = await tool.handler(ToolContext(session.caller, self._app), args)

@@ -3,6 +3,7 @@
 The socket is created 0600 inside a 0700 runtime dir; each connection's caller is resolved once
 from SO_PEERCRED (DESIGN.md "Identity and trust"). Requests on one connection run concurrently
 (a blocking ``ask`` must not stall a ``ping``), replies are written whole, one write each.
+A peer that maps to no agent is anonymous until an ``agentcoord/login`` with the human token.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from agentcoord.daemon.app import App
 from agentcoord.daemon.framing import OVERSIZE, LineSplitter
 from agentcoord.daemon.hangup import cancel_on_hangup
 from agentcoord.daemon.jsonrpc import INVALID_REQUEST, decode, encode, error_response
-from agentcoord.daemon.mcp import McpCore, McpSession
+from agentcoord.daemon.mcp import ACCESS_DENIED, McpCore, McpSession
 from agentcoord.daemon.procprobe import peer_cred
 from agentcoord.errors import IdentityError, ProtocolError
 
@@ -27,7 +28,7 @@ __all__ = ["UnixListener"]
 
 log = logging.getLogger(__name__)
 
-ACCESS_DENIED = -32001
+LOGIN = "agentcoord/login"  # the human's proof on this transport (DESIGN.md "Identity and trust")
 
 
 class UnixListener:
@@ -127,15 +128,34 @@ class UnixListener:
                         await send(error_response(None, too_big))
                         continue
                     assert isinstance(line, bytes)
-                    self._start(tg, line, session, send)
+                    try:
+                        value = decode(line)
+                    except ProtocolError as exc:
+                        tg.create_task(send(error_response(None, exc)))
+                        continue
+                    if isinstance(value, dict) and value.get("method") == LOGIN:
+                        # Inline, not a task: the requests after it on this connection must
+                        # see the caller it leaves behind.
+                        await send(self._login(value, session))
+                        continue
+                    self._start(tg, value, session, send)
             await cancel_on_hangup(sock, lambda: list(session.inflight.values()))
 
-    def _start(self, tg: asyncio.TaskGroup, line: bytes, session: McpSession, send: Any) -> None:
+    def _login(self, value: dict[str, Any], session: McpSession) -> dict[str, Any]:
+        """``agentcoord/login {token}``: the CLI's proof that it is the human (the shim never
+        sends it). A refusal leaves the connection's caller as it was."""
+        msg_id = value.get("id")
+        reply_id = msg_id if isinstance(msg_id, str | int) else None
+        params = value.get("params")
+        token = params.get("token") if isinstance(params, dict) else None
         try:
-            value = decode(line)
-        except ProtocolError as exc:
-            tg.create_task(send(error_response(None, exc)))
-            return
+            session.caller = self._app.identity.login(session.caller, token)
+        except IdentityError as exc:
+            log.warning("refused human login from pid %s: %s", session.caller.pid, exc)
+            return error_response(reply_id, ProtocolError(ACCESS_DENIED, f"Access denied: {exc}"))
+        return {"jsonrpc": "2.0", "id": reply_id, "result": {"agent": session.caller.agent}}
+
+    def _start(self, tg: asyncio.TaskGroup, value: Any, session: McpSession, send: Any) -> None:
         msg_id = value.get("id") if isinstance(value, dict) else None
 
         async def run() -> None:

@@ -190,14 +190,9 @@ async def _audit(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _render_audit(r: dict[str, Any]) -> str:
-    if not r["events"]:
-        return "no events"
-    skip = {"seq", "ts", "type", "agent"}
-    return "\n".join(
-        f"{e['ts']} {e['type']} {e['agent']} "
-        + " ".join(f"{k}={v}" for k, v in e.items() if k not in skip)
-        for e in r["events"]
-    )
+    from agentcoord.eventtext import render_event  # the one rendering of an event
+
+    return "\n".join(render_event(e) for e in r["events"]) or "no events"
 
 
 _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}

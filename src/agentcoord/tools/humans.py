@@ -5,7 +5,7 @@ The seed subscribed *after* creating the record, so an instant answer was missed
 subscription exists before the record does, and a timed-out wait re-reads the record, so an
 answer is never lost between the two. An unanswered prompt stays open (``answered: false``).
 Only the human (CLI ``agentcoord answer``, the console) may answer; answers are checked against
-the prompt's response schema.
+the prompt's response schema, and each is one ``HUMAN_ANSWERED`` audit event.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from agentcoord import answers, wire
+from agentcoord.daemon.caller import Caller, decision_fields
 from agentcoord.daemon.messaging import Messaging, require
 from agentcoord.errors import IdentityError, InvalidArguments, NotFound, ToolError
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
@@ -28,7 +29,7 @@ from agentcoord.tools._caller import acting_agent
 
 PROMPTS_NEW = "prompts.new"  # JSON announcement of each new prompt (daemon-published)
 
-__all__ = ["TOOLS", "reply_subject"]
+__all__ = ["HUMAN_ANSWERED", "HUMAN_ONLY", "TOOLS", "answer_prompt", "reply_subject"]
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +50,28 @@ async def _record_answer(m: Messaging, rec: PromptRecord, text: str, by: str) ->
     """Parse, check and record ``text``; the first answer wins and is what everyone sees."""
     value = answers.parse_answer(text, rec.kind, rec.schema)
     try:
-        return (await m.prompts.answer(rec.id, value, by)).answer
-    except AlreadyAnswered:
+        answered = (await m.prompts.answer(rec.id, value, by)).answer
+    except AlreadyAnswered:  # the usual case: answer_prompt recorded (and audited) it first
         done = await m.prompts.get(rec.id)
         assert done is not None
         return done.answer
+    # Straight onto the reply subject, which only the daemon's own NATS user may publish on
+    # (daemon/natsusers.py): audited too, saying so.
+    m.emit(HUMAN_ANSWERED, by, **_answer_fields(rec, answered), how="nats", pid=None, exe=None)
+    return answered
+
+
+HUMAN_ANSWERED = "HUMAN_ANSWERED"
+
+
+def _answer_fields(rec: PromptRecord, value: Any) -> dict[str, Any]:
+    """The audit's view of an answer: which prompt, whose, and what was decided."""
+    if rec.kind == "approval":
+        summary = "approved" if value is True else "denied"
+    else:
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        summary = text if len(text) <= 200 else text[:197] + "..."
+    return {"prompt": rec.id, "asker": rec.agent, "kind": rec.kind, "answer": summary}
 
 
 async def _ask(
@@ -164,8 +182,13 @@ def _render_prompts(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def answer_prompt(m: Messaging, prompt_id: str, text: str, by: str) -> dict[str, Any]:
-    """Record a human's answer and wake the waiting agent (the CLI, the tool, the console)."""
+async def answer_prompt(m: Messaging, prompt_id: str, text: str, human: Caller) -> dict[str, Any]:
+    """Record a human's answer, audit it, and wake the waiting agent (the CLI, the tool, the
+    console). Every human decision is one audit event saying how it came and from which
+    process (DESIGN.md "Humans")."""
+    if human.kind != "human":
+        raise IdentityError(ONLY_THE_HUMAN)
+    by = human.agent
     rec = await m.prompts.get(prompt_id)
     if rec is None:
         raise NotFound(f"prompt {prompt_id} does not exist")
@@ -173,6 +196,7 @@ async def answer_prompt(m: Messaging, prompt_id: str, text: str, by: str) -> dic
         raise ToolError(f"prompt {rec.id} is already answered")
     value = answers.parse_answer(text, rec.kind, rec.schema)
     await m.prompts.answer(rec.id, value, by)
+    m.emit(HUMAN_ANSWERED, by, **_answer_fields(rec, value), **decision_fields(human))
     msg = wire.make_message(
         sender=by, kind=pb.MESSAGE_TEXT, body=text.encode(), correlation_id=rec.id
     )
@@ -180,10 +204,15 @@ async def answer_prompt(m: Messaging, prompt_id: str, text: str, by: str) -> dic
     return {"prompt": rec.id, "answered": True, "answer": value}
 
 
+ONLY_THE_HUMAN = "only the human answers prompts (agentcoord answer, the console)"
+
+# Tools only the human may call, with the error anyone else gets: they are left out of an
+# agent's tools/list (tools/registry.py) and refused if called anyway.
+HUMAN_ONLY = {"answer_prompt": ONLY_THE_HUMAN}
+
+
 async def _answer_prompt(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    if ctx.caller.kind != "human":
-        raise IdentityError("only the human answers prompts (agentcoord answer, the console)")
-    return await answer_prompt(require(ctx.app), args["prompt"], args["answer"], ctx.caller.agent)
+    return await answer_prompt(require(ctx.app), args["prompt"], args["answer"], ctx.caller)
 
 
 _ASK_PROPS: dict[str, dict[str, Any]] = {

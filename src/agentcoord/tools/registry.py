@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from agentcoord.tools._base import Tool
 
@@ -12,8 +12,10 @@ __all__ = ["ToolRegistry", "default_registry"]
 class ToolRegistry:
     """Tools by name; registering a name twice is a programming error."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool] = (), human_only: Mapping[str, str] = {}) -> None:
         self._tools: dict[str, Tool] = {}
+        # name -> the error an agent gets calling it (the tool's own words)
+        self._human_only = dict(human_only)
         for tool in tools:
             self.add(tool)
 
@@ -27,6 +29,18 @@ class ToolRegistry:
 
     def all(self) -> list[Tool]:
         return list(self._tools.values())
+
+    def listed_for(self, kind: str) -> list[Tool]:
+        """The tools ``tools/list`` shows a caller of ``kind``: the human's only to the human."""
+        if kind == "human":
+            return self.all()
+        return [t for t in self._tools.values() if t.name not in self._human_only]
+
+    def refusal(self, name: str, kind: str) -> str | None:
+        """Why a caller of ``kind`` may not call ``name``, or None when it may."""
+        if kind != "human" and name in self._human_only:
+            return self._human_only[name]
+        return None
 
 
 def default_registry() -> ToolRegistry:
@@ -54,5 +68,6 @@ def default_registry() -> ToolRegistry:
             *humans.TOOLS,
             *a2a.TOOLS,
             *lifecycle.TOOLS,
-        ]
+        ],
+        human_only=humans.HUMAN_ONLY,
     )
