@@ -262,7 +262,7 @@ def _task_body(name: str) -> dict[str, Any]:
         "apiVersion": "fastverk.savvifi.com/v1",
         "kind": "AgentTask",
         "metadata": {"name": name},
-        "spec": {"prompt": "retention"},
+        "spec": {"objective": "retention"},
     }
 
 
