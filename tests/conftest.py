@@ -1,12 +1,20 @@
-"""Shared fixtures: real daemons on temp dirs with ephemeral ports, and a stand-in ``claude``."""
+"""Shared fixtures: real daemons on temp dirs with ephemeral ports, and a stand-in ``claude``.
+
+Importing this file (before any test is collected) points HOME, the XDG dirs, KUBECONFIG,
+kubectl's cache and CLAUDE_CONFIG_DIR into one temp dir for the whole session, so no test, and
+no daemon, ``kubectl`` or stand-in ``claude`` a test starts, writes into the real home. The
+skip report (:mod:`tests._skips`) closes every run.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,7 +24,46 @@ from typing import Any
 
 import pytest
 
+from tests import _skips
+
 FAKES = Path(__file__).parent / "fakes"
+
+
+def _isolate_home() -> Path:
+    """A private home for the session; returns its root (removed when the session ends)."""
+    root = Path(tempfile.mkdtemp(prefix="agentcoord-tests-"))
+    home = root / "home"
+    runtime = root / "run"
+    for path in (home, runtime):
+        path.mkdir(mode=0o700)
+    os.environ.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_RUNTIME_DIR=str(runtime),
+        KUBECONFIG=str(home / ".kube" / "config"),
+        KUBECACHEDIR=str(home / ".kube" / "cache"),  # else kubectl caches discovery in ~/.kube
+        CLAUDE_CONFIG_DIR=str(home / ".claude"),
+    )
+    if sys.prefix != sys.base_prefix:
+        # Run from a venv without activating it (README: .venv/bin/python -m pytest): its
+        # console scripts (agentcoord, nats-server) come first, as an activated venv has them.
+        bin_dir = str(Path(sys.executable).parent)
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+    return root
+
+
+SESSION_ROOT = _isolate_home()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_skips, "agentcoord-skips")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(SESSION_ROOT, ignore_errors=True)
 
 
 @dataclass
@@ -26,6 +73,7 @@ class Daemon:
     root: Path
     env: dict[str, str]
     proc: subprocess.Popen[bytes] | None = None
+    python: str = sys.executable  # the interpreter it runs under (an install elsewhere)
     log_path: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -57,7 +105,7 @@ class Daemon:
             addr_file.unlink()
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentcoord", "serve"],
+            [self.python, "-m", "agentcoord", "serve"],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -18,6 +18,7 @@ A turn's prompt is a script, one command per line, whose outputs become ``result
   env               AGENT_ID, AGENT_INBOX_SUBJECT, AGENT_STATUS_SUBJECT, MCP_SERVERS
   net               the network interfaces it can see
   write PATH        try to write PATH; reports "ok" or the error
+  read PATH         try to read PATH; reports its first 200 characters or the error
   touch PATH        create PATH (a signal to the test)
   wait_file PATH    wait (up to 60 s) until PATH exists
   ps                the pids and names this process can see in /proc
@@ -208,6 +209,12 @@ def run_turn(flags, prompt, turn):
                 out.setdefault("write", {})[arg] = "ok"
             except OSError as exc:
                 out.setdefault("write", {})[arg] = exc.strerror
+        elif cmd == "read":
+            try:
+                with open(arg, errors="replace") as fh:
+                    out.setdefault("read", {})[arg] = {"ok": fh.read(200)}
+            except OSError as exc:
+                out.setdefault("read", {})[arg] = {"error": exc.strerror}
         elif cmd == "touch":
             with open(arg, "w"):
                 pass

@@ -274,20 +274,3 @@ async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
         assert svc.get("..") is None
         assert [r["agent_id"] for r in svc.find("x")] == ["both", "full", "loc"]
         assert (tmp_path / "agents.json").stat().st_mode & 0o777 == 0o600
-
-
-def test_python_roots_under_tmp_are_bound_into_the_sandbox(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A PYTHONPATH or sys.path entry under /tmp (hidden by the sandbox's private /tmp) is
-    bound back read-only, so the runner's shim can still import agentcoord."""
-    from agentcoord.localagents.runner import _python_roots
-
-    assert str(tmp_path).startswith("/tmp/")
-    extra = tmp_path / "site"
-    extra.mkdir()
-    monkeypatch.syspath_prepend(str(extra))
-    roots = _python_roots({"PYTHONPATH": str(tmp_path)})
-    assert extra in roots
-    assert tmp_path in roots
-    assert all(p.parts[:2] == ("/", "tmp") for p in roots)

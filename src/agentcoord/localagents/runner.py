@@ -34,7 +34,7 @@ from agentcoord.localagents.profiles import (
     shim_server,
     strip_owned_flags,
 )
-from agentcoord.localagents.sandbox import Limits, Sandbox, bwrap_argv, child_setup
+from agentcoord.localagents.sandbox import Limits, Sandbox, child_setup
 from agentcoord.localagents.turns import Mailbox, StatusFn, TurnsOutcome, converse
 
 __all__ = [
@@ -229,30 +229,26 @@ def _spawn(
     claude_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     if plan.mcp_config is not None:
         _write_private_json(plan.config_file, plan.mcp_config)
-    command = plan.argv
-    if sandbox.bwrap:
-        readable = [runtime_dir, plan.config_file, *plan.readable, *_python_roots(base_env)]
-        exe = Path(command[0])
-        if exe.is_absolute():
-            readable.append(exe)  # a runner installed under /tmp stays reachable
-        for path in plan.writable:
-            path.mkdir(parents=True, exist_ok=True)
-        argv = bwrap_argv(
-            sandbox.bwrap,
-            command,
-            package=package,
-            writable=[claude_dir, *plan.writable],
-            readable=list(dict.fromkeys(readable)),
-            network=plan.network,
-        )
-    else:
-        argv = command
     env = {k: v for k, v in base_env.items() if k not in _DROP_ENV}
     env.update(plan.env)
     env.update(
         AGENTCOORD_RUNTIME_DIR=str(runtime_dir),
         CLAUDE_CONFIG_DIR=str(claude_dir),
         AGENTCOORD_JOB_ID=job_dir.name,
+    )
+    if sandbox.bwrap:
+        for path in plan.writable:
+            path.mkdir(parents=True, exist_ok=True)
+    # The runtime and state dirs are masked inside; the runner's shim needs only the socket,
+    # and the runner its MCP config from the job dir (sandbox.py, DESIGN.md "Local agents").
+    argv = sandbox.argv(
+        plan.argv,
+        package=package,
+        env=env,
+        socket=runtime_dir / "agentcoord.sock",
+        writable=[claude_dir, *plan.writable],
+        readable=[plan.config_file, *plan.readable],
+        network=plan.network,
     )
     piped = plan.turns_on_stdin
     with (job_dir / "stderr").open("wb") as err, (job_dir / "stdout").open("wb") as out:
@@ -423,18 +419,3 @@ def with_session(
     elif session_id:
         extra = ("--session-id", session_id)
     return dataclasses.replace(spec, command=(*spec.command, *extra))
-
-
-def _python_roots(env: Mapping[str, str]) -> list[Path]:
-    """Where this Python finds agentcoord, when that is under /tmp (which the sandbox replaces
-    with its own): the runner's shim (``python -m agentcoord mcp``) must still import it."""
-    import agentcoord
-
-    candidates = [Path(agentcoord.__file__).resolve().parents[1], Path(sys.executable).parent]
-    candidates += [Path(p) for p in sys.path if p]
-    candidates += [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    out = []
-    for path in candidates:
-        if path.is_absolute() and path.is_dir() and path.parts[:2] == ("/", "tmp"):
-            out.append(path)
-    return list(dict.fromkeys(out))

@@ -45,7 +45,7 @@ from agentcoord.localagents.records import (
     TaskRecords,
 )
 from agentcoord.localagents.runner import RunnerSpec, run_local
-from agentcoord.localagents.sandbox import Limits, Sandbox, detect_sandbox
+from agentcoord.localagents.sandbox import Limits, Sandbox, daemon_secrets, detect_sandbox
 from agentcoord.localagents.sessions import PsutilSessionProbe, SessionProbe
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ class LocalAgents:
             runtime_dir=cfg.runtime_dir,
             claude_dir=cfg.claude_dir,
             spec=spec,
-            sandbox=detect_sandbox(cfg.runner_sandbox),
+            sandbox=detect_sandbox(cfg.runner_sandbox, daemon_secrets(cfg)),
             base_env=base_env,
             runners=runners,
             records=records,
