@@ -44,6 +44,7 @@ def test_hooks_added_once_and_user_hooks_kept() -> None:
         "SessionStart",
         "UserPromptSubmit",
         "PostToolUse",
+        "SessionEnd",
     }
     assert once["model"] == "opus"
 

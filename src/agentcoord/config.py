@@ -35,6 +35,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_KUBECONFIG": "kubeconfig",
     "AGENTCOORD_KUBE_NAMESPACE": "kube_namespace",
     "AGENTCOORD_NATS_SYNC": "nats_sync",
+    "AGENTCOORD_SESSION_RETENTION": "session_retention",
     # --- local agents (issue 6): seed 001's names first, ours win when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
     "AGENTIHUB_DIR": "agentihub_dir",
@@ -96,6 +97,9 @@ class Config:
     # default; "always" fsyncs before each ack, which also survives an OS crash or power loss
     # at about half the claim throughput (bench/REPORT.md).
     nats_sync: str = "2m"
+    # Seconds an ended session agent (its claude process exited) is kept, with its inbox and
+    # focus, before it is removed (DESIGN.md "Identity and trust", docs/localagents.md).
+    session_retention: int = 24 * 3600
     config_file: Path | None = None
     # systemd integration, read from the environment once (sd_notify, socket activation).
     notify_socket: str | None = None

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from agentcoord.daemon.ancestry import session_agent_stem
 
-__all__ = ["AgentDirectory", "MemoryDirectory", "RunnerInfo", "SessionKey", "host_suffix"]
+__all__ = [
+    "AgentDirectory",
+    "EndOutcome",
+    "MemoryDirectory",
+    "RunnerInfo",
+    "SessionKey",
+    "host_suffix",
+]
 
 SessionKey = tuple[int, float]  # (pid, create_time) of the claude process
+# What ending a session did: kept as Ended, or removed (it never took part).
+EndOutcome = Literal["ended", "removed"]
 
 
 def host_suffix(host: str | None) -> str:
@@ -41,6 +50,16 @@ class AgentDirectory(Protocol):
 
     async def rename_session(self, key: SessionKey, name: str) -> None:
         """Give a session's Agent a chosen name (``register_agent``)."""
+        ...
+
+    async def mark_used(self, name: str) -> None:
+        """The session ``name`` took part (a tool call, a hook): its end keeps it as Ended."""
+        ...
+
+    async def end_session(
+        self, name: str, reason: str, key: SessionKey | None = None
+    ) -> EndOutcome | None:
+        """End a session's Agent (its process exited, or the SessionEnd hook ran)."""
         ...
 
 
@@ -83,6 +102,14 @@ class MemoryDirectory:
             self._by_key[key] = name
             if old is not None and old in self._meta:
                 self._meta[name] = self._meta.pop(old)
+
+    async def mark_used(self, name: str) -> None:
+        return None  # nothing is kept beyond the process here, so nothing ends
+
+    async def end_session(
+        self, name: str, reason: str, key: SessionKey | None = None
+    ) -> EndOutcome | None:
+        return None
 
     def listing(self) -> list[tuple[str, str | None, str | None]]:
         """Known session agents as ``(name, session id, cwd)``, by name (list_agents, issue 4)."""

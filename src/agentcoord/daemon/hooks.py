@@ -30,7 +30,12 @@ _EVENT_NAMES = {
     "post-tool-use": "PostToolUse",
     "pre-tool-use": "PreToolUse",
     "stop": "Stop",
+    "session-end": "SessionEnd",
 }
+
+# SessionEnd reasons after which the same claude process goes on (a new conversation in it):
+# the Agent follows the process, so these do not end it (code.claude.com/docs/en/hooks).
+_PROCESS_GOES_ON = {"clear", "resume"}
 
 
 def additional_context(event: str, text: str) -> dict[str, Any]:
@@ -113,8 +118,24 @@ async def _inbox_context(
     return {"context": "agentcoord messages for you:\n" + "\n".join(lines)}
 
 
+async def _end_session(app: App, caller: Caller, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """SessionEnd: the session's Agent ends at once (docs/localagents.md "Session lifetime")."""
+    why = payload.get("reason")
+    if caller.kind != "session" or why in _PROCESS_GOES_ON:
+        return None
+    reason = f"SessionEnd hook ({why})" if isinstance(why, str) and why else "SessionEnd hook"
+    if await app.identity.directory.end_session(caller.agent, reason) == "removed":
+        # It never took part (docs/localagents.md): nothing of it is kept, queued mail neither.
+        if app.messaging is not None:
+            await app.messaging.bus.drop_inbox(caller.agent)
+        if app.focus is not None:
+            await app.focus.forget(caller.agent)
+    return None
+
+
 def default_handlers() -> HookHandlers:
     return {
+        "session-end": [_end_session],
         "session-start": [_identify],
         "pre-tool-use": [_guard_writes],
         "user-prompt-submit": [_inbox_context],
@@ -129,6 +150,9 @@ async def run_hook_event(
     name = _EVENT_NAMES.get(event)
     if name is None:
         return None
+    if caller.kind == "session" and name != "SessionEnd":
+        # A session that runs hooks is a real one (a health check runs none): keep it at its end.
+        await app.identity.directory.mark_used(caller.agent)
     texts: list[str] = []
     for handler in handlers.get(event, []):
         try:

@@ -121,6 +121,11 @@ class IdentityResolver:
         self.runners: dict[tuple[int, float], RunnerInfo] = {}
 
     @property
+    def directory(self) -> AgentDirectory:
+        """The session agents' directory (their end and use are recorded there too)."""
+        return self._directory
+
+    @property
     def human(self) -> str:
         return f"human:{self._user}"
 

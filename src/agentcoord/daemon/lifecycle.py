@@ -328,6 +328,14 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     from agentcoord.daemon.desktop import DesktopNotifier
 
     await stack.enter_async_context(DesktopNotifier(app.nc))
+    # Session agents end with their claude process; ended ones go after the retention.
+    from agentcoord.localagents.session_end import SessionWatch
+
+    assert isinstance(identity.directory, StoreDirectory)
+    forget = (app.messaging.bus.drop_inbox, app.focus.forget)
+    await stack.enter_async_context(
+        SessionWatch(store, identity.directory, ns, retention=cfg.session_retention, forget=forget)
+    )
     install_sections(app)
     core = McpCore(default_registry(), app, cfg.tools_page_size)
     http = await stack.enter_async_context(

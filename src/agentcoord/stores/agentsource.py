@@ -29,13 +29,17 @@ class AgentSource(Protocol):
 def agent_row(obj: dict[str, Any]) -> dict[str, Any]:
     """Seed 000's condensed row of an Agent object; phase reads Unknown until status is set."""
     spec, status, meta = obj.get("spec", {}), obj.get("status", {}), obj["metadata"]
-    return {
+    row = {
         "name": meta["name"],
         "profile": spec.get("profile", ""),
         "pool": spec.get("pool", ""),
         "phase": status.get("phase") or "Unknown",
         "labels": dict(meta.get("labels") or {}),
     }
+    if status.get("endedAt"):  # an ended session: when and why (docs/localagents.md)
+        row["ended_at"] = status["endedAt"]
+        row["reason"] = status.get("reason", "")
+    return row
 
 
 class StoreAgents:

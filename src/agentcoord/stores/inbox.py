@@ -256,6 +256,19 @@ class MessageBus:
         await self._js.delete_consumer(STREAM, name)
         await self._js.add_consumer(STREAM, config)
 
+    async def drop_inbox(self, agent: str) -> None:
+        """Delete ``agent``'s consumer and the messages queued on its inbox subject (a removed
+        session agent's, docs/localagents.md "Session lifetime"); a later agent of that name
+        starts with an empty inbox."""
+        from nats.js.errors import NotFoundError
+
+        async with self._setup_locks[agent], self._read_locks[agent]:
+            with contextlib.suppress(NotFoundError):
+                await self._js.delete_consumer(STREAM, consumer_name(agent))
+            await self._js.purge_stream(STREAM, subject=inbox_subject(agent))
+            for state in (self._ready, self._acked, self._held, self._handed):
+                state.pop(agent, None)
+
     async def subscribe_subjects(self, agent: str, subjects: list[str]) -> None:
         """Add subjects (channels) to ``agent``'s consumer; messages after now reach it."""
         await self.ensure_inbox(agent)

@@ -102,16 +102,25 @@ async def _list_agents(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     selector, phase = args.get("selector", ""), args.get("status", "")
     agent_type, capability = args.get("agent_type", ""), args.get("capability", "")
     limit = args.get("limit", 100)
+    # Live agents by default; ended sessions on request: status "ended", or "all" for every
+    # agent (docs/localagents.md "Session lifetime").
+    everything = phase.lower() == "all"
+    if everything:
+        phase = ""
     rows: list[dict[str, Any]] = []
     if not agent_type and not capability:
         rows = [
             _with_focus(ctx, r)
             for r in await _agents(ctx).list_agents()
             if match_selector(r.get("labels", {}), selector)
-            and (not phase or r.get("phase", "").lower() == phase.lower())
+            and (
+                r.get("phase", "").lower() == phase.lower()
+                if phase
+                else everything or r.get("phase") != "Ended"
+            )
         ]
     local = ctx.app.local_agents
-    if local is not None and not selector:
+    if local is not None and not selector and phase.lower() != "ended":
         await local.refresh_sessions()
         merged = local.merged(
             agent_type=agent_type or None,
@@ -172,8 +181,8 @@ TOOLS = [
     ),
     Tool(
         "list_agents",
-        "Agents: sessions, registered and local. selector a=b,c!=d; status; agent_type; "
-        "capability.",
+        "Agents: sessions, registered and local; live ones unless status is ended or all. "
+        "selector a=b,c!=d; status; agent_type; capability.",
         obj_schema(selector=_STR, status=_STR, agent_type=_STR, capability=_STR, limit=_LIMIT),
         _list_agents,
         _render_list,

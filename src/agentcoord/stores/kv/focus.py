@@ -194,6 +194,16 @@ class FocusStore:
     def get(self, agent: str) -> Focus | None:
         return self._view.get(escape_key(agent))
 
+    async def forget(self, agent: str) -> None:
+        """Remove ``agent``'s focus (a removed session agent's); not audited: no one chose it."""
+        esc = escape_key(agent)
+        if esc not in self._view:
+            return
+        await self._kv.purge(esc)
+        # The watch applies the purge too (by its revision); the view forgets it now.
+        self._view.pop(esc, None)
+        self._ordered = None
+
     def all(self) -> list[Focus]:
         return list(self._view.values())
 

@@ -103,12 +103,14 @@ _AGENT_SPEC = _obj(
 )
 _AGENT_STATUS = _obj(
     {
-        "phase": _doc(_s(), "Pending, Running, Idle, Succeeded, Failed or Offline."),
+        "phase": _doc(_s(), "Pending, Running, Idle, Succeeded, Failed, Offline or Ended."),
         "focus": _doc(_s(), "What the agent works on now (short text)."),
         "message": _s(),
         "pid": _i(0),
         "lastHeartbeat": _date(),
         "startedAt": _date(),
+        "endedAt": _doc(_date(), "When a session agent's claude process ended (phase Ended)."),
+        "reason": _doc(_s(), "Why a session agent ended: process exited, SessionEnd hook, ..."),
         "conditions": _CONDITIONS,
     }
 )
