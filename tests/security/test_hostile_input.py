@@ -123,10 +123,15 @@ def test_hostile_claim_keys_round_trip_or_are_refused(daemon: Daemon, tally: Tal
 
 
 def _unix_frames(d: Daemon, frames: list[bytes]) -> list[dict[str, Any]]:
+    """Each frame's reply on one connection of the human's (logged in with the token first)."""
+    token = (d.state_dir / "human.token").read_text().strip()
+    login = {"jsonrpc": "2.0", "id": 0, "method": "agentcoord/login", "params": {"token": token}}
     with socket.socket(socket.AF_UNIX) as s:
         s.settimeout(20)
         s.connect(str(d.socket))
         reader = s.makefile("rb")
+        s.sendall(json.dumps(login).encode() + b"\n")
+        assert "result" in json.loads(reader.readline())
         replies = []
         for frame in frames:
             s.sendall(frame + b"\n")
@@ -170,8 +175,10 @@ def test_oversize_frame_on_the_socket(daemon: Daemon, tally: Tally) -> None:
 
 def test_malformed_and_oversize_http(daemon: Daemon, tally: Tally) -> None:
     """Over HTTP: malformed bodies get a JSON-RPC error, an oversize body 413, bad framing 400."""
+    token = (daemon.state_dir / "human.token").read_text().strip()
+    auth = {"authorization": f"Bearer {token}"}  # the human's, so the body is what is judged
     for body in MALFORMED:
-        status, _, raw = post(daemon, None, raw=body)
+        status, _, raw = post(daemon, None, auth, raw=body)
         reply = json.loads(raw) if raw.strip().startswith(b"{") else {}
         ok = status in (200, 400) and bool(reply) and _refused(reply)[0]
         assert tally("malformed body (http)", ok), (body[:60], status, raw[:200])
