@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -245,6 +246,10 @@ async def _talk(
         "--verbose",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
+        # The stand-in writes its transcript under $CLAUDE_CONFIG_DIR/projects/<cwd> (FACTS.md
+        # "Claude Code on disk"): both in this test's own dir.
+        env={**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")},
+        cwd=tmp_path,
     )
     statuses: list[dict[str, Any]] = []
     killed: list[str] = []
@@ -284,6 +289,7 @@ async def test_a_message_mid_turn_waits_for_the_turn_to_end(tmp_path: Path) -> N
     assert [s["focus"] for s in statuses] == ["sleep 0.3", "reading 1 message(s) from bob"]
     assert not killed
     assert not box.given_back
+    assert list((tmp_path / "claude" / "projects").glob("*/*.jsonl"))  # its transcript, here
 
 
 async def test_stop_kills_and_drain_gives_back(tmp_path: Path) -> None:
