@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -30,7 +32,8 @@ print(buf.decode())
 def test_first_contact_creates_agent_object(
     kube_daemon: Daemon, kubectl: Kubectl, claude_bin: Path, tmp_path: Path
 ) -> None:
-    """whoami from inside a claude session names `<dir>-1`; that Agent is Running in kubectl."""
+    """whoami from inside a claude session names `<dir>-1`; kubectl lists that Agent, Ended
+    once its claude has exited (docs/localagents.md "Session lifetime")."""
     project = tmp_path / "myproj"
     project.mkdir()
     out = subprocess.run(
@@ -54,10 +57,15 @@ def test_first_contact_creates_agent_object(
     result = json.loads(out.stdout)["result"]["structuredContent"]
     assert result["agent"] == "myproj-1"
     assert result["session"] == SID
-    listed = kubectl(
-        "get", "ag", "-l", f"fastverk.savvifi.com/session-id={SID}", "-o", "yaml"
-    ).stdout
-    items = yaml.safe_load(listed)["items"]
+
+    def listed() -> list[Any]:
+        out = kubectl("get", "ag", "-l", f"fastverk.savvifi.com/session-id={SID}", "-o", "yaml")
+        return list(yaml.safe_load(out.stdout)["items"])
+
+    items = listed()
     assert [i["metadata"]["name"] for i in items] == ["myproj-1"]
-    assert items[0]["status"]["phase"] == "Running"
+    deadline = time.monotonic() + 5
+    while items[0]["status"]["phase"] != "Ended" and time.monotonic() < deadline:
+        items = listed()
+    assert items[0]["status"]["reason"] == "process exited"
     assert items[0]["spec"]["cwd"] == str(project)
