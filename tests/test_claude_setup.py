@@ -9,7 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentcoord.claude_setup import remove_claude, setup_claude, with_hooks, without_hooks
+from agentcoord.claude_setup import (
+    missing_rules,
+    remove_claude,
+    setup_claude,
+    state_dir_rules,
+    with_hooks,
+    without_hooks,
+)
 from tests.conftest import Daemon
 
 USER_SETTINGS = {
@@ -138,3 +145,54 @@ def test_hook_without_daemon_is_silent(tmp_path: Path) -> None:
         timeout=30,
     )
     assert (out.returncode, out.stdout) == (0, "")
+
+
+def test_state_dir_rules_use_claude_codes_absolute_path_syntax(tmp_path: Path) -> None:
+    """Read and Edit deny rules on the state dir, `//` marking the absolute path."""
+    state = tmp_path / "state"
+    root = str(state.resolve())
+    assert state_dir_rules(state) == [f"Read(/{root}/**)", f"Edit(/{root}/**)"]
+    assert state_dir_rules(state)[0].startswith("Read(//")
+
+
+def test_permission_rules_added_once_kept_beside_the_users_and_removed(tmp_path: Path) -> None:
+    """setup adds the state-dir deny rules next to the user's own; twice is once; remove
+    takes only ours away; doctor's check sees them missing, then present."""
+    home, claude_dir, state = tmp_path, tmp_path / ".claude", tmp_path / "state"
+    claude_dir.mkdir()
+    settings = {**USER_SETTINGS, "permissions": {"deny": ["Bash(git push *)"]}}
+    (claude_dir / "settings.json").write_text(json.dumps(settings))
+    settings_file = claude_dir / "settings.json"
+    assert missing_rules(settings_file, state) == state_dir_rules(state)
+    report = setup_claude(home, claude_dir, "agentcoord", state_dir=state)
+    assert report.denied == state_dir_rules(state)
+    deny = json.loads(settings_file.read_text())["permissions"]["deny"]
+    assert deny == ["Bash(git push *)", *state_dir_rules(state)]
+    assert missing_rules(settings_file, state) == []
+    assert setup_claude(home, claude_dir, "agentcoord", state_dir=state).changed == []
+    remove_claude(home, claude_dir, state_dir=state)
+    assert json.loads(settings_file.read_text()) == settings
+    assert missing_rules(settings_file, state) == state_dir_rules(state)
+
+
+def test_cli_setup_prints_the_rules_it_added(tmp_path: Path) -> None:
+    """`agentcoord setup claude` says which permission rules it added, `--remove` which went."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AGENTCOORD_", "CLAUDE"))},
+        "HOME": str(tmp_path),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / ".claude"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
+        "AGENTCOORD_STATE_DIR": str(tmp_path / "state"),
+    }
+    run = [sys.executable, "-m", "agentcoord", "setup", "claude"]
+    added = subprocess.run(run, env=env, capture_output=True, text=True, timeout=30, check=True)
+    rules = state_dir_rules(tmp_path / "state")
+    assert "denies its file tools the daemon's state dir" in added.stdout
+    assert all(rule in added.stdout for rule in rules)
+    deny = json.loads((tmp_path / ".claude" / "settings.json").read_text())["permissions"]["deny"]
+    assert deny == rules
+    gone = subprocess.run(
+        [*run, "--remove"], env=env, capture_output=True, text=True, timeout=30, check=True
+    )
+    assert "no longer denies" in gone.stdout
+    assert "permissions" not in json.loads((tmp_path / ".claude" / "settings.json").read_text())
