@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Generator
 
 import pytest
 
@@ -74,7 +75,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Generator[None]:
+    # Outermost wrapper: written after pytest's own short summary, just above the final line.
+    yield
     if not _skipped:
         return
     terminalreporter.write_sep("=", "skipped, by reason")
