@@ -41,7 +41,8 @@ def single(tmp_path: Path) -> Iterator[Callable[[str], NatsCluster]]:
 def _status(d: Daemon) -> dict[str, Any]:
     from agentcoord.client import call_unix
 
-    return call_unix(d.socket, "agentcoord/status", {})  # type: ignore[no-any-return]
+    token = (d.state_dir / "human.token").read_text().strip()  # the human asks
+    return call_unix(d.socket, "agentcoord/status", {}, token=token)  # type: ignore[no-any-return]
 
 
 def _claim_roundtrip(d: Daemon) -> None:

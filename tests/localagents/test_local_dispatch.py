@@ -182,7 +182,8 @@ def test_weaker_mode_without_bwrap_is_reported(local_daemon: Any) -> None:
     assert found["sandbox"].startswith("none")
     from agentcoord.client import call_unix
 
-    status = call_unix(d.socket, "agentcoord/status", {})
+    token = (d.state_dir / "human.token").read_text().strip()  # the human asks
+    status = call_unix(d.socket, "agentcoord/status", {}, token=token)
     assert status["local_agents"]["sandbox"] == "none"
     assert status["local_agents"]["enabled"] is True
 

@@ -164,7 +164,8 @@ def wait_answers(d: Daemon, timeout: float = 30.0) -> float:
 def nats_pid(d: Daemon) -> int:
     from agentcoord.client import call_unix
 
-    return int(call_unix(d.socket, "agentcoord/status", {})["nats_pid"])
+    token = (d.state_dir / "human.token").read_text().strip()  # the human asks
+    return int(call_unix(d.socket, "agentcoord/status", {}, token=token)["nats_pid"])
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> None:
