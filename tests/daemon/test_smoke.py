@@ -9,13 +9,16 @@ from tests.conftest import Daemon
 
 
 def _unix_call(d: Daemon, payload: bytes) -> dict:
+    """One request as the human: an ``agentcoord/login`` with the human token first."""
+    token = (d.state_dir / "human.token").read_text().strip()
+    login = {"jsonrpc": "2.0", "id": 0, "method": "agentcoord/login", "params": {"token": token}}
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(str(d.socket))
-        s.sendall(payload + b"\n")
+        s.sendall(json.dumps(login).encode() + b"\n" + payload + b"\n")
         buf = b""
-        while not buf.endswith(b"\n"):
+        while buf.count(b"\n") < 2:
             buf += s.recv(65536)
-    return json.loads(buf)
+    return json.loads(buf.splitlines()[1])
 
 
 def test_healthz_ok(daemon: Daemon) -> None:
