@@ -8,7 +8,9 @@ test silently did not run.
 
 Skip reasons follow one wording so they can be told apart: ``"<what> not installed"`` (or
 ``not found`` / ``absent``, as ``shutil.which`` checks say; ``importorskip``'s ``could not
-import``) for a missing dependency. Registered by ``tests/conftest.py``; usable on its own with
+import``) for a missing dependency. A test (or fixture) that starts one of the suite's system
+commands (:data:`SYSTEM_COMMANDS`) where it is not on PATH is skipped the same way, so none
+hard-fails on a missing package. Registered by ``tests/conftest.py``; usable on its own with
 ``-p tests._skips``.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections import Counter
 from collections.abc import Generator
 
@@ -63,6 +66,47 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if report.skipped:  # a whole module skipped (importorskip, allow_module_level)
         _skipped[_reason(report)] += 1
+
+
+# The system packages the suite starts by name; running one that is not installed is a
+# missing dependency (skip, named), not a failure, wherever a test forgot to check first.
+SYSTEM_COMMANDS = {
+    "bwrap": "bubblewrap",
+    "chromium": "chromium",
+    "kubectl": "kubectl",
+    "tmux": "tmux",
+    "systemd-analyze": "systemd",
+}
+
+
+def _missing_command(exc: BaseException) -> str | None:
+    name = getattr(exc, "filename", None)
+    if not isinstance(exc, FileNotFoundError) or not isinstance(name, str):
+        return None
+    base = os.path.basename(name)
+    if base in SYSTEM_COMMANDS and shutil.which(base) is None:
+        return base
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None]:
+    return (yield from _skip_missing_commands())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None]:
+    return (yield from _skip_missing_commands())
+
+
+def _skip_missing_commands() -> Generator[None]:
+    try:
+        return (yield)
+    except FileNotFoundError as exc:
+        name = _missing_command(exc)
+        if name is None:
+            raise
+        pytest.skip(f"{SYSTEM_COMMANDS[name]} not installed ({name} is not on PATH)")
 
 
 def _missing() -> int:

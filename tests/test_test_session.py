@@ -111,3 +111,19 @@ def test_under_ci_a_real_failure_keeps_its_status(tmp_path: Path) -> None:
     assert out.returncode == 1, out.stdout
     assert "1 failed" in out.stdout
     assert "1 missing dependency: kubectl not installed" in out.stdout
+
+
+def test_running_a_missing_system_command_is_a_named_skip(tmp_path: Path) -> None:
+    """A test that starts kubectl where it is not installed is skipped as a missing dependency
+    (and fails a CI run); a missing file that is no system command still fails the test."""
+    source = (
+        "import subprocess\n\n"
+        "def test_kubectl():\n    subprocess.run(['kubectl', 'version'], check=True)\n\n"
+        "def test_other():\n    open('/no/such/file')\n"
+    )
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    out = _run(tmp_path, source, PATH=str(empty))
+    assert out.returncode == 1, out.stdout
+    assert "1 failed" in out.stdout
+    assert "1 missing dependency: kubectl not installed (kubectl is not on PATH)" in out.stdout
