@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,11 +24,15 @@ from tests.agentops.conftest import stored, wait_for
 from tests.conftest import FAKES, Daemon
 from tests.tools.conftest import ToolFailed, cli, nats_login
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
 
 class Session:
     """``claude -- python session_driver.py SOCKET``: one session's MCP connection and hooks."""
 
-    def __init__(self, d: Daemon, claude_bin: Path, cwd: Path, session_id: str) -> None:
+    def __init__(
+        self, d: Daemon, claude_bin: Path, cwd: Path, session_id: str, identify: bool = True
+    ) -> None:
         cwd.mkdir(parents=True, exist_ok=True)
         env = {**d.env, "CLAUDE_CODE_SESSION_ID": session_id}
         self.session_id = session_id
@@ -45,7 +50,7 @@ class Session:
             cwd=cwd,
             text=True,
         )
-        self.name: str = self.call("whoami")["agent"]
+        self.name: str = self.call("whoami")["agent"] if identify else ""
 
     def _ask(self, cmd: dict[str, Any]) -> dict[str, Any]:
         assert self.proc.stdin is not None
@@ -80,9 +85,11 @@ def sessions(claude_bin: Path, tmp_path: Path) -> Any:
     """A factory of sessions (on a given daemon, in work/<dir>); all closed at the end."""
     made: list[Session] = []
 
-    def make(d: Daemon, where: str = "proj", session_id: str | None = None) -> Session:
+    def make(
+        d: Daemon, where: str = "proj", session_id: str | None = None, identify: bool = True
+    ) -> Session:
         sid = session_id or f"sess-{len(made)}-{where}"
-        s = Session(d, claude_bin, tmp_path / "work" / where, sid)
+        s = Session(d, claude_bin, tmp_path / "work" / where, sid, identify)
         made.append(s)
         return s
 
@@ -150,6 +157,18 @@ def test_session_end_hook_ends_the_agent_at_once(daemon: Daemon, sessions: Any) 
         wait_for(lambda: _status(daemon, s.name) != status, timeout=1.0)
 
 
+def test_session_end_of_a_session_that_never_took_part_removes_it(
+    daemon: Daemon, sessions: Any
+) -> None:
+    """A session that only connected (no tool call, no other hook) is removed at SessionEnd,
+    not kept as Ended."""
+    s = sessions(daemon, identify=False)
+    (name,) = wait_for(lambda: _session_agents(daemon), what="the connection's agent")
+    assert _status(daemon, name)["phase"] == "Running"
+    assert s.hook("session-end", hook_event_name="SessionEnd", reason="other")["returncode"] == 0
+    assert _session_agents(daemon) == []
+
+
 def test_resume_brings_the_same_agent_back(daemon: Daemon, sessions: Any) -> None:
     """`claude --resume` (a new process, same session id) is the same agent, Running again;
     it ends again when that process exits."""
@@ -214,6 +233,32 @@ def test_listings_show_live_agents_and_ended_ones_on_request(daemon: Daemon, ses
     assert rows[gone.name]["ended"] is True
     assert rows[gone.name]["reason"] == "process exited"
     assert rows[live.name]["ended"] is False
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+def test_console_page_shows_ended_sessions_when_asked(daemon: Daemon, sessions: Any) -> None:
+    """In Chromium the console lists the live session, and the ended one only once the
+    "ended sessions" box is ticked."""
+    from playwright.sync_api import sync_playwright
+
+    live, gone = sessions(daemon, "shown"), sessions(daemon, "hidden")
+    gone.close()
+    _ended(daemon, gone.name, timeout=1.0)
+    link = cli(daemon, "console").stdout.strip()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
+        )
+        try:
+            page = browser.new_page()
+            page.goto(link)
+            page.wait_for_selector(f"#agents >> text={live.name}", timeout=20_000)
+            assert gone.name not in page.inner_text("#agents")
+            page.check("#show-ended")
+            page.wait_for_selector(f"#agents >> text={gone.name}", timeout=20_000)
+            assert "process exited" in page.inner_text("#agents")
+        finally:
+            browser.close()
 
 
 def test_daemon_restart_ends_sessions_whose_process_is_gone(daemon: Daemon, sessions: Any) -> None:
