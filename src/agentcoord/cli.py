@@ -255,7 +255,10 @@ def _setup(project: bool, remove: bool) -> int:
     if remove:
         report = remove_claude(home, claude_dir, where, state_dir=state_dir)
     else:
-        command = shutil.which("agentcoord") or "agentcoord"
+        # This install's own script first: a venv's bin need not be on the PATH Claude Code
+        # starts servers and hooks with (README quick start: .venv/bin/agentcoord).
+        own = Path(sys.executable).parent / "agentcoord"
+        command = str(own) if own.is_file() else shutil.which("agentcoord") or "agentcoord"
         report = setup_claude(home, claude_dir, command, where, state_dir=state_dir)
     for path in report.changed:
         print(f"updated {path}")
