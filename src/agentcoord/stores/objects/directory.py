@@ -128,9 +128,11 @@ class StoreDirectory:
         labels = obj["metadata"].get("labels") or {}
         status = obj.get("status") or {}
         name = obj["metadata"]["name"]
-        if labels.get(PROC_LABEL) != _proc(key):
-            patch = {"metadata": {"labels": {PROC_LABEL: _proc(key)}}}
-            await self._store.patch("agents", self._ns, name, patch)
+        wanted = {PROC_LABEL: _proc(key)}
+        if self._host:  # an Agent from before the host label: this host watches it now
+            wanted[HOST_LABEL] = _label_safe(self._host)
+        if any(labels.get(k) != v for k, v in wanted.items()):
+            await self._store.patch("agents", self._ns, name, {"metadata": {"labels": wanted}})
         if status.get("phase") != "Running" or status.get("pid") != key[0]:
             running = {
                 "phase": "Running",
