@@ -301,7 +301,12 @@ def test_retention_removes_ended_agents_with_inbox_and_focus(
     _ended(d, old.name, timeout=1.0)
     wait_for(lambda: stored(d, "agents", old.name) is None, timeout=5.0, what="removal")
     assert stored(d, "agents", peer.name) is not None  # live agents are not touched
-    assert peer.call("find_agents", query="retention")["matches"] == []
+    # The inbox, then the focus, go right after the Agent (daemon/lifecycle.py's order).
+    wait_for(
+        lambda: peer.call("find_agents", query="retention")["matches"] == [],
+        timeout=5.0,
+        what="the focus to go",
+    )
 
     async def inbox_left() -> tuple[bool, int]:
         import nats

@@ -110,8 +110,12 @@ class SessionWatch:
         for task in tasks:
             task.cancel("daemon stopping")
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # logged, not raised (STYLE.md 5)
+                log.exception("session watch task %s failed", task.get_name())
         self._waiters.clear()
 
     # -- the watch ---------------------------------------------------------------------------
@@ -124,7 +128,7 @@ class SessionWatch:
                 # A restart: the session's process went while no daemon was watching it.
                 await self._end(obj["metadata"]["name"], key, "gone at daemon start")
             else:
-                self._on_event("ADDED", obj)
+                self._on_event_logged("ADDED", obj)
         since: int | None = rv
         while True:
             try:
@@ -135,12 +139,18 @@ class SessionWatch:
                     async for event in watcher:
                         since = event.rv or since
                         if event.type != "BOOKMARK":
-                            self._on_event(event.type, event.object)
+                            self._on_event_logged(event.type, event.object)
             except Expired:
                 since = None  # cut off: list again (ADDED for what exists)
             except StoreError:
                 log.warning("session agent watch ended; watching again", exc_info=True)
                 await asyncio.sleep(_REWATCH_DELAY_S)  # a back-off, not a poll
+
+    def _on_event_logged(self, etype: str, obj: dict[str, Any]) -> None:
+        try:
+            self._on_event(etype, obj)
+        except Exception:  # an odd object (kubectl can write anything) must not stop the watch
+            log.exception("session watch: cannot follow %s", obj.get("metadata"))
 
     def _on_event(self, etype: str, obj: dict[str, Any]) -> None:
         name = str(obj["metadata"]["name"])
@@ -184,7 +194,7 @@ class SessionWatch:
     async def _end(self, name: str, key: SessionKey, reason: str) -> None:
         try:
             outcome = await self._directory.end_session(name, reason, key)
-        except StoreError:
+        except Exception:  # logged; the watch goes on (a later event may end it)
             log.warning("could not end session agent %s", name, exc_info=True)
             return
         if outcome is not None:
@@ -211,7 +221,7 @@ class SessionWatch:
                 del self._deadlines[name]
                 try:
                     removed = await self._directory.remove_ended(name)
-                except StoreError:
+                except Exception:  # logged; the sweep goes on
                     log.warning("could not remove ended session agent %s", name, exc_info=True)
                     continue
                 if removed:
