@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psutil
+
 from agentcoord.stores.objects import ObjectBackend, ObjectStore
 from agentcoord.stores.objects.directory import (
     DIR_LABEL,
@@ -18,15 +20,20 @@ SID = "0b7e9a52-5d43-4d5a-9a55-5c1d1f7b0c11"
 async def test_first_contact_creates_running_agent(store: ObjectBackend) -> None:
     """A new session gets `<dir>-<n>`, phase Running, and session/dir/process labels (both
     stores)."""
+    # A live process (this one): the Kubernetes store's API server is a daemon, which ends a
+    # session agent whose process is gone (docs/localagents.md "Session lifetime").
+    me = psutil.Process()
+    key = (me.pid, me.create_time())
     d = StoreDirectory(store)
-    name = await d.session_agent((100, 1.5), SID, "/home/u/My Project")
+    name = await d.session_agent(key, SID, "/home/u/My Project")
     assert name == "my-project-1"
     obj = await store.get("agents", "default", name)
     assert obj["status"]["phase"] == "Running"
     labels = obj["metadata"]["labels"]
-    assert labels == {SESSION_LABEL: SID, DIR_LABEL: "my-project", PROC_LABEL: "100-1500"}
+    proc = f"{me.pid}-{round(key[1] * 1000)}"
+    assert labels == {SESSION_LABEL: SID, DIR_LABEL: "my-project", PROC_LABEL: proc}
     assert obj["spec"]["cwd"] == "/home/u/My Project"
-    assert await d.session_agent((100, 1.5), SID, "/home/u/My Project") == name
+    assert await d.session_agent(key, SID, "/home/u/My Project") == name
     other = await d.session_agent((200, 2.5), None, "/home/u/my-project")
     assert other == "my-project-2"
 

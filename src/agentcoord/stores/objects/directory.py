@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.daemon.ancestry import session_agent_stem
 from agentcoord.daemon.directory import AgentDirectory, EndOutcome, SessionKey, host_suffix
 from agentcoord.stores.objects.backend import ObjectBackend
-from agentcoord.stores.objects.errors import AlreadyExists, Conflict, ObjectNotFound
+from agentcoord.stores.objects.errors import AlreadyExists, Conflict, ObjectNotFound, StoreError
 from agentcoord.stores.objects.rules import rfc3339
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "StoreDirectory",
     "parse_proc",
 ]
+
+log = logging.getLogger(__name__)
 
 SESSION_LABEL = "fastverk.savvifi.com/session-id"
 DIR_LABEL = "fastverk.savvifi.com/dir"
@@ -191,8 +194,11 @@ class StoreDirectory:
                 return
             if (obj["metadata"].get("annotations") or {}).get(USED_ANNOTATION) != "true":
                 patch = {"metadata": {"annotations": {USED_ANNOTATION: "true"}}}
-                with contextlib.suppress(ObjectNotFound):
+                try:
                     await self._store.patch("agents", self._ns, name, patch)
+                except StoreError:  # the tool call goes on; the next one records it
+                    log.warning("could not mark session agent %s as used", name, exc_info=True)
+                    return
             self._used.add(name)
 
     async def end_session(
