@@ -10,9 +10,13 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import FAKES, Daemon
 
@@ -62,6 +66,25 @@ def read_results(proc: subprocess.Popen[bytes]) -> list[dict[str, Any]]:
     return json.loads(proc.stdout.readline())  # type: ignore[no-any-return]
 
 
+def human_token(d: Daemon) -> str:
+    """The human token the daemon keeps in its state dir (what the CLI reads to log in)."""
+    return (d.state_dir / "human.token").read_text().strip()
+
+
+@contextlib.asynccontextmanager
+async def human_sdk_client(d: Daemon, mode: str = "legacy") -> AsyncIterator[Client]:
+    """The official MCP SDK client on the daemon's ``/mcp`` as the human: every request bears
+    the human token (docs/security.md "Who a caller is"), through the httpx2 client the SDK
+    takes for headers (FACTS.md "MCP clients"), with the SDK's own timeouts (300 s reads, for
+    held streams)."""
+    headers = {"authorization": f"Bearer {human_token(d)}"}
+    timeout = httpx2.Timeout(30, read=300)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        transport = streamable_http_client(f"{d.url}/mcp", http_client=http)
+        async with Client(transport, mode=mode) as client:
+            yield client
+
+
 def own_call(d: Daemon, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A tools/call from this test process as the human (it presents the human token)."""
     req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
@@ -75,9 +98,8 @@ def unix_request(d: Daemon, req: dict[str, Any], *, human: bool = True) -> dict[
     CLI sends it; without, this process is anonymous and refused."""
     lines = [req]
     if human:
-        token = (d.state_dir / "human.token").read_text().strip()
         login = {"jsonrpc": "2.0", "id": "login", "method": "agentcoord/login"}
-        lines.insert(0, {**login, "params": {"token": token}})
+        lines.insert(0, {**login, "params": {"token": human_token(d)}})
     with socket.socket(socket.AF_UNIX) as s:
         s.connect(str(d.socket))
         s.sendall(b"".join(json.dumps(line).encode() + b"\n" for line in lines))

@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mcp import Client
-
 from tests.conftest import Daemon
+from tests.tools.session_helpers import human_sdk_client
 
 
 async def test_send_and_inbox_over_http(daemon: Daemon, agents: Any) -> None:
-    """An agent's message reaches the human's inbox read with the SDK client over HTTP."""
+    """An agent's message reaches the human's inbox read with the SDK client over HTTP (bearing
+    the human token, as the human must)."""
     a = agents("a")
-    async with Client(f"{daemon.url}/mcp", mode="legacy") as client:
+    async with human_sdk_client(daemon) as client:
         me = (await client.call_tool("whoami", {})).structured_content
         assert me is not None
         assert me["kind"] == "human"
