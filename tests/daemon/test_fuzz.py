@@ -7,7 +7,6 @@ import http.client
 import json
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import Daemon, make_env
+from tests.tools.session_helpers import human_token
 
 PING = b'{"jsonrpc":"2.0","id":"ok","method":"ping"}'
 FUZZ = settings(
@@ -31,13 +31,19 @@ def fuzz_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 
 class Line:
-    """A unix-socket connection that reads newline-framed replies."""
+    """A unix-socket connection that reads newline-framed replies, logged in as the human with
+    the human token first (as the CLI does; docs/security.md "Who a caller is"), so what the
+    daemon judges is the frame, not the caller."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, d: Daemon) -> None:
         self.sock = socket.socket(socket.AF_UNIX)
         self.sock.settimeout(10)
-        self.sock.connect(str(path))
+        self.sock.connect(str(d.socket))
         self.buf = b""
+        login = {"jsonrpc": "2.0", "id": "login", "method": "agentcoord/login"}
+        self.send(json.dumps({**login, "params": {"token": human_token(d)}}).encode())
+        reply = self.recv()
+        assert "result" in reply, reply
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data + b"\n")
@@ -73,7 +79,7 @@ json_values = st.recursive(
 def test_unix_garbage_bytes_get_parse_errors(fuzz_daemon: Daemon, garbage: bytes) -> None:
     """A line of random bytes gets one JSON-RPC error (unless a notification); the link lives."""
     line = garbage.replace(b"\n", b" ")
-    conn = Line(fuzz_daemon.socket)
+    conn = Line(fuzz_daemon)
     try:
         conn.send(line)
         try:
@@ -97,7 +103,7 @@ def test_unix_wrong_types_get_errors(
     fuzz_daemon: Daemon, method: Any, msg_id: Any, params: Any
 ) -> None:
     """Requests with wrongly typed method/id/params are answered with an error, never a crash."""
-    conn = Line(fuzz_daemon.socket)
+    conn = Line(fuzz_daemon)
     try:
         conn.send(
             json.dumps(
@@ -117,7 +123,7 @@ def test_unix_wrong_types_get_errors(
 @given(args=json_values, name=st.sampled_from(["whoami", "nope", ""]))
 def test_tool_call_with_random_arguments(fuzz_daemon: Daemon, args: Any, name: str) -> None:
     """tools/call with random arguments: an isError result or a -32602 error, never a crash."""
-    conn = Line(fuzz_daemon.socket)
+    conn = Line(fuzz_daemon)
     try:
         req = {
             "jsonrpc": "2.0",
@@ -152,7 +158,7 @@ def test_tool_call_with_random_arguments(fuzz_daemon: Daemon, args: Any, name: s
 )
 def test_unix_hostile_frames(fuzz_daemon: Daemon, payload: bytes, code: int) -> None:
     """Deep nesting, huge ids, bad ids and bad encodings get the right JSON-RPC error code."""
-    conn = Line(fuzz_daemon.socket)
+    conn = Line(fuzz_daemon)
     try:
         conn.send(payload)
         assert conn.recv()["error"]["code"] == code
@@ -163,7 +169,7 @@ def test_unix_hostile_frames(fuzz_daemon: Daemon, payload: bytes, code: int) -> 
 
 def test_unix_oversize_frame_then_good_request(fuzz_daemon: Daemon) -> None:
     """A frame over the size limit is refused with an error; the connection stays usable."""
-    conn = Line(fuzz_daemon.socket)
+    conn = Line(fuzz_daemon)
     try:
         conn.send(
             b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (5 << 20) + b'"}}'
@@ -179,7 +185,8 @@ def test_unix_oversize_frame_then_good_request(fuzz_daemon: Daemon) -> None:
 def _http_post(d: Daemon, body: bytes) -> tuple[int, Any]:
     host, port = d.http_addr.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    conn.request("POST", "/mcp", body=body, headers={"content-type": "application/json"})
+    headers = {"content-type": "application/json", "authorization": f"Bearer {human_token(d)}"}
+    conn.request("POST", "/mcp", body=body, headers=headers)
     resp = conn.getresponse()
     data = resp.read()
     conn.close()
