@@ -81,6 +81,13 @@ def _main_full(args: list[str]) -> int:
     p_serve.add_argument("--host-id", dest="host_id", help="this host's name in agent ids")
     p_serve.add_argument("--log-level", dest="log_level", help="DEBUG, INFO, WARNING, ...")
     p_serve.add_argument(
+        "--debug",
+        dest="log_level",
+        action="store_const",
+        const="DEBUG",
+        help="log at DEBUG; a failed start prints its traceback",
+    )
+    p_serve.add_argument(
         "--store", dest="store", choices=["sqlite", "kubernetes"], help="object store backend"
     )
     p_serve.add_argument("--kubeconfig", dest="kubeconfig", help="for --store kubernetes")
@@ -288,10 +295,12 @@ def _install(remove: bool, enable: bool) -> int:
 
 def _serve(cfg: Any) -> int:
     import logging
+    import traceback
 
     import uvloop
 
     from agentcoord.daemon.lifecycle import serve
+    from agentcoord.errors import AgentCoordError
 
     logging.basicConfig(
         level=getattr(logging, str(cfg.log_level).upper(), logging.INFO),
@@ -300,7 +309,21 @@ def _serve(cfg: Any) -> int:
     )
     # nats-py logs every reconnect attempt at ERROR; ours say it once.
     logging.getLogger("nats").setLevel(logging.CRITICAL)
-    uvloop.run(serve(cfg))
+    debug = str(cfg.log_level).upper() == "DEBUG"
+    try:
+        uvloop.run(serve(cfg))
+    except AgentCoordError:
+        if debug:
+            traceback.print_exc()
+        raise
+    except Exception as exc:
+        # Never a bare traceback: one line, the details kept in the state dir.
+        from agentcoord.daemon.startup import write_failure
+
+        if debug:
+            traceback.print_exc()
+        where = write_failure(cfg.state_dir, exc)
+        raise AgentCoordError(f"unexpected error: {exc!r} (details: {where})") from exc
     return 0
 
 

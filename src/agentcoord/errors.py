@@ -8,6 +8,8 @@
     ├── DaemonUnreachable           no daemon answers on the socket (CLI, shim)
     ├── NatsStartError              nats-server did not become ready (carries its last lines)
     ├── ProtocolError               a JSON-RPC level failure (code + message), see ``jsonrpc``
+    ├── StartupError                a start-up phase failed or did not answer in time
+    ├── StateFormatError            the state dir is of a format this version cannot open
     └── ToolError                   a tool call failed; rendered as an ``isError`` result
         ├── InvalidArguments        wrong type, missing required argument, bad value
         ├── IdentityError           caller cannot be identified, or is refused
@@ -32,6 +34,8 @@ __all__ = [
     "NatsStartError",
     "NotFound",
     "ProtocolError",
+    "StartupError",
+    "StateFormatError",
     "ToolError",
 ]
 
@@ -76,6 +80,14 @@ class ProtocolError(AgentCoordError):
         self.message = message
         self.data = data
         self.request_id = request_id  # the id salvaged from a malformed request, if any
+
+
+class StartupError(AgentCoordError):
+    """A start-up phase failed or did not finish in time; the text names it and the fix."""
+
+
+class StateFormatError(AgentCoordError):
+    """The state dir records a format this version does not know (made by a newer one)."""
 
 
 class ToolError(AgentCoordError):

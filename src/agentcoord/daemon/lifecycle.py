@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import logging
 import os
 import signal
 import socket
 import stat
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from agentcoord._lazy import load_deferred
-from agentcoord.config import Config
+from agentcoord.config import DEFAULT_HTTP_ADDR, Config
 from agentcoord.console.sections import install_sections
 from agentcoord.daemon.app import App
 from agentcoord.daemon.http import HttpServer
@@ -34,6 +34,8 @@ from agentcoord.daemon.natsremote import host_qualifier
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
+from agentcoord.daemon.startup import Phases, write_failure
+from agentcoord.daemon.statefmt import ensure_format
 from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import AgentCoordError, ConfigError
 from agentcoord.stores.agentsource import StoreAgents
@@ -54,6 +56,12 @@ log = logging.getLogger(__name__)
 _GC_GEN0 = 10_000  # allocations between young collections (default 700); see _tune_gc
 
 _STOP_DEADLINE = 4.5  # SIGTERM to exit within 5 s (issue: the spine)
+_START_CANCEL_S = 0.8  # a stop during start-up: cancel, then close, each this long at most
+
+
+def _js_phase(cfg: Config) -> float:
+    """Bound of a phase of JetStream requests: one request's timeout and a retry's worth."""
+    return js_timeout(cfg) + 2
 
 
 def prepare_dirs(cfg: Config) -> None:
@@ -127,13 +135,15 @@ def _install_signals(stop: asyncio.Event) -> None:
 
 
 async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
-    """Run the daemon until ``stop`` is set (SIGTERM/SIGINT set it)."""
+    """Run the daemon until ``stop`` is set (SIGTERM/SIGINT set it, during start-up too)."""
     stop = stop or asyncio.Event()
     prepare_dirs(cfg)
     with DirLock(cfg.state_dir), DirLock(cfg.runtime_dir):
         _install_signals(stop)
         async with contextlib.AsyncExitStack() as stack:
-            app = await _start(cfg, stack)
+            app = await _start_or_stop(cfg, stack, stop)
+            if app is None:
+                return
             _tune_gc()
             sd_notify(cfg.notify_socket, "READY=1")
             log.info(
@@ -158,6 +168,54 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
             log.info("stopping")
             stack.push_async_callback(_log_stopped)
             await _close_with_deadline(stack)
+
+
+async def _start_or_stop(
+    cfg: Config, stack: contextlib.AsyncExitStack, stop: asyncio.Event
+) -> App | None:
+    """Start every part, within each phase's bound; None when a stop came first.
+
+    A stop during start-up (SIGTERM from systemd, Ctrl-C) is honoured at once: the start is
+    cancelled and what it opened is closed within ~2 s. A failed start leaves one line for
+    the CLI (the phase and what to do), the traceback in ``<state>/startup-error.log``, and
+    the reason in systemd's ``STATUS=``.
+    """
+    phases = Phases()
+    started = asyncio.ensure_future(_bounded_start(cfg, stack, phases))
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({started, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+    if not started.done():
+        log.info("stop requested during start-up (%s): stopping", phases.current)
+        started.cancel("stop requested during start-up")
+        await asyncio.wait({started}, timeout=_START_CANCEL_S)
+        moved = stack.pop_all()
+        try:
+            async with asyncio.timeout(_START_CANCEL_S):
+                await moved.aclose()
+        except TimeoutError:
+            log.error("closing a cancelled start took longer than %.1fs", _START_CANCEL_S)
+        except Exception:
+            log.exception("error while closing a cancelled start")
+        return None
+    exc = started.exception()
+    if exc is not None:
+        where = write_failure(cfg.state_dir, exc)
+        log.debug("start-up failed", exc_info=exc)
+        sd_notify(cfg.notify_socket, f"STATUS=start-up failed: {exc}")
+        if where is not None and isinstance(exc, AgentCoordError):
+            exc.args = (f"{exc} (details: {where})",)
+        raise exc
+    return started.result()
+
+
+async def _bounded_start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> App:
+    phases.begin("the state dir", 2, f"check {cfg.state_dir} (permissions, disk space)")
+    async with phases.bounded():
+        ensure_format(cfg.state_dir)
+        return await _start(cfg, stack, phases)
 
 
 def _tune_gc() -> None:
@@ -196,22 +254,6 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
         log.exception("error during shutdown")
 
 
-class _Phases:
-    """Start-up phase timings, logged at INFO once ready (start-up speed is a goal)."""
-
-    def __init__(self) -> None:
-        self._t0 = self._last = time.perf_counter()
-        self.marks: list[str] = []
-
-    def mark(self, name: str) -> None:
-        now = time.perf_counter()
-        self.marks.append(f"{name} {1000 * (now - self._last):.0f}ms")
-        self._last = now
-
-    def summary(self) -> str:
-        return f"{1000 * (self._last - self._t0):.0f}ms: " + ", ".join(self.marks)
-
-
 @contextlib.contextmanager
 def _one_error() -> Iterator[None]:
     """A part that fails to start raises its own typed error rather than the TaskGroup's
@@ -225,8 +267,15 @@ def _one_error() -> Iterator[None]:
         raise typed[0] from group
 
 
-async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
-    phases = _Phases()
+async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> App:
+    nats_hint = (
+        f"is the NATS server at {cfg.nats_url} up and reachable?"
+        if cfg.nats_url
+        else f"the log has nats-server's last lines; check {cfg.state_dir / 'nats'}"
+    )
+    phases.begin(
+        "the object store and nats-server", 6, f"{nats_hint}; check {cfg.state_dir} (disk space)"
+    )
     tokens = TokenStore(cfg.state_dir / "tokens.json")
     # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
     tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
@@ -249,6 +298,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     if not cfg.nats_url:
         nats = supervisor.result()
     phases.mark("store+nats-server")
+    phases.begin("the NATS client", 5 if not cfg.nats_url else 10, nats_hint)
     identity = IdentityResolver(
         uid=os.getuid(),
         user=cfg.user,
@@ -264,9 +314,11 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         app.nc = await _connect_external(cfg, app)  # issue 11
     else:
         app.nats_url = nats.url
-        app.nc = await _connect_nats(nats.url, nats.user, nats.password)
+        # A bounded first connect: the embedded server is already up (its ready line).
+        app.nc = await _connect_nats(nats.url, nats.user, nats.password, first_attempts=40)
     stack.push_async_callback(_close_nats, app)
     phases.mark("nats client")
+    phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
 
     from agentcoord.daemon.messaging import Messaging
     from agentcoord.localagents import LocalAgents
@@ -280,6 +332,9 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
         AuditLog(js, replicas=r, max_age=cfg.audit_max_age, max_bytes=cfg.audit_max_bytes)
     )
     access = nats if isinstance(nats, ScopedNatsSupervisor) else None
+    phases.begin(
+        "claims, focus, local agents and messaging", _js_phase(cfg) + 3, f"JetStream: {nats_hint}"
+    )
     async with asyncio.TaskGroup() as tg:
         claims = tg.create_task(
             stack.enter_async_context(ClaimStore(js, app.audit, replicas=r, host=host))
@@ -318,6 +373,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     app.local_agents, app.messaging = local.result(), messaging.result()
     app.agents = StoreAgents(store, ns)
     phases.mark("claims, focus, audit, local agents, messaging")
+    phases.begin("the operator and session watch", 5, "the store or nats-server stalled")
     # issue 10: AgentProfiles drive every start; the default profile is created on first start.
     await app.local_agents.attach_launcher(store, nc=app.nc, bus=app.messaging.bus, namespace=ns)
 
@@ -336,13 +392,10 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack) -> App:
     await stack.enter_async_context(
         SessionWatch(store, identity.directory, ns, retention=cfg.session_retention, forget=forget)
     )
+    phases.begin("the listeners", 3, "the socket dir or the HTTP port is in the way")
     install_sections(app)
     core = McpCore(default_registry(), app, cfg.tools_page_size)
-    http = await stack.enter_async_context(
-        HttpServer(
-            HttpRoutes(app, core), cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes
-        )
-    )
+    http = await _http_listener(cfg, stack, HttpRoutes(app, core))
     host = cfg.http_host if ":" not in cfg.http_host else f"[{cfg.http_host}]"
     addr = f"{host}:{http.port}"
     app.config = _with_addr(cfg, addr)
@@ -412,6 +465,36 @@ async def _connect_external(cfg: Config, app: App) -> Any:
 
 
 # --- end issue 11 ---------------------------------------------------------------------------
+
+
+async def _http_listener(
+    cfg: Config, stack: contextlib.AsyncExitStack, routes: HttpRoutes
+) -> HttpServer:
+    """The loopback HTTP listener. When the default port is taken (a second daemon with its
+    own dirs, README "Where things live"), another free port is used and written to
+    ``http.addr`` (what every client reads); a port the user chose is never replaced."""
+    try:
+        return await stack.enter_async_context(
+            HttpServer(routes, cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes)
+        )
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        if cfg.http_addr != DEFAULT_HTTP_ADDR:
+            raise ConfigError(
+                f"HTTP address {cfg.http_addr} is in use (another agentcoord daemon, or another "
+                "program): choose a free one with --http-addr HOST:PORT (or :0 for any free port)"
+            ) from None
+    server = await stack.enter_async_context(
+        HttpServer(routes, cfg.http_host, 0, max_body=cfg.max_request_bytes)
+    )
+    log.warning(
+        "%s is in use (another daemon?): serving HTTP on port %d instead (see %s)",
+        DEFAULT_HTTP_ADDR,
+        server.port,
+        cfg.http_addr_file,
+    )
+    return server
 
 
 def _inherited_socket(cfg: Config) -> socket.socket | None:

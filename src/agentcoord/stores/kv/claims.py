@@ -445,8 +445,12 @@ class ClaimStore:
             inactive_threshold=_WATCH_IDLE,
         )
         info = await sub.consumer_info()
-        if info.num_pending == 0 and info.delivered.stream_seq == 0:
-            self._synced.set()  # an empty bucket: no message will come to say so
+        # Nothing pending and nothing delivered: no message will come to say the replay is
+        # done. Judged by the consumer's own count, not the stream position: once every key's
+        # marker has aged out the bucket is empty at a sequence above 0 (first 12 > last 11),
+        # and the consumer's delivered.stream_seq starts there.
+        if info.num_pending == 0 and info.delivered.consumer_seq == 0:
+            self._synced.set()
         return sub
 
     async def _on_msg(self, msg: Any) -> None:

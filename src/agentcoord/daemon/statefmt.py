@@ -1,0 +1,98 @@
+"""The state dir's format version and the migrations from older ones.
+
+``<state>/format.json`` = ``{"format": N, "written_by": "<version>"}``. A state dir without it
+but with content was made by 0.1.0, which recorded nothing: format 0. Each migration takes a
+dir from format N to N+1 and runs once, under the daemon's dir lock, before any part opens the
+state. A format newer than this code knows is refused rather than misread (DESIGN.md "Object
+store": the state dir carries a format version and migrates older ones).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from agentcoord import __version__
+from agentcoord.errors import StateFormatError
+
+__all__ = ["FORMAT", "FORMAT_FILE", "ensure_format", "read_format"]
+
+FORMAT = 1
+FORMAT_FILE = "format.json"
+
+# Files a daemon creates before it writes anything of substance: their presence alone does
+# not make a dir "made by 0.1.0".
+_NOT_STATE = frozenset({"daemon.lock", FORMAT_FILE, "startup-error.log"})
+
+
+def _from_0(state_dir: Path) -> None:
+    """0.1.0 -> 1: the layout is unchanged; what 1 adds is the record of the format itself.
+    (Claim markers that aged out, the cause of 0.1.0's failed restarts, need no rewrite: the
+    claims view now replays an empty bucket at any sequence.)"""
+
+
+# MIGRATIONS[n] takes format n to n + 1.
+MIGRATIONS: tuple[Callable[[Path], None], ...] = (_from_0,)
+assert len(MIGRATIONS) == FORMAT
+
+
+def read_format(state_dir: Path) -> tuple[int, str]:
+    """The dir's format and the version that wrote it: ``(0, "0.1.0")`` for an unversioned
+    dir with state in it, ``(FORMAT, __version__)`` for an empty one."""
+    path = state_dir / FORMAT_FILE
+    try:
+        raw = path.read_text()
+    except FileNotFoundError:
+        try:
+            used = any(p.name not in _NOT_STATE for p in state_dir.iterdir())
+        except FileNotFoundError:
+            used = False
+        return (0, "0.1.0") if used else (FORMAT, __version__)
+    except OSError as exc:
+        raise StateFormatError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(raw)
+        fmt, by = data["format"], str(data.get("written_by", "?"))
+        if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt < 0:
+            raise TypeError(fmt)
+    except (ValueError, KeyError, TypeError):
+        raise StateFormatError(
+            f"{path} is not a state format record; if the dir is agentcoord's, restore the "
+            f'file as {{"format": {FORMAT}}}, else use another --state-dir'
+        ) from None
+    return fmt, by
+
+
+def ensure_format(state_dir: Path) -> int:
+    """Bring ``state_dir`` to :data:`FORMAT` (migrating in order) and record it; returns the
+    format it had. Refuses a dir written in a newer format."""
+    fmt, by = read_format(state_dir)
+    if fmt > FORMAT:
+        raise StateFormatError(
+            f"{state_dir} holds state format {fmt} (written by agentcoord {by}); agentcoord "
+            f"{__version__} reads formats up to {FORMAT}: upgrade agentcoord, or point "
+            "--state-dir elsewhere"
+        )
+    for step in MIGRATIONS[fmt:]:
+        step(state_dir)
+    if fmt != FORMAT or not (state_dir / FORMAT_FILE).exists() or by != __version__:
+        _write(state_dir / FORMAT_FILE, {"format": FORMAT, "written_by": __version__})
+    return fmt
+
+
+def _write(path: Path, record: dict[str, object]) -> None:
+    """Atomic and durable: the format record must never be half there."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(record) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
