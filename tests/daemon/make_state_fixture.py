@@ -53,7 +53,9 @@ def main(out: Path) -> int:
     import agentcoord
 
     version = getattr(agentcoord, "__version__", "0.1.0")
-    with tempfile.TemporaryDirectory(prefix="acfx-", dir=os.environ.get("FIXTURE_TMP", "/var/tmp")) as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix="acfx-", dir=os.environ.get("FIXTURE_TMP", "/var/tmp")
+    ) as tmp:
         root = Path(tmp)
         claude = root / "bin" / "claude"
         claude.parent.mkdir()
@@ -117,8 +119,7 @@ def main(out: Path) -> int:
 
         wait_for(lambda: (stored(d, "agents", "dev") or {}).get("status", {}).get("phase"))
         wait_for(
-            lambda: (stored(d, "agents", "dev") or {}).get("status", {}).get("phase")
-            == "Succeeded"
+            lambda: (stored(d, "agents", "dev") or {}).get("status", {}).get("phase") == "Succeeded"
         )
         work = Path(stored(d, "agents", "dev")["spec"]["cwd"])  # type: ignore[index]
         (work / "f.txt").write_text("work in progress\n")
