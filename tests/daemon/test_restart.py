@@ -76,11 +76,13 @@ def test_restart_after_released_claims_aged_out(daemon: Daemon, claude_bin: Path
             ("release", {"resource_key": "aged/a"}),
         ],
     )
-    assert _ok(got[0])["acquired"] and _ok(got[1])["acquired"]
+    assert _ok(got[0])["acquired"]
+    assert _ok(got[1])["acquired"]
     # aged/b goes with its holder's process; then every marker ages out (limit_marker_ttl).
     wait_for(lambda: _claims_stream(daemon)[0] == 0, timeout=30, what="claims markers aged out")
     messages, first, last = _claims_stream(daemon)
-    assert messages == 0 and first > last > 0
+    assert messages == 0
+    assert first > last > 0
     assert daemon.stop() == 0
     t0 = time.monotonic()
     daemon.start(timeout=5)
@@ -156,7 +158,7 @@ def test_unanswered_part_fails_start_in_one_line_with_systemd_status(
             AGENTCOORD_LOG_LEVEL="ERROR",
             NOTIFY_SOCKET=str(notify),
         )
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
         status = sock.recv(4096).decode()
     finally:
         sock.close()
@@ -210,7 +212,8 @@ def test_default_http_port_taken_gives_way_to_a_free_one(daemon_factory: Any) ->
         del d.env["AGENTCOORD_HTTP_ADDR"]  # the default address
         d.start()
         host, port = d.http_addr.rsplit(":", 1)
-        assert host == "127.0.0.1" and int(port) != 7420
+        assert host == "127.0.0.1"
+        assert int(port) != 7420
         assert d.healthz() == (200, "ok")
         assert "127.0.0.1:7420 is in use" in d.log()
     finally:
@@ -223,7 +226,7 @@ def test_chosen_http_port_taken_is_one_clear_line(tmp_path: Path) -> None:
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))
     squatter.listen(1)
-    addr = "127.0.0.1:%d" % squatter.getsockname()[1]
+    addr = f"127.0.0.1:{squatter.getsockname()[1]}"
     try:
         proc = _serve(tmp_path / "d", AGENTCOORD_HTTP_ADDR=addr, AGENTCOORD_LOG_LEVEL="ERROR")
         _out, err = proc.communicate(timeout=30)
@@ -232,7 +235,8 @@ def test_chosen_http_port_taken_is_one_clear_line(tmp_path: Path) -> None:
     assert proc.returncode == 1
     lines = _lines(err)
     assert len(lines) == 1, err
-    assert addr in lines[0] and "--http-addr" in lines[0]
+    assert addr in lines[0]
+    assert "--http-addr" in lines[0]
 
 
 def test_state_dir_records_its_format(daemon: Daemon) -> None:
