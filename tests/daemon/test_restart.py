@@ -266,6 +266,7 @@ def test_unknown_state_format_is_refused_not_misread(
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1
     lines = _lines(err)
-    assert len(lines) == 1 and says in lines[0], err
+    assert len(lines) == 1, err
+    assert says in lines[0], err
     assert (state / FORMAT_FILE).read_text() == content
     assert not (state / "objects.db").exists()
