@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.reliability._rig import Rig, call, nats_pid, wait_answers, wait_gone
+from tests.tools.session_helpers import human_token
 
 
 def sigkill_daemon(rig: Rig) -> None:
@@ -84,6 +85,12 @@ def corrupt_frames(rig: Rig) -> None:
         s.settimeout(20)
         s.connect(str(rig.daemon.socket))
         reader = s.makefile("rb")
+        # The human's connection, logged in as the CLI does (docs/security.md "Who a caller
+        # is"): what is refused below is the frame, not the caller.
+        login = {"jsonrpc": "2.0", "id": 6, "method": "agentcoord/login"}
+        s.sendall(json.dumps({**login, "params": {"token": human_token(rig.daemon)}}).encode())
+        s.sendall(b"\n")
+        assert "result" in json.loads(reader.readline())
         for frame in CORRUPT_FRAMES:
             s.sendall(frame + b"\n")
             reply = json.loads(reader.readline())
