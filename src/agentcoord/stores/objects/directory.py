@@ -162,7 +162,9 @@ class StoreDirectory:
         if cwd:
             spec["cwd"] = cwd
         return {
-            "metadata": {"name": name, "labels": labels},
+            # "false" until the session takes part: only an explicit "false" is removed at its
+            # end, so agents a 0.1.0 daemon made (no mark at all) are kept as Ended.
+            "metadata": {"name": name, "labels": labels, "annotations": {USED_ANNOTATION: "false"}},
             "spec": spec,
             "status": {"phase": "Running", "pid": key[0], "startedAt": rfc3339(time.time())},
         }
@@ -218,7 +220,7 @@ class StoreDirectory:
                 if key is not None and (meta.get("labels") or {}).get(PROC_LABEL) != _proc(key):
                     return None  # resumed by a newer process: that one decides
                 try:
-                    if (meta.get("annotations") or {}).get(USED_ANNOTATION) != "true":
+                    if (meta.get("annotations") or {}).get(USED_ANNOTATION) == "false":
                         await self._store.delete("agents", self._ns, name, uid=meta["uid"])
                         self._forget(name)
                         return "removed"

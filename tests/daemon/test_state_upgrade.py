@@ -1,0 +1,137 @@
+"""A state dir made by release 0.1.0 (``fixtures/state-0.1.0.tar.gz``, made by
+``make_state_fixture.py`` with that release's code) opens with this version, and keeps what it
+held: objects, the open prompt, the queued message, the channel, the checkpoint bundle."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentcoord.daemon.statefmt import FORMAT, FORMAT_FILE, read_format
+from tests.conftest import Daemon, make_env
+from tests.tools.session_helpers import CALLS, own_call
+
+FIXTURE = Path(__file__).parent / "fixtures" / "state-0.1.0.tar.gz"
+
+
+@pytest.fixture
+def old_state(tmp_path: Path) -> Iterator[tuple[Daemon, dict[str, Any]]]:
+    """A daemon (not started) on a fresh copy of the 0.1.0 state dir, and the fixture's notes."""
+    root = tmp_path / "d"
+    root.mkdir()
+    with tarfile.open(FIXTURE) as tar:
+        tar.extractall(root, filter="data")
+    notes = json.loads((root / "state" / "fixture.json").read_text())
+    d = Daemon(root, make_env(root))
+    yield d, notes
+    d.stop()
+
+
+def _ok(d: Daemon, tool: str, **args: Any) -> dict[str, Any]:
+    result = own_call(d, tool, args)
+    assert not result["isError"], result
+    return result["structuredContent"]  # type: ignore[no-any-return]
+
+
+def _as_session(d: Daemon, claude: Path, session_id: str, calls: list[Any]) -> list[Any]:
+    """Calls from a new process of an old session (``claude --resume``: same session id)."""
+    out = subprocess.run(
+        [str(claude), "--", sys.executable, str(CALLS), str(d.socket), json.dumps(calls)],
+        env={**d.env, "CLAUDE_CODE_SESSION_ID": session_id},
+        cwd=d.root,
+        capture_output=True,
+        timeout=30,
+        check=True,
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_fixture_is_an_unversioned_0_1_0_dir(old_state: tuple[Daemon, dict[str, Any]]) -> None:
+    """The fixture is what 0.1.0 left: no format record, so it reads as format 0."""
+    d, notes = old_state
+    assert notes["version"] == "0.1.0"
+    assert not (d.state_dir / FORMAT_FILE).exists()
+    assert read_format(d.state_dir) == (0, "0.1.0")
+
+
+def test_0_1_0_state_opens_and_keeps_what_it_held(
+    old_state: tuple[Daemon, dict[str, Any]], claude_bin: Path
+) -> None:
+    """0.1.0's state opens (twice), is stamped with today's format, and still has its
+    objects, open prompt, queued message, channel, focus and checkpoint bundle."""
+    d, notes = old_state
+    d.start(timeout=10)
+    assert json.loads((d.state_dir / FORMAT_FILE).read_text())["format"] == FORMAT
+    assert d.stop() == 0
+    d.start(timeout=10)
+
+    prompts = _ok(d, "list_prompts")["prompts"]
+    assert [p["question"] for p in prompts] == [notes["prompt_question"]]
+    assert [p["id"] for p in prompts] == notes["prompt_ids"]
+
+    claims = _ok(d, "check_claims")
+    held = {c["resource_key"] for c in claims.get("claims", [])}
+    assert notes["released"] not in held
+
+    channels = _ok(d, "list_channels")
+    assert notes["channel"] in json.dumps(channels)
+
+    task = _ok(d, "get_agent", name=notes["agent"])
+    assert task["found"]
+    bundle = notes["checkpoint"]["ref"].removeprefix("sha256:")
+    assert (d.state_dir / "checkpoints" / "sha256" / bundle).is_file()
+
+    # Bob's session comes back (same session id): same agent, and its queued message.
+    got = _as_session(d, claude_bin, notes["bob"]["session_id"], [("whoami", {}), ("inbox", {})])
+    assert got[0]["structuredContent"]["agent"] == notes["bob"]["agent"]
+    texts = [m["text"] for m in got[1]["structuredContent"]["messages"]]
+    assert notes["queued_text"] in texts
+
+    found = _ok(d, "find_agents", query="fixture focus")
+    assert notes["alice"]["agent"] in json.dumps(found)
+
+
+def test_0_1_0_objects_are_read_by_kubectl(old_state: tuple[Daemon, dict[str, Any]]) -> None:
+    """The real kubectl reads 0.1.0's objects: the AgentTask still lists its checkpoint."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    d, notes = old_state
+    d.start(timeout=10)
+    config = d.root / "kubeconfig"
+    config.write_text(
+        subprocess.run(
+            [sys.executable, "-m", "agentcoord", "kubeconfig"],
+            env=d.env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
+    )
+    base = ["kubectl", "--kubeconfig", str(config), "--cache-dir", str(d.root / "kc")]
+    got = subprocess.run(
+        [*base, "get", "agenttasks", notes["checkpoint"]["task"], "-o", "json"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert got.returncode == 0, got.stderr
+    refs = [c["ref"] for c in json.loads(got.stdout)["status"]["checkpoints"]]
+    assert notes["checkpoint"]["ref"] in refs
+    profile = subprocess.run(
+        [*base, "get", "agentprofiles", notes["profile"], "-o", "name"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert profile.returncode == 0, profile.stderr
