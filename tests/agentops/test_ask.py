@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.agentops.conftest import fails, needs_bwrap, ok, stored, wait_for
 from tests.reliability._rig import runner_pids
+from tests.tools.session_helpers import human_token
 
 pytestmark = needs_bwrap
 
@@ -215,10 +216,20 @@ def test_ask_timeout_and_failed_turns_say_so(local_daemon: Any) -> None:
 
 
 def _ask_in_flight(d: Any, text: str) -> socket.socket:
-    """An ask sent on a connection of its own, once its runner runs; the socket is returned."""
+    """An ask sent on a connection of its own, once its runner runs; the socket is returned.
+    The connection logs in as the human first, as the CLI does (docs/security.md "Who a caller
+    is"), and that reply is read off, so the next line on it is the ask's."""
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(60)
     s.connect(str(d.socket))
+    login = {"jsonrpc": "2.0", "id": 4, "method": "agentcoord/login"}
+    s.sendall(json.dumps({**login, "params": {"token": human_token(d)}}).encode() + b"\n")
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = s.recv(65536)
+        assert chunk, "the daemon closed the connection at login"
+        buf += chunk
+    assert "result" in json.loads(buf), buf
     req = {"jsonrpc": "2.0", "id": 5, "method": "tools/call"}
     req["params"] = {"name": "ask", "arguments": {"agent": "bee", "text": text}}
     s.sendall(json.dumps(req).encode() + b"\n")
