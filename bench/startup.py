@@ -1,10 +1,12 @@
 """Start-up benchmark: daemon exec -> /healthz ok, and a whole shim round trip, against raw
 baselines measured in the same run (bare nats-server start to ready; bare `python -c pass`).
 
-    python bench/startup.py [--runs N]
+    python bench/startup.py [--runs N] [--used-claims N --used-messages N]
 
-Goals (issue: the spine): daemon ready <= 300 ms; shim spawn + initialize + tools/list <= 3x
-a bare Python start.
+Goals: daemon ready <= 300 ms; shim spawn + initialize + tools/list <= 3x a bare Python start;
+a restart on a state dir that has seen 10,000 claims released and 100,000 messages sent (the
+defaults of ``--used-claims`` / ``--used-messages``) <= 1.5x a restart on a fresh state dir,
+both measured in this run.
 
 The commands run as installed: with bytecode caches, which ``pip install`` writes and an editable
 install writes on first import. They go to a private PYTHONPYCACHEPREFIX, filled by one untimed
@@ -105,6 +107,66 @@ def daemon_ready(tmp: Path, agentcoord: str) -> float:
         proc.wait()
 
 
+async def _drive(socket_path: Path, token: str, claims: int, messages: int) -> None:
+    """Age a state dir the way use does: ``claims`` claim + release cycles and ``messages``
+    sends, pipelined over a few connections as the human (logged in with its token)."""
+    import asyncio
+    import itertools
+
+    async def connection(jobs: list[tuple[str, int]]) -> None:
+        reader, writer = await asyncio.open_unix_connection(str(socket_path), limit=1 << 24)
+        ids = itertools.count(1)
+
+        async def rpc(method: str, params: dict[str, object]) -> dict[str, object]:
+            writer.write(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}
+                ).encode()
+                + b"\n"
+            )
+            reply = json.loads(await reader.readline())
+            if "error" in reply or reply["result"].get("isError"):
+                raise RuntimeError(f"{method} {params}: {reply}")
+            return reply["result"]  # type: ignore[no-any-return]
+
+        await rpc("agentcoord/login", {"token": token})
+        for kind, i in jobs:
+            if kind == "claim":  # a claim, then its release with the grant's token
+                key = f"aged/{i}"
+                got = await rpc("tools/call", {"name": "claim", "arguments": {"resource_key": key}})
+                grant = got["structuredContent"]["token"]  # type: ignore[index]
+                args = {"resource_key": key, "token": grant}
+                await rpc("tools/call", {"name": "release", "arguments": args})
+            else:
+                args = {"to": "aged-peer", "text": f"message {i}"}
+                await rpc("tools/call", {"name": "send", "arguments": args})
+        writer.close()
+
+    jobs = [("claim", i) for i in range(claims)] + [("send", i) for i in range(messages)]
+    width = 16
+    await asyncio.gather(*(connection(jobs[w::width]) for w in range(width)))
+
+
+def used_state(tmp: Path, agentcoord: str, claims: int, messages: int) -> Path:
+    """A state dir that has seen ``claims`` released claims and ``messages`` sent; stopped."""
+    import asyncio
+
+    env = _env(tmp)
+    proc = subprocess.Popen([agentcoord, "serve"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        sock = tmp / "run" / "agentcoord.sock"
+        while not (tmp / "run" / "http.addr").exists():
+            if proc.poll() is not None:
+                raise RuntimeError("daemon exited during start")
+            time.sleep(0.01)
+        token = (tmp / "state" / "human.token").read_text().strip()
+        asyncio.run(_drive(sock, token, claims, messages))
+    finally:
+        proc.terminate()
+        proc.wait()
+    return tmp
+
+
 def shim_round_trip(env: dict[str, str], agentcoord: str) -> float:
     msgs = [
         {
@@ -140,6 +202,8 @@ def main() -> None:
         action="store_true",
         help="no bytecode cache of the package: every start compiles it (for comparison)",
     )
+    parser.add_argument("--used-claims", type=int, default=10_000)
+    parser.add_argument("--used-messages", type=int, default=100_000)
     args = parser.parse_args()
     global _FROM_SOURCE
     _FROM_SOURCE = args.from_source
@@ -153,6 +217,17 @@ def main() -> None:
         # then restarts on the same dirs (the everyday case: login, crash, upgrade).
         cold = [daemon_ready(tmp / f"d{i}", agentcoord) for i in range(args.runs)]
         warm = [daemon_ready(tmp / "d0", agentcoord) for _ in range(args.runs)]
+        # The same restart on a state dir aged by use; interleaved with fresh restarts so
+        # both see the same machine.
+        t_used = time.perf_counter()
+        used_state(tmp / "used", agentcoord, args.used_claims, args.used_messages)
+        aging_s = time.perf_counter() - t_used
+        aged: list[float] = []
+        fresh: list[float] = []
+        for _ in range(args.runs):
+            aged.append(daemon_ready(tmp / "used", agentcoord))
+            fresh.append(daemon_ready(tmp / "d0", agentcoord))
+        used_mib = sum(f.stat().st_size for f in (tmp / "used").rglob("*") if f.is_file()) / 2**20
         # One long-lived daemon for the shim round trips.
         env = _env(tmp / "shim")
         proc = subprocess.Popen([agentcoord, "serve"], env=env, stderr=subprocess.DEVNULL)
@@ -164,7 +239,8 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait()
-    print(f"startup benchmark, {args.runs} runs each, medians\n")
+    print(f"startup benchmark, {args.runs} runs each, medians")
+    print(f"(aging the used state dir took {aging_s:.1f} s)\n")
     print(
         table(
             [
@@ -181,6 +257,14 @@ def main() -> None:
                     "bare nats-server ready",
                     median_ms(nats),
                     "<= 300 ms",
+                ),
+                (
+                    f"restart on a used state dir ({args.used_claims:,} claims released, "
+                    f"{args.used_messages:,} messages; {used_mib:.1f} MiB)",
+                    median_ms(aged),
+                    "restart on a fresh state dir",
+                    median_ms(fresh),
+                    "<= 1.5x",
                 ),
                 (
                     "shim spawn + initialize + tools/list",
