@@ -25,6 +25,7 @@ __all__ = [
     "remove_claude",
     "setup_claude",
     "state_dir_rules",
+    "user_config_file",
 ]
 
 SERVER_NAME = "agent-coord"
@@ -192,10 +193,19 @@ def without_server(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def user_config_file(home: Path, claude_dir: Path) -> Path:
+    """Where Claude Code keeps its user-scope config (``mcpServers``): ``~/.claude.json``, or
+    ``$CLAUDE_CONFIG_DIR/.claude.json`` when the config dir is moved (seen with Claude Code
+    2.1.328: with CLAUDE_CONFIG_DIR set it reads no ``~/.claude.json``)."""
+    if claude_dir == home / ".claude":
+        return home / ".claude.json"
+    return claude_dir / ".claude.json"
+
+
 def _paths(home: Path, claude_dir: Path, project: Path | None) -> tuple[Path, Path]:
     if project is not None:
         return project / ".mcp.json", project / ".claude" / "settings.json"
-    return home / ".claude.json", claude_dir / "settings.json"
+    return user_config_file(home, claude_dir), claude_dir / "settings.json"
 
 
 def _apply(path: Path, change: Any, report: SetupReport) -> None:

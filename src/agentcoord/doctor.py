@@ -190,8 +190,11 @@ def _claude(home: Path, claude_dir: Path) -> list[Check]:
             "" if path else "install Claude Code (npm install -g @anthropic-ai/claude-code)",
         )
     )
+    from agentcoord.claude_setup import user_config_file
+
+    config_file = user_config_file(home, claude_dir)
     try:
-        servers = json.loads((home / ".claude.json").read_text()).get("mcpServers", {})
+        servers = json.loads(config_file.read_text()).get("mcpServers", {})
     except (OSError, ValueError, AttributeError):
         servers = {}
     registered = isinstance(servers, dict) and "agent-coord" in servers
@@ -199,7 +202,7 @@ def _claude(home: Path, claude_dir: Path) -> list[Check]:
         Check(
             "mcp server",
             registered,
-            "agent-coord registered in ~/.claude.json"
+            f"agent-coord registered in {config_file}"
             if registered
             else "agent-coord not registered",
             "" if registered else "agentcoord setup claude",
