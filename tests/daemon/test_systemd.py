@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -17,6 +16,7 @@ import pytest
 from agentcoord.daemon.activation import listen_fds, watchdog_interval
 from agentcoord.service import SERVICE_UNIT, SOCKET_UNIT
 from tests.conftest import Daemon
+from tests.tools.session_helpers import unix_request
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,11 +78,9 @@ def test_socket_activation_serves_inherited_socket(daemon_factory: Any) -> None:
         while not (d.runtime_dir / "http.addr").exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(10)
-            s.connect(str(d.socket))
-            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
-            assert json.loads(s.recv(4096)) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        # The human asks (login with the human token first, as the CLI does).
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        assert unix_request(d, ping) == {"jsonrpc": "2.0", "id": 1, "result": {}}
     finally:
         d.stop()
     assert proc.stderr is not None
