@@ -32,7 +32,7 @@ import localagents as bench_localagents
 import messaging as bench_messaging
 import startup as bench_startup
 import uvloop
-from _common import Figure
+from _common import Figure, human_token
 from _daemon import RunningDaemon, rss_mb, running_daemon
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,7 +139,7 @@ async def _claims_sweep(
     kv = await nc.jetstream().create_key_value(
         api.KeyValueConfig(bucket="bench-sweep", history=1, limit_marker_ttl=5)
     )
-    conns = [await bench_claims.Mcp.open(d.sock) for _ in range(max(levels))]
+    conns = [await bench_claims.Mcp.open(d.sock, d.token) for _ in range(max(levels))]
     ours, raw = [], []
     for c in levels:
         t = time.perf_counter()
@@ -168,11 +168,15 @@ def area_claims(ctx: Ctx) -> Area:
     pairs, focus = ctx.size(300, 1000), ctx.size(2000, 10000)
     levels = [1, 4, 16, 32]
     with running_daemon(ctx.tmp / "claims") as d:
-        r = _bounded(bench_claims.measure(pairs, 16, focus, d.sock, d.nats_url, d.password))
+        r = _bounded(
+            bench_claims.measure(pairs, 16, focus, d.sock, d.token, d.nats_url, d.password)
+        )
         ours_c, raw_c = _bounded(_claims_sweep(d, levels, ctx.size(25, 100)))
     # The same with an fsync before every ack: what surviving an OS crash costs.
     with running_daemon(ctx.tmp / "claims-always", AGENTCOORD_NATS_SYNC="always") as d:
-        lazy = _bounded(bench_claims.measure(pairs, 16, 10, d.sock, d.nats_url, d.password))
+        lazy = _bounded(
+            bench_claims.measure(pairs, 16, 10, d.sock, d.token, d.nats_url, d.password)
+        )
     dmn_tput, raw_tput = r["dmn_rate"], r["raw_rate"]  # medians of bench_claims.ROUNDS rounds
     lazy_tput, lazy_raw = lazy["dmn_rate"], lazy["raw_rate"]
     return Area(
@@ -294,7 +298,7 @@ async def _messaging_sweep(
     import nats
     from nats.js.api import StreamConfig
 
-    send = await bench_messaging.Mcp.connect(d.sock)
+    send = await bench_messaging.Mcp.connect(d.sock, d.token)
     ours, raw = [], []
     nc = await nats.connect(d.nats_url, user=d.user, password=d.password)
     js = nc.jetstream()
@@ -325,7 +329,9 @@ async def _messaging_sweep(
 def area_messaging(ctx: Ctx) -> Area:
     n = ctx.size(300, 2000)
     with running_daemon(ctx.tmp / "messaging") as d:
-        r = _bounded(bench_messaging.measure(d.sock, d.nats_url, d.user, d.password, n, 64))
+        r = _bounded(
+            bench_messaging.measure(d.sock, d.token, d.nats_url, d.user, d.password, n, 64)
+        )
         ours_c, raw_c = _bounded(_messaging_sweep(d, [1, 4, 16, 64], ctx.size(400, 2000)))
     return Area(
         "Messaging",
@@ -446,7 +452,7 @@ def area_localagents(ctx: Ctx) -> Area:
 
 
 async def _hold_claims(d: RunningDaemon, n: int) -> None:
-    conns = [await bench_messaging.Mcp.connect(d.sock) for _ in range(4)]
+    conns = [await bench_messaging.Mcp.connect(d.sock, d.token) for _ in range(4)]
     sem = asyncio.Semaphore(64)
 
     async def one(i: int) -> None:
@@ -459,7 +465,7 @@ async def _hold_claims(d: RunningDaemon, n: int) -> None:
 
 
 async def _queue_messages(d: RunningDaemon, n: int) -> None:
-    conns = [await bench_messaging.Mcp.connect(d.sock) for _ in range(4)]
+    conns = [await bench_messaging.Mcp.connect(d.sock, d.token) for _ in range(4)]
     sem = asyncio.Semaphore(128)
 
     async def one(i: int) -> None:
@@ -473,7 +479,7 @@ async def _queue_messages(d: RunningDaemon, n: int) -> None:
 
 async def _store_objects(d: RunningDaemon, n: int) -> None:
     """``n`` registered agents: each an Agent object in the daemon's store."""
-    conns = [await bench_messaging.Mcp.connect(d.sock) for _ in range(4)]
+    conns = [await bench_messaging.Mcp.connect(d.sock, d.token) for _ in range(4)]
     sem = asyncio.Semaphore(64)
 
     async def one(i: int) -> None:
@@ -754,17 +760,18 @@ def area_asks(ctx: Ctx) -> Area:
     direct_cwd.mkdir()
     daemon = bench_ask.start_daemon(ctx.tmp, runner)
     sock = ctx.tmp / "run" / "agentcoord.sock"
+    token = human_token(ctx.tmp / "state")
     warm: list[float] = []
     cold: list[float] = []
     direct: list[float] = []
     try:
-        bench_ask.tool_call(sock, "spawn_subagent", {"name": "bench"})
-        bench_ask.ask_once(sock, "bench")  # opens the linked session
+        bench_ask.tool_call(sock, token, "spawn_subagent", {"name": "bench"})
+        bench_ask.ask_once(sock, token, "bench")  # opens the linked session
         bench_ask.direct_spawn(runner, direct_cwd)
         for i in range(runs):  # interleaved: the machine's noise hits all three alike
-            bench_ask.tool_call(sock, "spawn_subagent", {"name": f"cold-{i}"})
-            warm.append(bench_ask.ask_once(sock, "bench"))
-            cold.append(bench_ask.ask_once(sock, f"cold-{i}"))
+            bench_ask.tool_call(sock, token, "spawn_subagent", {"name": f"cold-{i}"})
+            warm.append(bench_ask.ask_once(sock, token, "bench"))
+            cold.append(bench_ask.ask_once(sock, token, f"cold-{i}"))
             direct.append(bench_ask.direct_spawn(runner, direct_cwd))
     finally:
         daemon.terminate()

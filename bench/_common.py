@@ -1,13 +1,54 @@
-"""Shared helpers for benchmarks: medians, percentiles and a ratio table."""
+"""Shared helpers for benchmarks: the human's login, medians, percentiles and a ratio table."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["Figure", "figure_table", "fmt", "goal_met", "median_ms", "pct", "table"]
+from agentcoord.client import LOGIN
+from agentcoord.humanproof import HUMAN_TOKEN_FILE
+
+__all__ = [
+    "Figure",
+    "figure_table",
+    "fmt",
+    "goal_met",
+    "human_token",
+    "login",
+    "median_ms",
+    "pct",
+    "table",
+]
+
+
+# -- the human's login (docs/security.md "Who a caller is") -----------------------------------
+# Being the human takes proof: a same-uid process that maps to no agent is refused until its
+# connection presents the human token, as the CLI does (agentcoord.client.call_unix). The
+# benchmarks drive the daemon as the human from their own process, so every connection they
+# open logs in first; blocking one-shot calls pass ``token=`` to ``call_unix`` instead.
+
+
+def human_token(state_dir: Path) -> str:
+    """The human token the daemon keeps (0600) in its state dir: what the CLI reads."""
+    return (state_dir / HUMAN_TOKEN_FILE).read_text().strip()
+
+
+async def login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, token: str) -> None:
+    """Log a fresh unix-socket connection in as the human before any other request on it (the
+    daemon takes ``agentcoord/login`` inline, so every later request sees the human)."""
+    req = {"jsonrpc": "2.0", "id": "login", "method": LOGIN, "params": {"token": token}}
+    writer.write(json.dumps(req).encode() + b"\n")
+    line = await reader.readline()
+    if not line:
+        raise RuntimeError("the daemon closed the connection at login")
+    reply = json.loads(line)
+    if "error" in reply:
+        raise RuntimeError(f"login as the human refused: {reply['error'].get('message')}")
 
 
 def median_ms(samples: Sequence[float]) -> float:

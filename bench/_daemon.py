@@ -1,4 +1,5 @@
-"""A daemon for bench/run: started on temp dirs, its NATS login, and resident memory."""
+"""A daemon for bench/run: started on temp dirs, the human's token and its NATS login, and
+resident memory."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+from _common import human_token
 from messaging import nats_user, start_daemon
 
 from agentcoord.client import call_unix
@@ -24,6 +26,7 @@ def rss_mb(pid: int) -> float:
 class RunningDaemon:
     proc: subprocess.Popen[bytes]
     root: Path
+    token: str  # the human's (bench/_common.py login): every bench connection presents it
     nats_url: str
     user: str
     password: str
@@ -33,7 +36,8 @@ class RunningDaemon:
         return self.root / "run" / "agentcoord.sock"
 
     def status(self) -> dict[str, object]:
-        return call_unix(self.sock, "agentcoord/status", {})  # type: ignore[no-any-return]
+        status = call_unix(self.sock, "agentcoord/status", {}, token=self.token)
+        return status  # type: ignore[no-any-return]
 
     def rss(self) -> tuple[float, float]:
         """(daemon, nats-server) resident set sizes in MiB."""
@@ -46,9 +50,11 @@ def running_daemon(root: Path, **extra: str) -> Iterator[RunningDaemon]:
     root.mkdir(parents=True, exist_ok=True)
     proc, _env = start_daemon(root, extra)
     try:
-        url = call_unix(root / "run" / "agentcoord.sock", "agentcoord/status", {})["nats_url"]
+        token = human_token(root / "state")
+        sock = root / "run" / "agentcoord.sock"
+        url = call_unix(sock, "agentcoord/status", {}, token=token)["nats_url"]
         user, pw = nats_user(root / "state")
-        yield RunningDaemon(proc, root, url, user, pw)
+        yield RunningDaemon(proc, root, token, url, user, pw)
     finally:
         proc.terminate()
         try:

@@ -18,7 +18,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median_ms, pct, table
+from _common import human_token, median_ms, pct, table
 
+from agentcoord.client import call_unix
 from agentcoord.daemon.directory import RunnerInfo
 from agentcoord.localagents.runner import RunnerSpec, run_local
 from agentcoord.localagents.sandbox import Sandbox
@@ -37,16 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 STANDIN = ROOT / "tests" / "fakes" / "claude_runner.py"
 
 
-def tool_call(sock_path: Path, name: str, args: dict[str, Any]) -> Any:
-    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
-    msg["params"] = {"name": name, "arguments": args}
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(sock_path))
-        s.sendall(json.dumps(msg).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            buf += s.recv(1 << 20)
-    result = json.loads(buf)["result"]
+def tool_call(sock_path: Path, token: str, name: str, args: dict[str, Any]) -> Any:
+    """One tools/call on a fresh connection as the human (``token``), as the CLI calls."""
+    params = {"name": name, "arguments": args}
+    result = call_unix(sock_path, "tools/call", params, timeout=300, token=token)
     if result.get("isError"):
         raise RuntimeError(result["content"][0]["text"])
     return result["structuredContent"]
@@ -72,9 +66,9 @@ def start_daemon(tmp: Path, runner: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
-def ask_once(sock: Path, agent: str) -> float:
+def ask_once(sock: Path, token: str, agent: str) -> float:
     t0 = time.perf_counter()
-    res = tool_call(sock, "ask", {"agent": agent, "text": "answer pong"})
+    res = tool_call(sock, token, "ask", {"agent": agent, "text": "answer pong"})
     took = time.perf_counter() - t0
     assert res["answer"] == "pong", res
     return took
@@ -131,9 +125,10 @@ def main() -> None:
         direct_cwd.mkdir()
         daemon = start_daemon(tmp, runner)
         sock = tmp / "run" / "agentcoord.sock"
+        token = human_token(tmp / "state")
         try:
-            tool_call(sock, "spawn_subagent", {"name": "bench"})
-            ask_once(sock, "bench")  # opens the linked session (and warms caches)
+            tool_call(sock, token, "spawn_subagent", {"name": "bench"})
+            ask_once(sock, token, "bench")  # opens the linked session (and warms caches)
             direct_spawn(runner, direct_cwd)
             warm: list[float] = []
             cold: list[float] = []
@@ -141,10 +136,10 @@ def main() -> None:
             boxed: list[float] = []
             bwrap = shutil.which("bwrap")
             for i in range(args.runs):
-                tool_call(sock, "spawn_subagent", {"name": f"cold-{i}"})
+                tool_call(sock, token, "spawn_subagent", {"name": f"cold-{i}"})
                 steps = [
-                    lambda: warm.append(ask_once(sock, "bench")),
-                    lambda i=i: cold.append(ask_once(sock, f"cold-{i}")),
+                    lambda: warm.append(ask_once(sock, token, "bench")),
+                    lambda i=i: cold.append(ask_once(sock, token, f"cold-{i}")),
                     lambda: direct.append(direct_spawn(runner, direct_cwd)),
                 ]
                 if bwrap:

@@ -23,8 +23,10 @@ from typing import Any
 
 import nats
 import uvloop
+from _common import human_token, login
 from nats.js import api
 
+from agentcoord.client import call_unix
 from agentcoord.stores.kv.focus import Focus, by_recency, rank
 
 ROUNDS = 3  # rounds of the N-client throughput; the median is reported
@@ -36,14 +38,15 @@ def _pct(values: list[float], q: float) -> float:
 
 
 class Mcp:
-    """One MCP connection over the unix socket (newline-delimited JSON-RPC)."""
+    """One MCP connection over the unix socket (newline-delimited JSON-RPC), as the human."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer, self.n = reader, writer, 0
 
     @classmethod
-    async def open(cls, path: Path) -> Mcp:
+    async def open(cls, path: Path, token: str) -> Mcp:
         r, w = await asyncio.open_unix_connection(str(path), limit=1 << 24)
+        await login(r, w, token)
         return cls(r, w)
 
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -79,16 +82,16 @@ async def _daemon_pair(c: Mcp, key: str) -> float:
 
 
 async def measure(
-    pairs: int, clients: int, focus: int, sock: Path, nats_url: str, pw: str
+    pairs: int, clients: int, focus: int, sock: Path, token: str, nats_url: str, pw: str
 ) -> dict[str, Any]:
-    """Samples (seconds) and wall times of every figure; ``_run`` prints them, bench/run
-    puts them in the report."""
+    """Samples (seconds) and wall times of every figure, claiming as the human (``token``);
+    ``_run`` prints them, bench/run puts them in the report."""
     nc = await nats.connect(nats_url, user="agentcoord", password=pw)
     js = nc.jetstream()
     kv = await js.create_key_value(
         api.KeyValueConfig(bucket="bench-raw", history=1, limit_marker_ttl=5)
     )
-    conns = [await Mcp.open(sock) for _ in range(clients)]
+    conns = [await Mcp.open(sock, token) for _ in range(clients)]
     # Warm up both paths.
     for i in range(50):
         await _raw_pair(kv, f"w{i}")
@@ -173,8 +176,10 @@ async def _find_agents(js: Any, c: Mcp, focus: int) -> tuple[list[float], float]
     return lat, (time.perf_counter() - t) / 20
 
 
-async def _run(pairs: int, clients: int, focus: int, sock: Path, nats_url: str, pw: str) -> None:
-    r = await measure(pairs, clients, focus, sock, nats_url, pw)
+async def _run(
+    pairs: int, clients: int, focus: int, sock: Path, token: str, nats_url: str, pw: str
+) -> None:
+    r = await measure(pairs, clients, focus, sock, token, nats_url, pw)
     raw1, dmn1, rawn, dmnn, per = r["raw1"], r["dmn1"], r["rawn"], r["dmnn"], r["per"]
     lat, pure = r["find"], r["find_pure"]
 
@@ -197,18 +202,6 @@ async def _run(pairs: int, clients: int, focus: int, sock: Path, nats_url: str, 
         f"find_agents over {focus:,} annotations via MCP: p50 {_pct(lat, 0.5) * 1e3:.2f} ms "
         f"p99 {_pct(lat, 0.99) * 1e3:.2f} ms (in-process rank {pure * 1e3:.2f} ms)"
     )
-
-
-def _status(sock: Path) -> dict[str, Any]:
-    import socket
-
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(sock))
-        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"agentcoord/status"}\n')
-        buf = b""
-        while not buf.endswith(b"\n"):
-            buf += s.recv(65536)
-    return json.loads(buf)["result"]  # type: ignore[no-any-return]
 
 
 def main() -> int:
@@ -242,16 +235,11 @@ def main() -> int:
             assert resp.status == 200
         conf = (root / "state" / "nats" / "nats.conf").read_text()
         pw = json.loads(re.search(r"password: (\"[^\"]*\")", conf).group(1))  # type: ignore[union-attr]
-        nats_url = _status(root / "run" / "agentcoord.sock")["nats_url"]
+        sock = root / "run" / "agentcoord.sock"
+        token = human_token(root / "state")
+        nats_url = call_unix(sock, "agentcoord/status", {}, token=token)["nats_url"]
         uvloop.run(  # as in the daemon; the raw baseline runs on the same loop
-            _run(
-                ns.pairs,
-                ns.clients,
-                ns.focus,
-                root / "run" / "agentcoord.sock",
-                nats_url,
-                pw,
-            )
+            _run(ns.pairs, ns.clients, ns.focus, sock, token, nats_url, pw)
         )
     finally:
         proc.terminate()

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from _common import human_token  # noqa: E402
 from claims import Mcp, _daemon_pair, _pct  # noqa: E402
 
 from tests.cluster.natscluster import NatsCluster  # noqa: E402
@@ -25,8 +26,10 @@ from tests.conftest import Daemon, make_env  # noqa: E402
 
 
 async def _measure(d: Daemon, label: str, pairs: int, clients: int) -> tuple[list[float], float]:
-    """Sequential round trips, then ``clients`` connections at once; (latencies, pairs/s)."""
-    conns = [await Mcp.open(d.socket) for _ in range(clients)]
+    """Sequential round trips, then ``clients`` connections at once, as the human;
+    (latencies, pairs/s)."""
+    token = human_token(d.state_dir)
+    conns = [await Mcp.open(d.socket, token) for _ in range(clients)]
     try:
         for i in range(30):  # warm up: buckets, watches, connections
             await _daemon_pair(conns[0], f"warm-{label}-{i}")

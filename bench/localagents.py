@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median_ms, pct, table
+from _common import human_token, median_ms, pct, table
 
+from agentcoord.client import call_unix
 from agentcoord.daemon.directory import RunnerInfo
 from agentcoord.localagents import LocalAgents, PackageIndex
 from agentcoord.localagents.runner import RunnerSpec, run_local
@@ -95,16 +94,10 @@ async def discover_in_process(hub: Path, tmp: Path, runs: int, cache_s: float) -
     return samples
 
 
-def tool_call(sock_path: Path, name: str, args: dict[str, Any]) -> Any:
-    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
-    msg["params"] = {"name": name, "arguments": args}
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(str(sock_path))
-        s.sendall(json.dumps(msg).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            buf += s.recv(1 << 20)
-    return json.loads(buf)["result"]
+def tool_call(sock_path: Path, token: str, name: str, args: dict[str, Any]) -> Any:
+    """One tools/call on a fresh connection as the human (``token``), as the CLI calls."""
+    params = {"name": name, "arguments": args}
+    return call_unix(sock_path, "tools/call", params, timeout=60, token=token)
 
 
 def discover_over_socket(hub: Path, tmp: Path, runs: int) -> list[float]:
@@ -123,12 +116,13 @@ def discover_over_socket(hub: Path, tmp: Path, runs: int) -> list[float]:
         while not (tmp / "run" / "http.addr").exists():
             time.sleep(0.01)
         sock = tmp / "run" / "agentcoord.sock"
-        result = tool_call(sock, "discover_local_agents", {})  # warm-up
+        token = human_token(tmp / "state")  # written before http.addr (daemon/lifecycle.py)
+        result = tool_call(sock, token, "discover_local_agents", {})  # warm-up
         assert result["structuredContent"]["count"] >= _packages(hub), result
         samples = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            tool_call(sock, "discover_local_agents", {})
+            tool_call(sock, token, "discover_local_agents", {})
             samples.append(time.perf_counter() - t0)
         return samples
     finally:

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
+from _common import human_token, login
 
 
 class Mcp:
-    """Pipelined JSON-RPC over the daemon's unix socket."""
+    """Pipelined JSON-RPC over the daemon's unix socket, logged in as the human."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._r, self._w = reader, writer
@@ -38,8 +39,9 @@ class Mcp:
         self._task = asyncio.create_task(self._pump())
 
     @classmethod
-    async def connect(cls, path: Path) -> Mcp:
+    async def connect(cls, path: Path, token: str) -> Mcp:
         reader, writer = await asyncio.open_unix_connection(str(path), limit=16 * 1024 * 1024)
+        await login(reader, writer, token)
         return cls(reader, writer)
 
     async def _pump(self) -> None:
@@ -187,19 +189,24 @@ def start_daemon(
     deadline = time.monotonic() + 20
     while True:  # ready when the socket answers (it is the last listener to open)
         try:
-            call_unix(root / "run" / "agentcoord.sock", "ping", {})
+            # The token is written before the socket opens, so a ping that connects has it whole.
+            token = human_token(root / "state")
+            call_unix(root / "run" / "agentcoord.sock", "ping", {}, token=token)
             return proc, env
-        except DaemonUnreachable:
+        except (DaemonUnreachable, OSError):
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise SystemExit("daemon did not start") from None
             time.sleep(0.02)
 
 
-async def measure(sock: Path, url: str, user: str, pw: str, n: int, window: int) -> dict[str, Any]:
-    """Every figure's samples on a running daemon; ``run`` prints them, bench/run reports."""
+async def measure(
+    sock: Path, token: str, url: str, user: str, pw: str, n: int, window: int
+) -> dict[str, Any]:
+    """Every figure's samples on a running daemon, sending as the human (``token``); ``run``
+    prints them, bench/run reports."""
     import nats
 
-    send, recv = await Mcp.connect(sock), await Mcp.connect(sock)
+    send, recv = await Mcp.connect(sock, token), await Mcp.connect(sock, token)
     me = (await send.call("whoami"))["agent"]
     await recv.call("inbox")
     await mcp_latency(send, recv, me, min(50, n))  # warm up
@@ -242,9 +249,10 @@ async def run(n: int, window: int) -> None:
         proc, _env = start_daemon(root)
         try:
             sock = root / "run" / "agentcoord.sock"
-            url = call_unix(sock, "agentcoord/status", {})["nats_url"]
+            token = human_token(root / "state")
+            url = call_unix(sock, "agentcoord/status", {}, token=token)["nats_url"]
             user, pw = nats_user(root / "state")
-            r = await measure(sock, url, user, pw, n, window)
+            r = await measure(sock, token, url, user, pw, n, window)
         finally:
             proc.terminate()
             proc.wait(10)
