@@ -62,7 +62,7 @@ async def _identify(app: App, caller: Caller, payload: dict[str, Any]) -> dict[s
 
 def file_claim_keys(path: str, cwd: str | None) -> set[str]:
     """The claim keys that name ``path``: absolute or relative to the session's cwd, with or
-    without the ``file:`` prefix (docs/claims.md, "Claiming files")."""
+    without the ``file:`` prefix (docs/claims.md "Claiming files")."""
     absolute = os.path.normpath(os.path.join(cwd or "/", path))
     keys = {absolute}
     if cwd:

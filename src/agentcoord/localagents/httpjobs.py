@@ -1,4 +1,5 @@
-"""The HTTP job contract with registered agents (docs/localagents.md "HTTP agents").
+"""The HTTP job contract with registered agents
+(docs/localagents.md "HTTP agents: the job contract").
 
 ``POST {endpoint}/jobs`` with the task; the agent answers with ``job_id`` and ``status``. With
 ``wait=true`` the daemon polls ``GET {endpoint}/jobs/{job_id}`` until the status is terminal.
