@@ -110,7 +110,9 @@ class NatsSupervisor:
                 # reach the OS before each ack either way; "always" fsyncs before the ack too.
                 "jetstream {",
                 f"  store_dir: {json.dumps(str(self._dir / 'js'))}",
-                f"  sync_interval: {self._sync}",
+                # Quoted: nats-server reads a bare 2m as a number and warns "sync_interval
+                # should be converted to a duration" (`nats-server -t` refuses it).
+                f"  sync_interval: {json.dumps(self._sync)}",
                 "}",
                 "authorization {",
                 "  users = [",
