@@ -6,11 +6,14 @@ import asyncio
 import json
 import re
 import statistics
+import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcoord.client import LOGIN
+from agentcoord.client import LOGIN, call_unix
+from agentcoord.errors import DaemonUnreachable
 from agentcoord.humanproof import HUMAN_TOKEN_FILE
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "median_ms",
     "pct",
     "table",
+    "wait_ready",
 ]
 
 
@@ -49,6 +53,26 @@ async def login(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, toke
     reply = json.loads(line)
     if "error" in reply:
         raise RuntimeError(f"login as the human refused: {reply['error'].get('message')}")
+
+
+def wait_ready(
+    sock: Path, state_dir: Path, proc: subprocess.Popen[bytes], timeout: float = 20.0
+) -> str:
+    """Wait until the daemon's unix socket answers the human's ``ping``; the human token.
+
+    ``http.addr`` is written just before the unix socket listens and ``human.token`` earlier
+    still (daemon/lifecycle.py), so a ping that connects finds the token whole, while a client
+    that waited for ``http.addr`` alone could still be refused the connection."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            token = human_token(state_dir)
+            call_unix(sock, "ping", {}, token=token)
+            return token
+        except (DaemonUnreachable, OSError):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError("the daemon did not start") from None
+            time.sleep(0.02)
 
 
 def median_ms(samples: Sequence[float]) -> float:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import human_token, median_ms, pct, table
+from _common import human_token, median_ms, pct, table, wait_ready
 
 from agentcoord.client import call_unix
 from agentcoord.daemon.directory import RunnerInfo
@@ -58,11 +58,7 @@ def start_daemon(tmp: Path, runner: Path) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentcoord", "serve"], env=env, stderr=subprocess.DEVNULL
     )
-    deadline = time.monotonic() + 20
-    while not (tmp / "run" / "http.addr").exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the daemon did not start")
-        time.sleep(0.01)
+    wait_ready(tmp / "run" / "agentcoord.sock", tmp / "state", proc)
     return proc
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import human_token, median_ms, pct, table
+from _common import median_ms, pct, table, wait_ready
 
 from agentcoord.client import call_unix
 from agentcoord.daemon.directory import RunnerInfo
@@ -113,10 +113,8 @@ def discover_over_socket(hub: Path, tmp: Path, runs: int) -> list[float]:
         [sys.executable, "-m", "agentcoord", "serve"], env=env, stderr=subprocess.DEVNULL
     )
     try:
-        while not (tmp / "run" / "http.addr").exists():
-            time.sleep(0.01)
         sock = tmp / "run" / "agentcoord.sock"
-        token = human_token(tmp / "state")  # written before http.addr (daemon/lifecycle.py)
+        token = wait_ready(sock, tmp / "state", proc)
         result = tool_call(sock, token, "discover_local_agents", {})  # warm-up
         assert result["structuredContent"]["count"] >= _packages(hub), result
         samples = []

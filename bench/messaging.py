@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
-from _common import human_token, login
+from _common import human_token, login, wait_ready
 
 
 class Mcp:
@@ -183,20 +183,9 @@ def start_daemon(
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentcoord", "serve"], env=env, stderr=subprocess.DEVNULL
     )
-    from agentcoord.client import call_unix
-    from agentcoord.errors import DaemonUnreachable
-
-    deadline = time.monotonic() + 20
-    while True:  # ready when the socket answers (it is the last listener to open)
-        try:
-            # The token is written before the socket opens, so a ping that connects has it whole.
-            token = human_token(root / "state")
-            call_unix(root / "run" / "agentcoord.sock", "ping", {}, token=token)
-            return proc, env
-        except (DaemonUnreachable, OSError):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("daemon did not start") from None
-            time.sleep(0.02)
+    # Ready when the socket answers (it is the last listener to open).
+    wait_ready(root / "run" / "agentcoord.sock", root / "state", proc)
+    return proc, env
 
 
 async def measure(
