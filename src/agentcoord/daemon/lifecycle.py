@@ -90,7 +90,14 @@ async def _connect_nats(
         if seen is not None:
             seen.append(exc)
 
+    client: list[Any] = []  # the connection, once made: its callbacks ask whether it closed
+
     async def on_disconnect() -> None:
+        # nats-py calls this from close() too; a close is the daemon stopping (or a failed
+        # start), not a lost server, so it is no news at INFO.
+        if client and client[0].is_closed:
+            log.debug("nats client closed")
+            return
         log.info("nats client disconnected; reconnecting")
 
     async def on_reconnect() -> None:
@@ -110,6 +117,7 @@ async def _connect_nats(
         reconnected_cb=on_reconnect,
         **options,
     )
+    client.append(nc)
     # Issue 11: a bounded first connect, then reconnect forever (nats-py reads this option
     # at each reconnect; it retries a first connect forever when it is -1).
     nc.options["max_reconnect_attempts"] = -1
