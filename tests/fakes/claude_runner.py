@@ -19,6 +19,8 @@ A turn's prompt is a script, one command per line, whose outputs become ``result
   net               the network interfaces it can see
   write PATH        try to write PATH; reports "ok" or the error
   read PATH         try to read PATH; reports its first 200 characters or the error
+  run ARGV...       run a command (shell words); reports its exit code and output
+                    (stdout and stderr, first 4000 characters each) under ``run``
   touch PATH        create PATH (a signal to the test)
   wait_file PATH    wait (up to 60 s) until PATH exists
   ps                the pids and names this process can see in /proc
@@ -215,6 +217,15 @@ def run_turn(flags, prompt, turn):
                     out.setdefault("read", {})[arg] = {"ok": fh.read(200)}
             except OSError as exc:
                 out.setdefault("read", {})[arg] = {"error": exc.strerror}
+        elif cmd == "run":
+            import shlex
+
+            try:
+                done = subprocess.run(shlex.split(arg), capture_output=True, text=True, timeout=60)
+                got = {"rc": done.returncode, "out": done.stdout[:4000], "err": done.stderr[:4000]}
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                got = {"rc": None, "out": "", "err": str(exc)}
+            out.setdefault("run", []).append({"argv": arg, **got})
         elif cmd == "touch":
             with open(arg, "w"):
                 pass
