@@ -224,7 +224,13 @@ def _console(cfg: Any, open_browser: bool) -> int:
     if open_browser:
         import webbrowser
 
-        webbrowser.open(link)
+        # webbrowser.open is False when it found no browser to run (no BROWSER, no
+        # DISPLAY/WAYLAND_DISPLAY browser, no text browser on PATH): say so, not nothing.
+        if not webbrowser.open(link):
+            print(
+                "agentcoord: no browser found (set BROWSER to one); open the link above yourself",
+                file=sys.stderr,
+            )
     return 0
 
 

@@ -25,7 +25,7 @@ from agentcoord.eventtext import render_event
 if TYPE_CHECKING:
     from agentcoord.daemon.app import App
 
-__all__ = ["COOKIE", "ConsoleRoutes"]
+__all__ = ["COOKIE", "ConsoleRoutes", "root_page"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,24 @@ _LOGIN_PAGE = b"""<!doctype html><meta charset="utf-8"><title>agentcoord</title>
 <body style="font-family:system-ui;background:#0f1115;color:#d7dbe3;padding:40px">
 <h1>agentcoord console</h1><p>Run <code>agentcoord console</code> in a terminal and open the
 login link it prints.</p></body>"""
+
+# What a browser pointed at the daemon's bare address sees (DESIGN.md "Humans": the console
+# is served on the daemon's HTTP port). It never carries the token: the login link comes from
+# the CLI, which reads the 0600 token file.
+_ROOT_PAGE = b"""<!doctype html><meta charset="utf-8"><title>agentcoord daemon</title>
+<body style="font-family:system-ui;background:#0f1115;color:#d7dbe3;padding:40px;max-width:46em">
+<h1>agentcoord</h1>
+<p>This is the agentcoord daemon: it coordinates the Claude Code sessions and agents on this
+machine (MCP at <code>POST /mcp</code>, health at <a href="/healthz">/healthz</a>).</p>
+<h2>Open the web console</h2>
+<p>Run <code>agentcoord console</code> in a terminal and open the login link it prints
+(<code>agentcoord console --open</code> opens it in your browser). The link logs this browser
+in; then the console is at <a href="/console/">/console/</a>.</p></body>"""
+
+
+def root_page() -> HttpResponse:
+    """The page at ``/``: what this is and how to open the console (never the token)."""
+    return HttpResponse(200, _ROOT_PAGE, [("content-type", "text/html; charset=utf-8")])
 
 
 def _cookie(headers: dict[str, str]) -> str | None:

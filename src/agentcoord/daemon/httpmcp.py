@@ -13,7 +13,7 @@ import collections
 import logging
 from typing import Any
 
-from agentcoord.console.routes import ConsoleRoutes
+from agentcoord.console.routes import ConsoleRoutes, root_page
 from agentcoord.daemon.app import App
 from agentcoord.daemon.caller import Caller
 from agentcoord.daemon.http import HttpRequest, HttpResponse, json_response
@@ -53,6 +53,8 @@ class HttpRoutes:
         if path == "/healthz":
             ok, why = self._app.healthy()
             return HttpResponse(200 if ok else 503, (why + "\n").encode() if not ok else b"ok")
+        if path == "/" and req.method == "GET":
+            return root_page()  # a pointer to the console, not a bare 404
         if path == "/console" or path.startswith("/console/"):
             return await self._console(req)
         if path == "/mcp":
