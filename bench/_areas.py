@@ -32,7 +32,7 @@ import localagents as bench_localagents
 import messaging as bench_messaging
 import startup as bench_startup
 import uvloop
-from _common import Figure, human_token
+from _common import Figure, human_token, wait_ready
 from _daemon import RunningDaemon, rss_mb, running_daemon
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,10 +89,8 @@ def area_startup(ctx: Ctx) -> Area:
     env = bench_startup._env(tmp / "shim")
     proc = subprocess.Popen([agentcoord, "serve"], env=env, stderr=subprocess.DEVNULL)
     try:
-        while not (tmp / "shim" / "run" / "http.addr").exists():
-            time.sleep(0.01)
-        time.sleep(0.2)
-        shim = [bench_startup.shim_round_trip(env, agentcoord) for _ in range(runs)]
+        wait_ready(tmp / "shim" / "run" / "agentcoord.sock", tmp / "shim" / "state", proc)
+        shim = bench_startup.shims_as_session(tmp, env, agentcoord, runs)
     finally:
         proc.terminate()
         proc.wait()

@@ -47,6 +47,7 @@ from agentcoord.stores.objects.records import (
 )
 from agentcoord.stores.objects.registry_records import StoreAgentRecords, StoreJobRecords
 from agentcoord.stores.objects.serve import open_store
+from agentcoord.stores.objects.tables import LiveCells
 from agentcoord.tools.registry import default_registry
 
 __all__ = ["prepare_dirs", "serve"]
@@ -292,9 +293,10 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     # below knows which) and NATS (embedded server, then our client).
     nats: NatsSupervisor | None = None
     ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
+    live = LiveCells(ns)  # kubectl's Agent table reads the focus view, bound below (tables.py)
     with _one_error():
         async with asyncio.TaskGroup() as tg:
-            objects = tg.create_task(open_store(cfg, stack))
+            objects = tg.create_task(open_store(cfg, stack, live=live))
             if not cfg.nats_url:
                 # issue 5: the supervisor also renders per-agent NATS users (natsusers.py).
                 supervisor = tg.create_task(
@@ -378,6 +380,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
             )
         )
     app.claims, app.focus = claims.result(), focus.result()
+    view = app.focus  # the intent each agent published with annotate, as `agents` shows it
+    live.provide("focus", lambda name: getattr(view.get(name), "intent", None))
     app.local_agents, app.messaging = local.result(), messaging.result()
     app.agents = StoreAgents(store, ns)
     phases.mark("claims, focus, audit, local agents, messaging")
@@ -408,12 +412,13 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     addr = f"{host}:{http.port}"
     app.config = _with_addr(cfg, addr)
     app.http_server = http
-    write_private(cfg.http_addr_file, addr + "\n")
-    stack.callback(_unlink, cfg.http_addr_file)
     inherited = _inherited_socket(cfg)
     await stack.enter_async_context(
         UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes, inherited=inherited)
     )
+    # Last: clients take http.addr to mean "the daemon serves", the unix socket included.
+    write_private(cfg.http_addr_file, addr + "\n")
+    stack.callback(_unlink, cfg.http_addr_file)
     phases.mark("listeners")
     log.info("started in %s", phases.summary())
     return app
