@@ -147,6 +147,13 @@ def _main_full(args: list[str]) -> int:
     p_install.add_argument("--no-enable", action="store_true", help="only write the files")
     p_kube = sub.add_parser("kubeconfig", help="print a kubeconfig for the running daemon")
     _common(p_kube)
+    p_kube.add_argument(
+        "--write",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="write it to PATH (default ~/.kube/agentcoord, 0600) and print the export line",
+    )
     sub.add_parser("crds", help="print CustomResourceDefinition YAML for a real cluster")
     ns = parser.parse_args(args)
     try:
@@ -206,12 +213,27 @@ def _main_full(args: list[str]) -> int:
 
             # It carries the human's client credential (DESIGN.md "Identity and trust").
             refuse_agent_process("print a kubeconfig", os.environ)
-            sys.stdout.write(kubeconfig_for(cfg))
-            return 0
+            if ns.write is None:
+                sys.stdout.write(kubeconfig_for(cfg))
+                return 0
+            return _write_kubeconfig(kubeconfig_for(cfg), ns.write)
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
         return 1
     return 2
+
+
+def _write_kubeconfig(text: str, where: str) -> int:
+    import shlex
+    from pathlib import Path
+
+    from agentcoord.stores.objects.serve import default_kubeconfig_file, write_kubeconfig
+
+    path = write_kubeconfig(text, Path(where) if where else default_kubeconfig_file(Path.home()))
+    print(f"wrote {path}", file=sys.stderr)
+    # stdout is the one line to run (or eval), so `eval "$(agentcoord kubeconfig --write)"` works
+    print(f"export KUBECONFIG={shlex.quote(str(path))}")
+    return 0
 
 
 def _console(cfg: Any, open_browser: bool) -> int:
@@ -315,6 +337,8 @@ def _serve(cfg: Any) -> int:
     )
     # nats-py logs every reconnect attempt at ERROR; ours say it once.
     logging.getLogger("nats").setLevel(logging.CRITICAL)
+    # lightkube's HTTP client (--store kubernetes) logs every request at INFO.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
     debug = str(cfg.log_level).upper() == "DEBUG"
     try:
         uvloop.run(serve(cfg))
