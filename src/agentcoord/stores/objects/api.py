@@ -29,7 +29,7 @@ from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION, KINDS, VERSION
 from agentcoord.stores.objects.patch import MERGE_PATCH
 from agentcoord.stores.objects.rules import parse_rv
 from agentcoord.stores.objects.store import ObjectStore
-from agentcoord.stores.objects.tables import table, wants_table
+from agentcoord.stores.objects.tables import LiveCells, table, wants_table
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
 
 __all__ = ["KubeApi", "status_body"]
@@ -107,8 +107,10 @@ class KubeApi:
         *,
         bookmark_interval: float = 10.0,
         clock: Callable[[], float] = time.time,
+        live: LiveCells | None = None,
     ) -> None:
         self.store = store
+        self.live = live  # Table cells from the daemon's views (the Agent's focus)
         self._addr = addr
         self.bookmark_interval = bookmark_interval
         self._clock = clock
@@ -200,7 +202,9 @@ class KubeApi:
         )
         if wants_table(req.headers.get("accept", "")):
             include = _q(req, "includeObject", "Metadata")
-            return _json(200, table(kind, objs, at, now=self._clock(), include=include))
+            return _json(
+                200, table(kind, objs, at, now=self._clock(), include=include, live=self.live)
+            )
         head = (
             f'{{"apiVersion":"{GROUP_VERSION}","kind":"{kind.list_kind}",'
             f'"metadata":{{"resourceVersion":"{at}"}},"items":['
@@ -218,7 +222,15 @@ class KubeApi:
                 obj = await store.get(kind.plural, ns, name)
                 include = _q(req, "includeObject", "Metadata")
                 return _json(
-                    200, table(kind, [obj], store.revision, now=self._clock(), include=include)
+                    200,
+                    table(
+                        kind,
+                        [obj],
+                        store.revision,
+                        now=self._clock(),
+                        include=include,
+                        live=self.live,
+                    ),
                 )
             return _raw(200, store.get_raw(kind.plural, ns, name))
         warns: list[str] = []
@@ -305,7 +317,9 @@ class KubeApi:
         def encode(event: WatchEvent) -> bytes:
             obj: Any = event.object
             if as_table and event.type != "BOOKMARK":
-                obj = table(kind, [obj], event.rv, now=self._clock(), include=include)
+                obj = table(
+                    kind, [obj], event.rv, now=self._clock(), include=include, live=self.live
+                )
             return (
                 json.dumps({"type": event.type, "object": obj}, separators=(",", ":")).encode()
                 + b"\n"

@@ -223,6 +223,9 @@ class Column:
     path: str
     description: str = ""
     priority: int = 0
+    # A daemon view that supplies the cell first (tables.LiveCells); the path is the fallback,
+    # and all a real API server's printer column shows.
+    live: str = ""
 
 
 @dataclass(frozen=True)
@@ -277,7 +280,13 @@ KINDS: dict[str, Kind] = {
             (
                 Column("Phase", "string", ".status.phase"),
                 Column("Profile", "string", ".spec.profile"),
-                Column("Focus", "string", ".status.focus"),
+                Column(
+                    "Focus",
+                    "string",
+                    ".status.focus",
+                    "What it works on: its annotate intent, else the operator's turn.",
+                    live="focus",
+                ),
                 _AGE,
                 Column("Session", "string", ".spec.sessionId", priority=1),
                 Column("Cwd", "string", ".spec.cwd", priority=1),

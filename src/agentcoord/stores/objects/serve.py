@@ -19,6 +19,7 @@ from agentcoord.errors import ConfigError
 from agentcoord.stores.objects.api import KubeApi
 from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.store import ObjectStore
+from agentcoord.stores.objects.tables import LiveCells
 from agentcoord.stores.objects.tls import (
     Credentials,
     ensure_credentials,
@@ -26,7 +27,15 @@ from agentcoord.stores.objects.tls import (
     server_context,
 )
 
-__all__ = ["credentials_dir", "kubeconfig_for", "open_store", "start_objects", "store_path"]
+__all__ = [
+    "credentials_dir",
+    "default_kubeconfig_file",
+    "kubeconfig_for",
+    "open_store",
+    "start_objects",
+    "store_path",
+    "write_kubeconfig",
+]
 
 
 def store_path(cfg: Config) -> Path:
@@ -41,10 +50,19 @@ def kube_addr_file(cfg: Config) -> Path:
     return cfg.runtime_dir / "kube.addr"
 
 
-async def open_store(cfg: Config, stack: contextlib.AsyncExitStack) -> ObjectBackend:
-    """The daemon's object store, as ``cfg.store`` says, open on ``stack``."""
+def kube_external_file(cfg: Config) -> Path:
+    """Written instead of ``kube.addr`` with ``--store kubernetes``: the kubeconfig the daemon
+    uses, so ``agentcoord kubeconfig`` can say which one (the flag is the daemon's, not ours)."""
+    return cfg.runtime_dir / "kube.external"
+
+
+async def open_store(
+    cfg: Config, stack: contextlib.AsyncExitStack, *, live: LiveCells | None = None
+) -> ObjectBackend:
+    """The daemon's object store, as ``cfg.store`` says, open on ``stack``; ``live`` supplies
+    the kubectl Tables' cells kept in the daemon's views (the Agent's focus)."""
     if cfg.store != "kubernetes":
-        store, _, _ = await start_objects(cfg, stack)
+        store, _, _ = await start_objects(cfg, stack, live=live)
         return store
     try:  # lazily: the default start does not pay for the client
         from agentcoord.stores.objects.kube import KubeObjectStore
@@ -52,13 +70,17 @@ async def open_store(cfg: Config, stack: contextlib.AsyncExitStack) -> ObjectBac
         raise ConfigError(
             f"--store kubernetes needs lightkube ({exc}): pip install 'agentcoord[kubernetes]'"
         ) from None
-    return await stack.enter_async_context(
+    kube = await stack.enter_async_context(
         KubeObjectStore(cfg.kubeconfig, namespace=cfg.kube_namespace)
     )
+    marker = kube_external_file(cfg)
+    _write_private(marker, f"{cfg.kubeconfig or ''}\n")
+    stack.callback(_unlink, marker)
+    return kube
 
 
 async def start_objects(
-    cfg: Config, stack: contextlib.AsyncExitStack
+    cfg: Config, stack: contextlib.AsyncExitStack, *, live: LiveCells | None = None
 ) -> tuple[ObjectStore, HttpServer, str]:
     """Open the store and the API listener on ``stack``; returns (store, server, host:port)."""
     store = await stack.enter_async_context(
@@ -67,7 +89,7 @@ async def start_objects(
     creds = ensure_credentials(credentials_dir(cfg), cfg.user)
     host, port = parse_http_addr(cfg.kube_addr)
     addr = ""
-    api = KubeApi(store, lambda: addr)
+    api = KubeApi(store, lambda: addr, live=live)
     last_port = credentials_dir(cfg) / "port"
     server: HttpServer | None = None
     if port == 0 and last_port.exists():
@@ -92,22 +114,54 @@ def _listener(cfg: Config, api: KubeApi, host: str, port: int, creds: Credential
     return HttpServer(api, host, port, max_body=cfg.max_request_bytes, ssl=ssl, name="kube")
 
 
+def _external_mode(kubeconfig: str) -> ConfigError:
+    given = f" ({kubeconfig})" if kubeconfig else " ($KUBECONFIG, else ~/.kube/config)"
+    return ConfigError(
+        "the daemon runs with --store kubernetes: it uses a real API server and serves no "
+        "kube API of its own; use your cluster's kubeconfig, the one given with --kubeconfig"
+        + given
+    )
+
+
 def kubeconfig_for(cfg: Config) -> str:
     """The kubeconfig of the running daemon (reads ``kube.addr`` and the credentials)."""
     from agentcoord.errors import DaemonUnreachable
 
     if cfg.store == "kubernetes":
-        raise ConfigError(
-            f"with --store kubernetes the daemon serves no kube API; use the cluster's own "
-            f"kubeconfig ({cfg.kubeconfig})"
-        )
+        raise _external_mode(str(cfg.kubeconfig or ""))
     try:
         addr = kube_addr_file(cfg).read_text().strip()
     except FileNotFoundError:
-        raise DaemonUnreachable(
-            f"no daemon is serving the object API ({kube_addr_file(cfg)} is missing)"
-        ) from None
+        # The daemon may have been started with --store kubernetes on its command line,
+        # which this command's config does not see: it leaves kube.external instead.
+        try:
+            external = kube_external_file(cfg).read_text().strip()
+        except FileNotFoundError:
+            raise DaemonUnreachable(
+                f"no daemon is running for {cfg.runtime_dir} (no {kube_addr_file(cfg).name} "
+                "there): start it with `agentcoord serve`"
+            ) from None
+        raise _external_mode(external) from None
     return kubeconfig(ensure_credentials(credentials_dir(cfg), cfg.user), addr)
+
+
+def default_kubeconfig_file(home: Path) -> Path:
+    """Where ``agentcoord kubeconfig --write`` puts the file when given no path (docs/store.md)."""
+    return home / ".kube" / "agentcoord"
+
+
+def write_kubeconfig(text: str, path: Path) -> Path:
+    """Write ``text`` (a client credential) to ``path`` mode 0600, creating missing parent
+    dirs 0700 as kubectl's ``~/.kube`` is; returns the absolute path."""
+    path = path.expanduser().absolute()
+    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    try:
+        for parent in reversed(missing):
+            parent.mkdir(mode=0o700)
+        _write_private(path, text)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import calendar
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentcoord.stores.objects.kinds import Column, Kind
 
-__all__ = ["cell", "human_duration", "table", "wants_table"]
+__all__ = ["LiveCells", "cell", "human_duration", "table", "wants_table"]
 
 _NAME_COL = {
     "name": "Name",
@@ -76,9 +76,37 @@ def _parse_time(text: str) -> float | None:
         return None
 
 
-def cell(column: Column, obj: dict[str, Any], now: float) -> Any:
+class LiveCells:
+    """Cells the daemon's own views supply for objects of its namespace.
+
+    An Agent's focus is what it published with ``annotate``; it lives in the ``agent-focus``
+    KV view, not on the object (DESIGN.md "Planes": focus is churn and stays out of the
+    object store), and ``agentcoord agents`` reads it there. The Table reads the same view,
+    so there is one source of truth. A source is bound once its view is up; until then, for
+    names it does not know and for other namespaces, the column's path is used.
+    """
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self._sources: dict[str, Callable[[str], Any]] = {}
+
+    def provide(self, source: str, lookup: Callable[[str], Any]) -> None:
+        """Bind ``source`` (a Column's ``live``) to ``lookup(name)``: a value, or None."""
+        self._sources[source] = lookup
+
+    def get(self, source: str, obj: dict[str, Any]) -> Any:
+        lookup = self._sources.get(source)
+        meta = obj.get("metadata") or {}
+        if lookup is None or meta.get("namespace") != self.namespace:
+            return None
+        return lookup(str(meta.get("name", "")))
+
+
+def cell(column: Column, obj: dict[str, Any], now: float, live: LiveCells | None = None) -> Any:
     """One rendered cell: dates as ages, lists joined, missing values as None."""
-    value = _lookup(obj, column.path)
+    value = live.get(column.live, obj) if live is not None and column.live else None
+    if value is None or value == "":
+        value = _lookup(obj, column.path)
     if value is None:
         return None
     if column.type == "date":
@@ -91,8 +119,10 @@ def cell(column: Column, obj: dict[str, Any], now: float) -> Any:
     return value
 
 
-def _row(kind: Kind, obj: dict[str, Any], now: float, include: str) -> dict[str, Any]:
-    cells = [obj["metadata"]["name"], *(cell(c, obj, now) for c in kind.columns)]
+def _row(
+    kind: Kind, obj: dict[str, Any], now: float, include: str, live: LiveCells | None
+) -> dict[str, Any]:
+    cells = [obj["metadata"]["name"], *(cell(c, obj, now, live) for c in kind.columns)]
     row: dict[str, Any] = {"cells": cells}
     if include == "Object":
         row["object"] = obj
@@ -113,15 +143,17 @@ def table(
     now: float | None = None,
     include: str = "Metadata",
     headers: bool = True,
+    live: LiveCells | None = None,
 ) -> dict[str, Any]:
-    """A Table of ``objs``; ``include`` is includeObject (None, Metadata, Object)."""
+    """A Table of ``objs``; ``include`` is includeObject (None, Metadata, Object); ``live``
+    supplies the cells of columns read from a daemon view."""
     now = time.time() if now is None else now
     out: dict[str, Any] = {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": str(rv)},
         "columnDefinitions": [],
-        "rows": [_row(kind, o, now, include) for o in objs],
+        "rows": [_row(kind, o, now, include, live) for o in objs],
     }
     if headers:
         out["columnDefinitions"] = [
