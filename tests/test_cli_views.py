@@ -91,7 +91,8 @@ def test_tail_follows_new_events(daemon: Daemon, claude_bin: Path) -> None:
 
 
 def test_view_without_daemon_is_a_clear_error(tmp_path: Path) -> None:
-    """With no daemon, a view fails with a one-line message, exit 1."""
+    """With no daemon, a view fails with a one-line message saying how to start one, exit 69
+    (EX_UNAVAILABLE, README "Exit codes")."""
     from tests.conftest import make_env
 
     out = subprocess.run(
@@ -101,5 +102,7 @@ def test_view_without_daemon_is_a_clear_error(tmp_path: Path) -> None:
         text=True,
         timeout=30,
     )
-    assert out.returncode == 1
-    assert "no daemon is listening" in out.stderr
+    assert out.returncode == 69
+    (line,) = out.stderr.splitlines()
+    assert "no daemon is listening" in line
+    assert "agentcoord serve" in line

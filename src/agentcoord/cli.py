@@ -13,8 +13,47 @@ from typing import Any
 __all__ = ["main"]
 
 
+# Exit codes, the same for every command (README "Exit codes"); sysexits(3) values where one
+# fits, so a script can tell "no daemon" from "the daemon said no".
+EXIT_OK = 0
+EXIT_FAILURE = 1  # the command ran and failed: the one line on stderr says why and what to do
+EXIT_USAGE = 2  # argparse's own: an unknown command, a missing or bad argument
+EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE: no daemon answers (start one)
+EXIT_TEMPFAIL = 75  # EX_TEMPFAIL: the daemon is there but did not answer in time (try again)
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a command SIGINT stopped (128 + 2)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The one mapping from an error to the command's exit status."""
+    from agentcoord.errors import DaemonTimeout, DaemonUnreachable
+
+    if isinstance(exc, DaemonTimeout):
+        return EXIT_TEMPFAIL
+    if isinstance(exc, DaemonUnreachable):
+        return EXIT_UNAVAILABLE
+    return EXIT_FAILURE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    """Run one command; a reader that goes away (``agentcoord tail | head -3``) or Ctrl-C ends
+    it quietly, never with a traceback."""
+    try:
+        code = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
+    except BrokenPipeError:
+        # The Python docs' "Note on SIGPIPE" (signal module): point stdout at devnull so the
+        # interpreter's own flush at exit does not raise again, and exit non-zero.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return code
+
+
+def _dispatch(args: list[str]) -> int:
     if args[:1] == ["mcp"] and len(args) == 1:
         from agentcoord.shim import run_shim
 
@@ -36,7 +75,7 @@ def _serve_with(flags: dict[str, Any]) -> int:
         return _serve(load_config(flags))
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
-        return 1
+        return exit_code(exc)
 
 
 # argparse dests that are Config fields; every other option belongs to its command.
@@ -63,6 +102,7 @@ def _common(parser: Any) -> None:
 
 def _main_full(args: list[str]) -> int:
     import argparse
+    import json
 
     from agentcoord.errors import AgentCoordError
 
@@ -128,7 +168,9 @@ def _main_full(args: list[str]) -> int:
     _common(p_answer)
     p_answer.add_argument("prompt", help="prompt id (from `agentcoord prompts`)")
     p_answer.add_argument("text", nargs="+", help="the answer (yes/no, a choice, JSON, text)")
-    sub.add_parser("version", help="print the version")
+    p_answer.add_argument("--json", action="store_true", help="the answer_prompt result")
+    p_version = sub.add_parser("version", help="print the version")
+    p_version.add_argument("--json", action="store_true", help="machine-readable output")
     p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
     _common(p_doctor)
     p_doctor.add_argument("--json", action="store_true", help="machine-readable output")
@@ -145,6 +187,7 @@ def _main_full(args: list[str]) -> int:
     p_install.add_argument("--user", action="store_true", required=True, help="user units")
     p_install.add_argument("--remove", action="store_true", help="disable and delete them")
     p_install.add_argument("--no-enable", action="store_true", help="only write the files")
+    p_install.add_argument("--json", action="store_true", help="machine-readable output")
     p_kube = sub.add_parser("kubeconfig", help="print a kubeconfig for the running daemon")
     _common(p_kube)
     p_kube.add_argument(
@@ -160,7 +203,7 @@ def _main_full(args: list[str]) -> int:
         if ns.command == "version":
             from agentcoord import __version__
 
-            print(f"agentcoord {__version__}")
+            print(json.dumps({"version": __version__}) if ns.json else f"agentcoord {__version__}")
             return 0
         if ns.command == "hook":
             from agentcoord.hookclient import run_hook
@@ -169,7 +212,7 @@ def _main_full(args: list[str]) -> int:
         if ns.command == "setup":
             return _setup(ns.project, ns.remove)
         if ns.command == "install":
-            return _install(ns.remove, not ns.no_enable)
+            return _install(ns.remove, not ns.no_enable, ns.json)
         if ns.command == "crds":
             from agentcoord.stores.objects.discovery import crds_yaml
 
@@ -204,7 +247,7 @@ def _main_full(args: list[str]) -> int:
         if ns.command == "answer":
             from agentcoord.views import answer
 
-            return answer(cfg, ns.prompt, " ".join(ns.text))
+            return answer(cfg, ns.prompt, " ".join(ns.text), ns.json)
         if ns.command == "kubeconfig":
             import os
 
@@ -219,8 +262,8 @@ def _main_full(args: list[str]) -> int:
             return _write_kubeconfig(kubeconfig_for(cfg), ns.write)
     except AgentCoordError as exc:
         print(f"agentcoord: {exc}", file=sys.stderr)
-        return 1
-    return 2
+        return exit_code(exc)
+    return EXIT_USAGE
 
 
 def _write_kubeconfig(text: str, where: str) -> int:
@@ -307,7 +350,8 @@ def _setup(project: bool, remove: bool) -> int:
     return 0
 
 
-def _install(remove: bool, enable: bool) -> int:
+def _install(remove: bool, enable: bool, as_json: bool = False) -> int:
+    import json
     import os
 
     from agentcoord.service import install_user_units, remove_user_units
@@ -315,10 +359,17 @@ def _install(remove: bool, enable: bool) -> int:
     report = (
         remove_user_units(os.environ) if remove else install_user_units(os.environ, enable=enable)
     )
-    for path in report.written:
-        print(("removed " if remove else "wrote ") + str(path))
-    print(report.message)
-    return 0
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        for path in report.written:
+            print(("removed " if remove else "wrote ") + str(path))
+        if not report.error:
+            print(report.message)
+    if report.error:  # units written but not enabled: the daemon will not start on its own
+        print(f"agentcoord: {report.error}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
 
 
 def _serve(cfg: Any) -> int:

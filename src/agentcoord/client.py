@@ -11,11 +11,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from agentcoord.errors import DaemonUnreachable, ProtocolError
+from agentcoord.errors import DaemonTimeout, DaemonUnreachable, ProtocolError
 
-__all__ = ["LOGIN", "call_unix"]
+__all__ = ["LOGIN", "START_HINT", "call_unix"]
 
 LOGIN = "agentcoord/login"
+START_HINT = "start it with `agentcoord serve` (or `agentcoord install --user`)"
 
 
 def call_unix(
@@ -32,19 +33,34 @@ def call_unix(
     try:
         sock.connect(str(path))
     except OSError as exc:
-        raise DaemonUnreachable(f"no daemon is listening on {path} ({exc.strerror})") from None
+        raise DaemonUnreachable(
+            f"no daemon is listening on {path} ({exc.strerror or exc}); {START_HINT}"
+        ) from None
     lines = []
     if token is not None:
         lines.append({"jsonrpc": "2.0", "id": 0, "method": LOGIN, "params": {"token": token}})
     lines.append({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
     with sock:
-        sock.sendall(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
-        buf = b""
-        while buf.count(b"\n") < len(lines):
-            chunk = sock.recv(65536)
-            if not chunk:
-                raise DaemonUnreachable("the daemon closed the connection")
-            buf += chunk
+        try:
+            sock.sendall(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+            buf = b""
+            while buf.count(b"\n") < len(lines):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise DaemonUnreachable(
+                        "the daemon closed the connection; check `agentcoord status` "
+                        "and the daemon's log"
+                    )
+                buf += chunk
+        except TimeoutError:
+            raise DaemonTimeout(
+                f"the daemon on {path} did not answer within {timeout:g}s; "
+                "try again, or check `agentcoord status` and the daemon's log"
+            ) from None
+        except OSError as exc:  # reset mid-request: it stopped or restarted
+            raise DaemonUnreachable(
+                f"the daemon on {path} dropped the connection ({exc.strerror or exc}); {START_HINT}"
+            ) from None
     for raw in buf.split(b"\n")[: len(lines)]:
         reply = json.loads(raw)
         if "error" in reply:

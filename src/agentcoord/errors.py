@@ -6,6 +6,7 @@
     ├── ConfigError                 bad flag, environment variable or config file
     ├── DaemonAlreadyRunning        another daemon holds the state/runtime dir lock
     ├── DaemonUnreachable           no daemon answers on the socket (CLI, shim)
+    │   └── DaemonTimeout           one is there but did not answer in time
     ├── NatsStartError              nats-server did not become ready (carries its last lines)
     ├── ProtocolError               a JSON-RPC level failure (code + message), see ``jsonrpc``
     ├── StartupError                a start-up phase failed or did not answer in time
@@ -27,6 +28,7 @@ __all__ = [
     "AgentCoordError",
     "ConfigError",
     "DaemonAlreadyRunning",
+    "DaemonTimeout",
     "DaemonUnreachable",
     "IdentityError",
     "IdentityMismatch",
@@ -54,6 +56,10 @@ class DaemonAlreadyRunning(AgentCoordError):
 
 class DaemonUnreachable(AgentCoordError):
     """No daemon answered on the unix socket."""
+
+
+class DaemonTimeout(DaemonUnreachable):
+    """The daemon accepted the connection but did not answer in time (busy or starting)."""
 
 
 class NatsStartError(AgentCoordError):

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "SERVICE_UNIT",
@@ -70,6 +71,16 @@ class InstallReport:
     written: list[Path]
     systemctl_ok: bool
     message: str
+    error: str = ""  # set when the install failed: one line, what failed and what to do
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "unit_dir": str(self.unit_dir),
+            "written": [str(p) for p in self.written],
+            "systemctl_ok": self.systemctl_ok,
+            "message": self.message,
+            "error": self.error or None,
+        }
 
 
 def unit_dir(env: Mapping[str, str]) -> Path:
@@ -91,7 +102,8 @@ def _systemctl(*args: str) -> tuple[bool, str]:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, str(exc)
-    return out.returncode == 0, (out.stderr or out.stdout).strip()
+    # One line: systemctl's own message can span several.
+    return out.returncode == 0, " ".join((out.stderr or out.stdout).split())
 
 
 def install_user_units(env: Mapping[str, str], *, enable: bool = True) -> InstallReport:
@@ -108,14 +120,15 @@ def install_user_units(env: Mapping[str, str], *, enable: bool = True) -> Instal
     ok, why = _systemctl("daemon-reload")
     if ok:
         ok, why = _systemctl("enable", "--now", "agentcoord.socket")
-    message = (
-        "enabled agentcoord.socket; the daemon starts on first connection"
-        if ok
-        else f"units written, but systemctl --user failed ({why}); "
+    if ok:
+        message = "enabled agentcoord.socket; the daemon starts on first connection"
+        return InstallReport(target, written, ok, message)
+    error = (
+        f"units written, but enabling them failed (systemctl --user: {why}); "
         "run `systemctl --user daemon-reload && systemctl --user enable --now agentcoord.socket` "
         "in a login session, or start the daemon with `agentcoord serve`"
     )
-    return InstallReport(target, written, ok, message)
+    return InstallReport(target, written, ok, "units written; not enabled", error)
 
 
 def remove_user_units(env: Mapping[str, str]) -> InstallReport:

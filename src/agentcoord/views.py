@@ -2,7 +2,10 @@
 profiles``.
 
 Each view calls the daemon's own tools over the unix socket (so the daemon decides who is
-asking) and prints a readable table, or the structured result with ``--json``.
+asking) and prints a readable table, or the structured result with ``--json`` (the tool's
+``structuredContent`` as is: the same field names an MCP client gets). An empty view prints a
+one-line hint of what would fill it, on stderr, as kubectl says "No resources found": a pipe
+gets no rows and no header.
 """
 
 from __future__ import annotations
@@ -12,13 +15,22 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentcoord.client import call_unix
+from agentcoord.client import START_HINT, call_unix
 from agentcoord.config import Config
 from agentcoord.errors import DaemonUnreachable, IdentityError, ToolError
 from agentcoord.eventtext import render_event
 from agentcoord.humanproof import agent_markers, marked_refusal, read_human_token
 
-__all__ = ["VIEWS", "call_tool", "format_table", "run_view", "tail"]
+__all__ = [
+    "VIEWS",
+    "answer",
+    "answer_text",
+    "call_tool",
+    "empty_hint",
+    "format_table",
+    "run_view",
+    "tail",
+]
 
 
 def call_tool(cfg: Config, name: str, arguments: dict[str, Any]) -> tuple[Any, str]:
@@ -98,7 +110,7 @@ def _channels(data: dict[str, Any]) -> str:
 
 def _audit(data: dict[str, Any]) -> str:
     # One line per event, the same line `tail` and the console show (agentcoord.eventtext).
-    return "\n".join(render_event(e) for e in data["events"]) or "no events"
+    return "\n".join(render_event(e) for e in data["events"])
 
 
 def _prompts(data: dict[str, Any]) -> str:
@@ -138,10 +150,60 @@ VIEWS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
 }
 
 
+# view name -> the result's list, and what fills it (said when the list is empty)
+_ROWS = {
+    "agents": "agents",
+    "claims": "claims",
+    "channels": "channels",
+    "audit": "events",
+    "prompts": "prompts",
+    "profiles": "profiles",
+}
+
+
+def empty_hint(view: str, arguments: Mapping[str, Any]) -> str:
+    """What to do next when ``view`` (with these tool arguments) has nothing to show."""
+    if view == "agents":
+        more = "" if arguments.get("status") else "; `agentcoord agents --all` lists ended ones"
+        return (
+            "no agents yet: start a Claude Code session with agent-coord set up "
+            f"(`agentcoord setup claude`){more}"
+        )
+    if view == "claims":
+        if arguments.get("prefix"):
+            return f"no claims under {arguments['prefix']!r}; `agentcoord claims` lists all"
+        return (
+            "no claims: agents take them with the claim tool, and Claude Code's edits "
+            "claim their files (docs/claims.md)"
+        )
+    if view == "channels":
+        return "no channels: agents open one with the open_channel tool (docs/messaging.md)"
+    if view == "prompts":
+        if arguments.get("all"):
+            return "no prompts yet: agents ask you with escalate, request_approval, ask_choice"
+        return (
+            "no prompts waiting for you; answered ones: `agentcoord prompts --all`; "
+            "`agentcoord tail` shows new ones live"
+        )
+    if view == "profiles":
+        return (
+            "no agent profiles: the daemon makes `default` when it starts; "
+            "add one with kubectl apply (docs/profiles.md)"
+        )
+    if arguments.keys() & {"since", "actor", "type"}:
+        return "no events match: try a longer --since, or drop --agent/--type"
+    return "no events yet: `agentcoord tail` follows the audit log live"
+
+
 def run_view(cfg: Config, view: str, arguments: dict[str, Any], as_json: bool) -> int:
     tool, render = VIEWS[view]
     data, _text = call_tool(cfg, tool, arguments)
-    print(json.dumps(data, indent=2) if as_json else render(data))
+    if as_json:
+        print(json.dumps(data, indent=2))
+    elif not data.get(_ROWS[view]):
+        print(empty_hint(view, arguments), file=sys.stderr)
+    else:
+        print(render(data))
     return 0
 
 
@@ -153,7 +215,7 @@ def human_http(cfg: Config) -> tuple[str, str]:
     except OSError:
         addr = ""
     if not addr or token is None:
-        raise DaemonUnreachable("no running daemon found (start it with `agentcoord serve`)")
+        raise DaemonUnreachable(f"no running daemon found; {START_HINT}")
     return addr, token
 
 
@@ -179,8 +241,11 @@ def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:
     addr, token = human_http(cfg)
     host, port = addr.rsplit(":", 1)
     conn = http.client.HTTPConnection(host.strip("[]"), int(port))
-    conn.request("GET", "/console/api/events", headers={"authorization": f"Bearer {token}"})
-    resp = conn.getresponse()
+    try:
+        conn.request("GET", "/console/api/events", headers={"authorization": f"Bearer {token}"})
+        resp = conn.getresponse()
+    except OSError as exc:  # a stale http.addr: the daemon that wrote it is gone
+        raise DaemonUnreachable(f"no daemon answers on {addr} ({exc}); {START_HINT}") from None
     if resp.status != 200:
         raise DaemonUnreachable(f"the daemon refused the event stream ({resp.status})")
     seen = 0
@@ -204,7 +269,19 @@ def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:
     return 0
 
 
-def answer(cfg: Config, prompt: str, text: str) -> int:
-    _data, out = call_tool(cfg, "answer_prompt", {"prompt": prompt, "answer": text})
-    print(out)
+def answer_text(result: Mapping[str, Any]) -> str:
+    """``answered <prompt>: <the value the agent gets>``, in words (yes/no, the text, JSON)."""
+    value = result.get("answer")
+    if isinstance(value, bool):
+        said = "yes (approved)" if value else "no (denied)"
+    elif isinstance(value, str):
+        said = value
+    else:
+        said = json.dumps(value, sort_keys=True)
+    return f"answered {result.get('prompt')}: {said}"
+
+
+def answer(cfg: Config, prompt: str, text: str, as_json: bool = False) -> int:
+    data, _out = call_tool(cfg, "answer_prompt", {"prompt": prompt, "answer": text})
+    print(json.dumps(data, indent=2) if as_json else answer_text(data))
     return 0
