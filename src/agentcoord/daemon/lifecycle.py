@@ -37,7 +37,12 @@ from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.startup import Phases, write_failure
 from agentcoord.daemon.statefmt import ensure_format
 from agentcoord.daemon.unix import UnixListener
-from agentcoord.errors import AgentCoordError, ConfigError
+from agentcoord.errors import (
+    AgentCoordError,
+    ConfigError,
+    DaemonAlreadyRunning,
+    StateFormatError,
+)
 from agentcoord.stores.agentsource import StoreAgents
 from agentcoord.stores.objects.directory import StoreDirectory
 from agentcoord.stores.objects.records import (
@@ -214,10 +219,15 @@ async def _start_or_stop(
         where = write_failure(cfg.state_dir, exc)
         log.debug("start-up failed", exc_info=exc)
         sd_notify(cfg.notify_socket, f"STATUS=start-up failed: {exc}")
-        if where is not None and isinstance(exc, AgentCoordError):
+        # A bad setting already says all there is; a failed part points to its traceback.
+        if where is not None and isinstance(exc, AgentCoordError) and not _is_setting(exc):
             exc.args = (f"{exc} (details: {where})",)
         raise exc
     return started.result()
+
+
+def _is_setting(exc: BaseException) -> bool:
+    return isinstance(exc, ConfigError | StateFormatError | DaemonAlreadyRunning)
 
 
 async def _bounded_start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> App:
@@ -341,6 +351,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     app.audit = await stack.enter_async_context(
         AuditLog(js, replicas=r, max_age=cfg.audit_max_age, max_bytes=cfg.audit_max_bytes)
     )
+    identity.audit = app.audit  # refused attempts to act as the human (docs/security.md)
     access = nats if isinstance(nats, ScopedNatsSupervisor) else None
     phases.begin(
         "claims, focus, local agents and messaging", _js_phase(cfg) + 3, f"JetStream: {nats_hint}"
