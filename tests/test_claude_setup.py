@@ -195,4 +195,145 @@ def test_cli_setup_prints_the_rules_it_added(tmp_path: Path) -> None:
         [*run, "--remove"], env=env, capture_output=True, text=True, timeout=30, check=True
     )
     assert "no longer denies" in gone.stdout
-    assert "permissions" not in json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    # setup created the file (the config dir was empty), so removing deletes it
+    assert not (tmp_path / ".claude" / "settings.json").exists()
+
+
+def _setup_env(root: Path, **extra: str) -> dict[str, str]:
+    """A fresh HOME (Claude Code's config dir inside it), state dir and XDG config in ``root``."""
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AGENTCOORD_", "CLAUDE"))},
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(root / "xdg-config"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+    }
+    env.update(extra)
+    return env
+
+
+def _setup(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "setup", "claude", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` with its bytes (None for a dir), git's own dir aside."""
+    return {
+        str(p.relative_to(root)): None if p.is_dir() else p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if ".git" not in p.relative_to(root).parts
+    }
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+
+
+def test_project_setup_writes_commands_that_work_on_a_teammates_machine(tmp_path: Path) -> None:
+    """--project writes `${AGENTCOORD_BIN:-agentcoord}` (PATH or the variable) into .mcp.json
+    and the hooks, and a `~/` deny rule for a state dir in HOME: no path of this machine."""
+    env = _setup_env(tmp_path)
+    project = tmp_path / "repo"
+    project.mkdir()
+    _setup(env, project, "--project")
+    mcp_text = (project / ".mcp.json").read_text()
+    settings_text = (project / ".claude" / "settings.json").read_text()
+    server = json.loads(mcp_text)["mcpServers"]["agent-coord"]
+    assert server == {"type": "stdio", "command": "${AGENTCOORD_BIN:-agentcoord}", "args": ["mcp"]}
+    settings = json.loads(settings_text)
+    commands = [
+        h["command"] for groups in settings["hooks"].values() for g in groups for h in g["hooks"]
+    ]
+    assert len(commands) == 6
+    assert all(c.startswith("${AGENTCOORD_BIN:-agentcoord} hook ") for c in commands), commands
+    assert settings["permissions"]["deny"] == [
+        "Read(~/.local/state/agentcoord/**)",
+        "Edit(~/.local/state/agentcoord/**)",
+    ]
+    for text in (mcp_text, settings_text):
+        assert str(tmp_path) not in text
+        assert sys.prefix not in text
+    # Twice is once; the user scope still names this install's own script.
+    again = _setup(env, project, "--project")
+    assert "updated" not in again.stdout
+
+
+def test_project_remove_restores_the_repository_exactly(tmp_path: Path) -> None:
+    """In a git repository with its own .claude/settings.json (odd formatting, no newline at
+    the end) and no .mcp.json, setup then --remove leaves `git status` clean: the created
+    file deleted, the edited one byte for byte as it was."""
+    env = _setup_env(tmp_path)
+    repo = tmp_path / "repo"
+    (repo / ".claude").mkdir(parents=True)
+    own = b'{"model":"sonnet",\n\t"permissions": {"allow": ["Bash(make)"]}}'
+    (repo / ".claude" / "settings.json").write_bytes(own)
+    (repo / "README").write_text("hi\n")
+    _git(repo.parent, "init", "-q", str(repo))
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    before = _tree(repo)
+    _setup(env, repo, "--project")
+    assert set(_git(repo, "status", "--porcelain").split()) == {
+        "M",
+        "??",
+        ".claude/settings.json",
+        ".mcp.json",
+    }
+    gone = _setup(env, repo, "--project", "--remove")
+    assert f"removed {repo / '.mcp.json'}" in gone.stdout
+    assert _git(repo, "status", "--porcelain", "--ignored") == ""
+    assert _tree(repo) == before
+    assert (repo / ".claude" / "settings.json").read_bytes() == own
+
+
+def test_project_remove_deletes_the_dirs_it_created(tmp_path: Path) -> None:
+    """A project with no .claude dir: --remove deletes .mcp.json, settings.json and .claude."""
+    env = _setup_env(tmp_path)
+    project = tmp_path / "empty-project"
+    project.mkdir()
+    _setup(env, project, "--project")
+    assert (project / ".claude" / "settings.json").is_file()
+    _setup(env, project, "--project", "--remove")
+    assert _tree(project) == {}
+
+
+def test_remove_from_an_empty_home_leaves_nothing(tmp_path: Path) -> None:
+    """User scope from an empty HOME: --remove leaves no `{"mcpServers": {}}` ~/.claude.json,
+    no `{}` settings.json and no ~/.claude dir; only the state dir it never touched."""
+    env = _setup_env(tmp_path)
+    home = Path(env["HOME"])
+    _setup(env, home)
+    assert json.loads((home / ".claude.json").read_text())["mcpServers"]["agent-coord"]
+    _setup(env, home, "--remove")
+    left = [p for p in _tree(home) if not p.startswith(".local")]
+    assert left == []
+
+
+def test_remove_keeps_what_the_user_changed_since(tmp_path: Path) -> None:
+    """A settings file edited after setup (a new key) keeps that edit on --remove; only our
+    entries go, and the record is dropped."""
+    env = _setup_env(tmp_path)
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude" / "settings.json").write_text('{"model": "opus"}')
+    _setup(env, project, "--project")
+    path = project / ".claude" / "settings.json"
+    edited = json.loads(path.read_text())
+    edited["env"] = {"FOO": "1"}
+    path.write_text(json.dumps(edited))
+    _setup(env, project, "--project", "--remove")
+    assert json.loads(path.read_text()) == {"model": "opus", "env": {"FOO": "1"}}
+    state = Path(env["HOME"]) / ".local" / "state" / "agentcoord" / "claude-setup"
+    assert list(state.iterdir()) == []

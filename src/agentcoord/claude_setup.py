@@ -5,10 +5,19 @@ Edits are surgical: only our own entries (server ``agent-coord``; hook commands 
 ``agentcoord hook``; the state dir's ``permissions.deny`` rules) are added or removed,
 everything else in the user's files is kept, writes are atomic, and running it twice changes
 nothing (FACTS.md "Claude Code on disk").
+
+Project scope writes files people commit, so their commands are :data:`PORTABLE_COMMAND`, not
+this machine's path. Removal gives the files back as they were: each file setup changes has a
+record (kept outside the project, under ``backups``) of whether setup created it, the dirs it
+created, and the file's bytes before; ``remove`` deletes what setup created and restores edited
+files byte for byte, unless they were edited since in other ways (then only our entries go).
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import hashlib
 import json
 import os
 import re
@@ -20,6 +29,7 @@ from agentcoord.errors import ConfigError
 
 __all__ = [
     "HOOKS",
+    "PORTABLE_COMMAND",
     "SetupReport",
     "missing_rules",
     "remove_claude",
@@ -29,6 +39,11 @@ __all__ = [
 ]
 
 SERVER_NAME = "agent-coord"
+
+# What project-scope files run: the `agentcoord` on the teammate's PATH, or $AGENTCOORD_BIN.
+# Claude Code expands ${VAR:-default} in .mcp.json's command and args (code.claude.com/docs/
+# en/mcp, "Environment variable expansion in .mcp.json"); hook commands run in a shell.
+PORTABLE_COMMAND = "${AGENTCOORD_BIN:-agentcoord}"
 
 # event -> (matcher or None, our subcommand, timeout seconds)
 HOOKS: dict[str, tuple[str | None, str, int]] = {
@@ -47,6 +62,7 @@ class SetupReport:
     changed: list[Path]
     unchanged: list[Path]
     denied: list[str] = field(default_factory=list)  # permission rules added (or removed)
+    removed: list[Path] = field(default_factory=list)  # files setup had created, now deleted
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -72,7 +88,7 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-_OURS = re.compile(r"(^|/)agentcoord hook ")
+_OURS = re.compile(r"(^|/)agentcoord hook |^" + re.escape(PORTABLE_COMMAND) + " hook ")
 
 
 def _is_ours(hook: Any) -> bool:
@@ -125,7 +141,7 @@ def without_hooks(settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def state_dir_rules(state_dir: Path) -> list[str]:
+def state_dir_rules(state_dir: Path, home: Path | None = None) -> list[str]:
     """Permission rules keeping a session's file tools out of the daemon's state dir, where
     the human token and the NATS credentials live (docs/security.md).
 
@@ -134,8 +150,16 @@ def state_dir_rules(state_dir: Path) -> list[str]:
     and ``//`` starts an absolute path (code.claude.com/docs/en/permissions). Read deny rules
     also cover shell commands that name the file (cat, head, ...), and with Claude Code's
     sandbox on they become its ``denyRead``/``denyWrite`` paths.
+
+    With ``home`` (project scope: a file people commit), a state dir inside it is written
+    ``~/...``, which Claude Code resolves against each reader's home, so the rule holds on a
+    teammate's machine with the default state dir too.
     """
-    root = str(state_dir.expanduser().resolve()).rstrip("/")
+    resolved = state_dir.expanduser().resolve()
+    if home is not None and resolved.is_relative_to(home.resolve()):
+        rel = resolved.relative_to(home.resolve()).as_posix()
+        return [f"Read(~/{rel}/**)", f"Edit(~/{rel}/**)"]
+    root = str(resolved).rstrip("/")
     return [f"Read(/{root}/**)", f"Edit(/{root}/**)"]
 
 
@@ -208,14 +232,117 @@ def _paths(home: Path, claude_dir: Path, project: Path | None) -> tuple[Path, Pa
     return user_config_file(home, claude_dir), claude_dir / "settings.json"
 
 
-def _apply(path: Path, change: Any, report: SetupReport) -> None:
+def _apply(path: Path, change: Any, report: SetupReport, backups: Path | None) -> None:
     before = _load(path)
     after = change(before)
     if after == before:
         report.unchanged.append(path)
         return
+    if backups is not None:
+        _remember(backups, path, before)
     _save(path, after)
     report.changed.append(path)
+
+
+# -- the record of what setup changed, for an exact removal -----------------------------------
+
+
+def _record_file(backups: Path, path: Path) -> Path:
+    key = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:32]
+    return backups / f"{key}.json"
+
+
+def _remember(backups: Path, path: Path, before: dict[str, Any]) -> None:
+    """Record ``path`` as it is before setup's first change to it (a later setup that only
+    updates our entries keeps the first record: that is the state to give back)."""
+    record = _record_file(backups, path)
+    if record.exists() and before != without_server(without_hooks(before)):
+        return  # already holds our entries: the recorded original stays the one to restore
+    created = not path.exists()
+    dirs = [str(d) for d in (path.parent, *path.parent.parents) if not d.exists()]
+    entry: dict[str, Any] = {"path": str(path.absolute()), "created": created, "dirs": dirs}
+    if not created:
+        entry["original"] = base64.b64encode(path.read_bytes()).decode()
+    backups.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = record.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(entry, fh)
+    os.replace(tmp, record)
+
+
+def _recall(backups: Path | None, path: Path) -> tuple[Path, dict[str, Any]] | None:
+    if backups is None:
+        return None
+    record = _record_file(backups, path)
+    try:
+        entry = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("path") != str(path.absolute()):
+        return None
+    return record, entry
+
+
+_CONTAINERS = ("mcpServers", "hooks", "permissions")
+
+
+def _pruned(data: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the empty containers our entries left that ``like`` did not have."""
+    return {k: v for k, v in data.items() if not (k in _CONTAINERS and v == {} and k not in like)}
+
+
+def _undo(path: Path, change: Any, report: SetupReport, backups: Path | None) -> list[Path]:
+    """Remove our entries from ``path`` as its record says; returns the dirs setup created
+    for it (to remove when empty), when setup created the file and it is now gone."""
+    before = _load(path)
+    after = change(before)
+    recalled = _recall(backups, path)
+    if recalled is None:
+        if after == before:
+            report.unchanged.append(path)
+        else:
+            _save(path, after)
+            report.changed.append(path)
+        return []
+    record, entry = recalled
+    dirs: list[Path] = []
+    if entry.get("created"):
+        if _pruned(after, {}) == {}:
+            path.unlink()
+            dirs = [Path(d) for d in entry.get("dirs", [])]
+            report.removed.append(path)
+        elif after != before:
+            _save(path, after)
+            report.changed.append(path)
+        else:
+            report.unchanged.append(path)
+    else:
+        original = base64.b64decode(entry.get("original", ""))
+        try:
+            was = json.loads(original.decode() or "{}")
+        except ValueError:
+            was = None
+        if isinstance(was, dict) and _pruned(after, was) == was:
+            # Nothing else changed since setup: the file's own bytes back, not a re-dump.
+            _restore_bytes(path, original)
+            report.changed.append(path)
+        elif after != before:
+            _save(path, after)
+            report.changed.append(path)
+        else:
+            report.unchanged.append(path)
+    record.unlink()
+    return dirs
+
+
+def _restore_bytes(path: Path, data: bytes) -> None:
+    mode = path.stat().st_mode & 0o777
+    tmp = path.with_name(path.name + ".agentcoord.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
 
 
 def setup_claude(
@@ -225,33 +352,50 @@ def setup_claude(
     project: Path | None = None,
     *,
     state_dir: Path | None = None,
+    backups: Path | None = None,
 ) -> SetupReport:
     """Register ``agent-coord``, install our hooks, and deny the session's file tools the
-    daemon's ``state_dir`` (idempotent)."""
+    daemon's ``state_dir`` (idempotent). With ``backups``, what each file was before is
+    recorded there, so :func:`remove_claude` can give it back exactly."""
     server_file, settings_file = _paths(home, claude_dir, project)
     report = SetupReport([], [])
-    _apply(server_file, lambda c: with_server(c, command), report)
-    report.denied = state_dir_rules(state_dir) if state_dir is not None else []
+    rules_home = home if project is not None else None
+    report.denied = state_dir_rules(state_dir, rules_home) if state_dir is not None else []
+    _apply(server_file, lambda c: with_server(c, command), report, backups)
     _apply(
         settings_file,
         lambda s: with_permissions(with_hooks(s, f"{command} hook"), report.denied),
         report,
+        backups,
     )
     return report
 
 
 def remove_claude(
-    home: Path, claude_dir: Path, project: Path | None = None, *, state_dir: Path | None = None
+    home: Path,
+    claude_dir: Path,
+    project: Path | None = None,
+    *,
+    state_dir: Path | None = None,
+    backups: Path | None = None,
 ) -> SetupReport:
-    """Undo :func:`setup_claude`, leaving everything else as it was."""
+    """Undo :func:`setup_claude`, leaving everything else as it was: with the ``backups`` it
+    recorded, files it created are deleted (and the dirs it created, when empty) and files it
+    edited get their own bytes back."""
     server_file, settings_file = _paths(home, claude_dir, project)
     report = SetupReport([], [])
-    report.denied = state_dir_rules(state_dir) if state_dir is not None else []
+    rules_home = home if project is not None else None
+    report.denied = state_dir_rules(state_dir, rules_home) if state_dir is not None else []
 
     def settings_change(settings: dict[str, Any]) -> dict[str, Any]:
         return without_permissions(without_hooks(settings), report.denied)
 
+    created_dirs: set[Path] = set()
     for path, change in ((server_file, without_server), (settings_file, settings_change)):
         if path.exists():
-            _apply(path, change, report)
+            created_dirs.update(_undo(path, change, report, backups))
+    # Once both files are handled (a moved config dir holds both), deepest first.
+    for d in sorted(created_dirs, key=lambda d: len(d.parts), reverse=True):
+        with contextlib.suppress(OSError):  # not empty: it holds something else now
+            d.rmdir()
     return report

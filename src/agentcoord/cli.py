@@ -321,7 +321,7 @@ def _setup(project: bool, remove: bool) -> int:
     import shutil
     from pathlib import Path
 
-    from agentcoord.claude_setup import remove_claude, setup_claude
+    from agentcoord.claude_setup import PORTABLE_COMMAND, remove_claude, setup_claude
     from agentcoord.config import load_config
 
     home = Path.home()
@@ -330,14 +330,28 @@ def _setup(project: bool, remove: bool) -> int:
     # The daemon's state dir (the human token, the NATS credentials) is kept out of reach
     # of the session's file tools by permission rules (docs/security.md).
     state_dir = load_config({}).state_dir
+    # What each file was before setup, so --remove gives it back exactly; kept outside the
+    # project (never committed), private like the rest of the state dir.
+    backups = state_dir / "claude-setup"
     if remove:
-        report = remove_claude(home, claude_dir, where, state_dir=state_dir)
+        report = remove_claude(home, claude_dir, where, state_dir=state_dir, backups=backups)
+    elif where is not None:
+        # Project files are committed: a teammate's agentcoord is on their PATH, or named by
+        # $AGENTCOORD_BIN (claude_setup.PORTABLE_COMMAND), never this machine's venv.
+        report = setup_claude(
+            home, claude_dir, PORTABLE_COMMAND, where, state_dir=state_dir, backups=backups
+        )
+        print(f"the project's files run {PORTABLE_COMMAND}: agentcoord on PATH, or $AGENTCOORD_BIN")
     else:
         # This install's own script first: a venv's bin need not be on the PATH Claude Code
         # starts servers and hooks with (README quick start: .venv/bin/agentcoord).
         own = Path(sys.executable).parent / "agentcoord"
         command = str(own) if own.is_file() else shutil.which("agentcoord") or "agentcoord"
-        report = setup_claude(home, claude_dir, command, where, state_dir=state_dir)
+        report = setup_claude(
+            home, claude_dir, command, where, state_dir=state_dir, backups=backups
+        )
+    for path in report.removed:
+        print(f"removed {path}")
     for path in report.changed:
         print(f"updated {path}")
     for path in report.unchanged:
