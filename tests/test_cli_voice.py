@@ -285,3 +285,15 @@ def test_install_user_succeeds_when_enabling_works(tmp_path: Path) -> None:
         "--user daemon-reload",
         "--user enable --now agentcoord.socket",
     ]
+
+
+def test_tail_with_the_wrong_token_is_one_line(daemon: Daemon, tmp_path: Path) -> None:
+    """`tail` presenting a token the daemon does not know: exit 1, one line saying what to do."""
+    other_state = tmp_path / "other-state"
+    other_state.mkdir(mode=0o700)
+    (other_state / "human.token").write_text("not-the-token\n")
+    out = _cli({**daemon.env, "AGENTCOORD_STATE_DIR": str(other_state)}, "tail")
+    assert out.returncode == 1
+    line = _one_line(out.stderr)
+    assert "refused the event stream (HTTP 401)" in line
+    assert "--state-dir" in line

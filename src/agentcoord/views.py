@@ -17,7 +17,7 @@ from typing import Any
 
 from agentcoord.client import START_HINT, call_unix
 from agentcoord.config import Config
-from agentcoord.errors import DaemonUnreachable, IdentityError, ToolError
+from agentcoord.errors import AgentCoordError, DaemonUnreachable, IdentityError, ToolError
 from agentcoord.eventtext import render_event
 from agentcoord.humanproof import agent_markers, marked_refusal, read_human_token
 
@@ -247,7 +247,10 @@ def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:
     except OSError as exc:  # a stale http.addr: the daemon that wrote it is gone
         raise DaemonUnreachable(f"no daemon answers on {addr} ({exc}); {START_HINT}") from None
     if resp.status != 200:
-        raise DaemonUnreachable(f"the daemon refused the event stream ({resp.status})")
+        raise AgentCoordError(
+            f"the daemon on {addr} refused the event stream (HTTP {resp.status}); run it from "
+            "your own terminal, with the daemon's own --state-dir (its human token)"
+        )
     seen = 0
     for raw in resp:
         line = raw.decode("utf-8", "replace").rstrip("\n")
