@@ -163,8 +163,22 @@ def stored_records(d: Daemon, plural: str, record_kind: str, key: str) -> dict[s
     return out
 
 
-def kubectl_apply(d: Daemon, objects: list[dict[str, Any]]) -> None:
-    """Write objects straight into the daemon's store with the real kubectl."""
+def cli_json(d: Daemon, *args: str) -> Any:
+    """``agentcoord ARGS --json`` against the daemon, as the human would run it; the parsed
+    output."""
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", *args, "--json"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def write_kubeconfig(d: Daemon) -> Path:
+    """The kubeconfig ``agentcoord kubeconfig`` prints for the daemon, saved in its root."""
     config = d.root / "kubeconfig"
     out = subprocess.run(
         [sys.executable, "-m", "agentcoord", "kubeconfig"],
@@ -175,6 +189,12 @@ def kubectl_apply(d: Daemon, objects: list[dict[str, Any]]) -> None:
         timeout=30,
     )
     config.write_text(out.stdout)
+    return config
+
+
+def kubectl_apply(d: Daemon, objects: list[dict[str, Any]]) -> None:
+    """Write objects straight into the daemon's store with the real kubectl."""
+    config = write_kubeconfig(d)
     import yaml
 
     doc = yaml.safe_dump_all(objects)

@@ -16,19 +16,11 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, cli_json
 
 
 def _status(d: Daemon) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-m", "agentcoord", "status", "--json"],
-        env=d.env,
-        capture_output=True,
-        text=True,
-        timeout=20,
-        check=True,
-    )
-    return json.loads(out.stdout)  # type: ignore[no-any-return]
+    return cli_json(d, "status")  # type: ignore[no-any-return]
 
 
 def test_socket_and_dirs_are_private(daemon: Daemon) -> None:

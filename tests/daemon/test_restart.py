@@ -22,7 +22,7 @@ import pytest
 
 from agentcoord.daemon.statefmt import FORMAT, FORMAT_FILE
 from tests.agentops.conftest import wait_for
-from tests.conftest import Daemon, make_env
+from tests.conftest import Daemon, cli_json, make_env
 from tests.tools.session_helpers import session_call
 
 
@@ -32,15 +32,7 @@ def _nats_login(d: Daemon) -> tuple[str, str, str]:
     conf = (d.state_dir / "nats" / "nats.conf").read_text()
     found = re.search(r'user: ("[^"]*"), password: ("[^"]*")', conf)
     assert found, conf
-    out = subprocess.run(
-        [sys.executable, "-m", "agentcoord", "status", "--json"],
-        env=d.env,
-        capture_output=True,
-        text=True,
-        timeout=20,
-        check=True,
-    )
-    return json.loads(out.stdout)["nats_url"], json.loads(found[1]), json.loads(found[2])
+    return cli_json(d, "status")["nats_url"], json.loads(found[1]), json.loads(found[2])
 
 
 def _claims_stream(d: Daemon) -> tuple[int, int, int]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agentcoord.daemon.statefmt import FORMAT, FORMAT_FILE, read_format
-from tests.conftest import Daemon, make_env
+from tests.conftest import Daemon, make_env, write_kubeconfig
 from tests.tools.session_helpers import CALLS, own_call
 
 FIXTURE = Path(__file__).parent / "fixtures" / "state-0.1.0.tar.gz"
@@ -105,17 +105,7 @@ def test_0_1_0_objects_are_read_by_kubectl(old_state: tuple[Daemon, dict[str, An
         pytest.skip("kubectl is not installed")
     d, notes = old_state
     d.start(timeout=10)
-    config = d.root / "kubeconfig"
-    config.write_text(
-        subprocess.run(
-            [sys.executable, "-m", "agentcoord", "kubeconfig"],
-            env=d.env,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout
-    )
+    config = write_kubeconfig(d)
     base = ["kubectl", "--kubeconfig", str(config), "--cache-dir", str(d.root / "kc")]
     got = subprocess.run(
         [*base, "get", "agenttasks", notes["checkpoint"]["task"], "-o", "json"],
