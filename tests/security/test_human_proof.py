@@ -2,7 +2,9 @@
 prompt cannot answer it itself by detaching from its session (``setsid``), by speaking HTTP
 without the token, by running ``agentcoord answer`` under a session's or a runner's
 environment, or by naming the human in a tool's ``agent``/``from``. Each attempt is refused
-with a clear error and the prompt stays open. The human's own answers are each audited once."""
+with a clear error, the prompt stays open, and it leaves one ``HUMAN_REFUSED`` audit event
+saying what was tried, how, and by which process. The human's own answers are each audited
+once."""
 
 from __future__ import annotations
 
@@ -52,6 +54,27 @@ def _raise_prompt(agent: AgentProc) -> str:
     out = agent.call("request_approval", question="rm -rf prod?", timeout_secs=0)
     assert out["answered"] is False
     return str(out["prompt"])
+
+
+def _refusals(daemon: Daemon, want: int = 1) -> list[dict[str, Any]]:
+    """The HUMAN_REFUSED events, read as the human once ``want`` of them are there (the
+    audit append is batched) or 10 s have passed."""
+    deadline = time.monotonic() + 10
+    while True:
+        events = human_call(daemon, "audit", type="HUMAN_REFUSED")["events"]
+        if len(events) >= want or time.monotonic() > deadline:
+            return events  # type: ignore[no-any-return]
+
+
+def _refused_once(daemon: Daemon, **want: Any) -> dict[str, Any]:
+    """The one HUMAN_REFUSED event the attack left; it has ``want``'s fields and the process."""
+    events = _refusals(daemon)
+    assert len(events) == 1, events
+    (event,) = events
+    assert {k: event.get(k) for k in want} == want, event
+    assert isinstance(event["pid"], int), event
+    assert event["exe"], event
+    return event
 
 
 def _still_open(daemon: Daemon, prompt: str) -> bool:
@@ -120,6 +143,12 @@ def test_detached_tokenless_http_answer_is_refused(
     assert tally("self-approval: detached tokenless HTTP", refused), out
     assert "human.token" in out  # the error names how the human gets access
     assert _still_open(daemon, prompt)
+    event = _refused_once(
+        daemon, what="answer_prompt", prompt=prompt, how="http", reason="not-identified"
+    )
+    assert event["agent"] == "anonymous", event
+    assert "CLAUDECODE" in event["markers"], event
+    assert event["exe"].endswith("curl"), event
 
 
 def test_detached_http_answer_with_the_token_from_a_session_is_refused(
@@ -132,6 +161,8 @@ def test_detached_http_answer_with_the_token_from_a_session_is_refused(
     refused = "http=403" in out and "CLAUDECODE" in out
     assert tally("self-approval: detached HTTP with the stolen token", refused), out
     assert _still_open(daemon, prompt)
+    want = {"what": "answer_prompt", "prompt": prompt, "how": "http", "token": "human"}
+    _refused_once(daemon, **want, reason="agent-markers", kind="anonymous")
 
 
 @pytest.mark.parametrize(
@@ -156,6 +187,10 @@ def test_detached_cli_answer_from_an_agent_is_refused(
     assert tally("self-approval: detached agentcoord answer", refused), out
     assert len(out.splitlines()) == 1, out  # one clear line, no traceback
     assert _still_open(daemon, prompt)
+    # The refused login and the request behind it (sent together) are one event.
+    want = {"what": "answer_prompt", "prompt": prompt, "how": "unix", "token": "human"}
+    event = _refused_once(daemon, **want, reason="agent-markers", login=True)
+    assert marker in event["markers"], event
 
 
 def test_tokenless_unattributed_socket_caller_is_refused(
@@ -171,6 +206,8 @@ def test_tokenless_unattributed_socket_caller_is_refused(
     assert reply["error"]["code"] == -32001
     assert "human.token" in message
     assert _still_open(daemon, prompt)
+    want = {"what": "answer_prompt", "prompt": prompt, "how": "unix", "reason": "not-identified"}
+    _refused_once(daemon, **want, agent="anonymous", pid=os.getpid())
 
 
 def test_a_session_presenting_the_token_on_the_socket_is_refused(
@@ -182,6 +219,8 @@ def test_a_session_presenting_the_token_on_the_socket_is_refused(
     message = _raw(agent, login).get("error", {}).get("message", "")
     assert tally("self-approval: session login with the token", "never the human" in message)
     assert agent.call("whoami")["agent"] == agent.name  # still itself, not the human
+    want = {"what": "agentcoord/login", "how": "unix", "token": "human", "kind": "session"}
+    _refused_once(daemon, **want, reason="agent-process", agent=agent.name)
 
 
 def test_no_tool_takes_the_humans_name(daemon: Daemon, agent: AgentProc, tally: Tally) -> None:
@@ -201,6 +240,12 @@ def test_no_tool_takes_the_humans_name(daemon: Daemon, agent: AgentProc, tally: 
             failures.append((name, key, text))
     assert failures == []
     assert _still_open(daemon, prompt)
+    # One event per tool tried (the key is the process and what it tried).
+    events = _refusals(daemon, want=len(tools))
+    assert sorted(e["what"] for e in events) == sorted(name for name, _, _ in tools)
+    assert {(e["agent"], e["reason"], e["how"]) for e in events} == {
+        (agent.name, "borrowed-name", "unix")
+    }
 
 
 def test_human_only_tools_are_listed_to_the_human_alone(
@@ -217,6 +262,8 @@ def test_human_only_tools_are_listed_to_the_human_alone(
         agent.call("answer_prompt", prompt=prompt, answer="yes")
     assert tally("self-approval: unlisted tool called anyway", bool(err))
     assert _still_open(daemon, prompt)
+    want = {"what": "answer_prompt", "prompt": prompt, "how": "unix", "reason": "human-only"}
+    _refused_once(daemon, **want, agent=agent.name, kind="session")
 
 
 def _raw(agent: AgentProc, req: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import json
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,8 @@ def test_a_sandboxed_runner_cannot_answer_its_own_prompt(
 ) -> None:
     """A real runner in bubblewrap raises request_approval, then answers it with a detached
     `agentcoord answer`, a detached tokenless curl to /mcp and its own answer_prompt call:
-    each is refused with a clear error the runner sees, and the prompt stays open."""
+    each is refused with a clear error the runner sees, the prompt stays open, and each leaves
+    one HUMAN_REFUSED event naming the runner's agent and the process that tried."""
     state, run = visible_root / "state", visible_root / "run"
     d, hub, call = local_daemon(AGENTCOORD_STATE_DIR=str(state), AGENTCOORD_RUNTIME_DIR=str(run))
     make_package(hub, "alpha")
@@ -100,3 +102,21 @@ def test_a_sandboxed_runner_cannot_answer_its_own_prompt(
     refused = ONLY_THE_HUMAN in by_mcp.get("error", "")
     assert tally("self-approval from a sandboxed runner: its own MCP", refused), by_mcp
     assert _still_open(d, prompt)
+
+    events = _refusals(d, want=3)
+    assert sorted(e["how"] for e in events) == ["http", "unix", "unix"], events
+    for e in events:
+        want = {"what": "answer_prompt", "prompt": prompt, "reason": "human-only"}
+        assert {k: e[k] for k in want} == want, e
+        assert (e["agent"], e["kind"]) == ("alpha", "runner"), e
+        assert e["exe"], e
+    assert len({e["pid"] for e in events}) == 3, events  # the CLI, curl, its MCP server
+
+
+def _refusals(d: Daemon, want: int) -> list[dict[str, Any]]:
+    """The HUMAN_REFUSED events, read as the human once ``want`` are there (or after 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        events = human_call(d, "audit", type="HUMAN_REFUSED")["events"]
+        if len(events) >= want or time.monotonic() > deadline:
+            return events  # type: ignore[no-any-return]

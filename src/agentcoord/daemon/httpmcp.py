@@ -72,7 +72,10 @@ class HttpRoutes:
         cached = req.conn.values.get(key)
         if isinstance(cached, Caller):
             return cached
-        caller = await self._app.identity.from_tcp(req.conn.peer, req.conn.local, bearer)
+        # The body tells the audit what a refused caller was after (daemon/identity.py).
+        caller = await self._app.identity.from_tcp(
+            req.conn.peer, req.conn.local, bearer, body=req.body
+        )
         req.conn.values[key] = caller
         return caller
 

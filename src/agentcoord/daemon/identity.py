@@ -10,6 +10,12 @@ process whose ancestry reaches no agent may be an agent's detached (``setsid``) 
 socket, the bearer header over HTTP), and even then never the human when its environment
 carries an agent's markers (:data:`agentcoord.humanproof.AGENT_MARKERS`) or its ancestry
 reaches an agent.
+
+Each refused attempt to act as the human is one ``HUMAN_REFUSED`` audit event (docs/security.md
+"Every human decision is audited"), rate-limited by :class:`agentcoord.humanproof.RefusalLimiter`:
+the resolver records the refusals it decides (the human token or ``agentcoord/login`` from a
+process that is not the human) and, through :meth:`IdentityResolver.refused`, those the
+transports and the MCP core decide (a human-only tool, the human's name borrowed).
 """
 
 from __future__ import annotations
@@ -20,15 +26,28 @@ import json
 import logging
 import os
 import secrets
+import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentcoord.daemon.ancestry import ProcInfo, decide
 from agentcoord.daemon.caller import ANONYMOUS, Caller, Via
 from agentcoord.daemon.directory import AgentDirectory, RunnerInfo
 from agentcoord.daemon.procprobe import PeerCred, ProcessProbe, tcp_peer_pid
 from agentcoord.errors import IdentityError
-from agentcoord.humanproof import HUMAN_TOKEN_FILE, NOT_IDENTIFIED, agent_markers, marked_refusal
+from agentcoord.humanproof import (
+    HUMAN_REFUSED,
+    HUMAN_TOKEN_FILE,
+    NOT_IDENTIFIED,
+    RefusalLimiter,
+    agent_markers,
+    attempt_of,
+    marked_refusal,
+)
+
+if TYPE_CHECKING:
+    from agentcoord.stores.audit import AuditSink
 
 __all__ = ["IdentityResolver", "TokenStore", "write_private"]
 
@@ -91,6 +110,13 @@ def write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _human_only(tool: str | None) -> bool:
+    """Whether ``tool`` is one only the human may call (tools/humans.py)."""
+    from agentcoord.tools.humans import HUMAN_ONLY  # late: the tools import the daemon's types
+
+    return tool in HUMAN_ONLY
+
+
 def _read_session_file(claude_dir: Path, pid: int) -> dict[str, object]:
     try:
         data = json.loads((claude_dir / "sessions" / f"{pid}.json").read_text())
@@ -119,6 +145,13 @@ class IdentityResolver:
         self._directory = directory
         self._tokens = tokens
         self.runners: dict[tuple[int, float], RunnerInfo] = {}
+        # Where refusals are recorded: set once the audit stream is up (daemon/lifecycle.py);
+        # until then they are only logged.
+        self.audit: AuditSink | None = None
+        self._refusals = RefusalLimiter()
+        # pid -> (reason, token) of a refused login on an anonymous connection: recorded with
+        # the request that follows it (the CLI sends both at once), or when it hangs up.
+        self._refused_logins: dict[int, tuple[str, str | None]] = {}
 
     @property
     def directory(self) -> AgentDirectory:
@@ -140,15 +173,20 @@ class IdentityResolver:
         return await self._from_chain(chain, cred.pid, cred.uid, "unix")
 
     async def from_tcp(
-        self, peer: tuple[str, int], local: tuple[str, int], bearer: str | None
+        self,
+        peer: tuple[str, int],
+        local: tuple[str, int],
+        bearer: str | None,
+        body: bytes | None = None,
     ) -> Caller:
-        """Identify an HTTP caller: bearer token first, else the loopback peer's process."""
+        """Identify an HTTP caller: bearer token first, else the loopback peer's process.
+        ``body`` (the request's) says, when the caller is refused, what it was after."""
         if bearer is not None:
             agent = self._tokens.lookup(bearer)
             if agent is None:
                 raise IdentityError("unknown bearer token")
             if agent.startswith("human:"):
-                return await self._human_over_tcp(peer, local, agent)
+                return await self._human_over_tcp(peer, local, agent, body)
             return Caller(kind="runner", agent=agent, via="http-token")
         found = await asyncio.to_thread(tcp_peer_pid, peer, local)
         if found is None:
@@ -161,7 +199,12 @@ class IdentityResolver:
         chain = await asyncio.to_thread(self._probe.chain, pid)
         caller = await self._from_chain(chain, pid, uid, "http-peer")
         if caller.kind == "anonymous":
-            # A tokenless loopback process that maps to no agent is refused, never the human.
+            # A tokenless loopback process that maps to no agent is refused, never the human;
+            # audited when what it tried was the human's to do.
+            _, tool, prompt = attempt_of(body)
+            if _human_only(tool):
+                assert tool is not None
+                self.refused(caller, tool, "not-identified", prompt=prompt)
             raise IdentityError(self.not_identified)
         return caller
 
@@ -171,7 +214,7 @@ class IdentityResolver:
         return NOT_IDENTIFIED.format(token_file=self._tokens.human_token_file)
 
     async def _human_over_tcp(
-        self, peer: tuple[str, int], local: tuple[str, int], agent: str
+        self, peer: tuple[str, int], local: tuple[str, int], agent: str, body: bytes | None
     ) -> Caller:
         """A bearer of the human token: the human, unless its process is an agent's."""
         found = await asyncio.to_thread(tcp_peer_pid, peer, local)
@@ -179,39 +222,131 @@ class IdentityResolver:
             return Caller(kind="human", agent=agent, via="http-token")
         pid, uid = found
         chain = await asyncio.to_thread(self._probe.chain, pid)
-        self._refuse_agent_process(chain)
+        refusal = self._agent_process_refusal(chain)
+        if refusal is not None:
+            reason, message = refusal
+            who = await self._from_chain(chain, pid, uid, "http-token")  # who it is instead
+            method, tool, prompt = attempt_of(body)
+            self.refused(who, tool or method or "http", reason, prompt=prompt, token="human")
+            raise IdentityError(message)
         exe = chain[0].exe if chain else None
         cwd = chain[0].cwd if chain else None
         return Caller("human", agent, "http-token", pid=pid, uid=uid, cwd=cwd, exe=exe or None)
 
-    def _refuse_agent_process(self, chain: list[ProcInfo]) -> None:
-        """Raise when ``chain`` (nearest first) is an agent's: markers, a runner, a session."""
+    def _agent_process_refusal(self, chain: list[ProcInfo]) -> tuple[str, str] | None:
+        """(reason, message) when ``chain`` (nearest first) is an agent's: markers, a runner,
+        a session; None when nothing shows it is."""
         markers = agent_markers(chain[0].environ) if chain else []
         if markers:
-            raise IdentityError(marked_refusal(markers))
+            return "agent-markers", marked_refusal(markers)
         decision = decide(chain, self.runners)
         if decision.kind != "none":
-            raise IdentityError(
+            return "agent-process", (
                 f"refused to act as the human: this process descends from a {decision.kind} "
                 "(an agent's process is never the human, token or not)"
             )
+        return None
 
     def login(self, caller: Caller, token: object) -> Caller:
-        """The caller after presenting ``token`` on the unix socket (``agentcoord/login``)."""
+        """The caller after presenting ``token`` on the unix socket (``agentcoord/login``).
+        A refusal is audited: at once for an agent's connection, which stays usable; with the
+        next request (or the hang-up) for an anonymous one, so the event says what it was for.
+        """
+        if caller.kind == "human":
+            return caller
+        presented = self._token_kind(token)
         if caller.kind in ("session", "runner"):
+            self.refused(caller, "agentcoord/login", "agent-process", token=presented)
             raise IdentityError(
                 f"refused to act as the human: you are {caller.agent}, and an agent's process "
                 "is never the human, token or not"
             )
-        if caller.kind == "human":
-            return caller
-        if not isinstance(token, str) or not (self._tokens.lookup(token) or "").startswith(
-            "human:"
-        ):
+        if presented != "human":
+            self._refused_login(caller, "not-the-human-token", presented)
             raise IdentityError(f"not the human token (it is in {self._tokens.human_token_file})")
         if caller.markers:
+            self._refused_login(caller, "agent-markers", presented)
             raise IdentityError(marked_refusal(list(caller.markers)))
         return replace(caller, kind="human", agent=self.human)
+
+    def _token_kind(self, token: object) -> str | None:
+        """What was presented as the human's token: ``human`` (it is), ``other``, or None."""
+        if not isinstance(token, str) or not token:
+            return None
+        return "human" if (self._tokens.lookup(token) or "").startswith("human:") else "other"
+
+    def _refused_login(self, caller: Caller, reason: str, token: str | None) -> None:
+        if caller.pid is None:
+            self.refused(caller, "agentcoord/login", reason, token=token)
+        else:
+            self._refused_logins[caller.pid] = (reason, token)
+
+    def refused_anonymous(self, caller: Caller, method: str, params: Any) -> None:
+        """An anonymous unix caller's request was refused (the MCP core refuses them all):
+        audited when a login was refused before it on this connection, or when it calls a
+        human-only tool."""
+        _, tool, prompt = attempt_of({"method": method, "params": params})
+        login = self._refused_logins.pop(caller.pid, None) if caller.pid is not None else None
+        if login is not None:
+            reason, token = login
+            self.refused(caller, tool or method, reason, prompt=prompt, token=token, login=True)
+        elif _human_only(tool):
+            assert tool is not None
+            self.refused(caller, tool, "not-identified", prompt=prompt)
+
+    def hung_up(self, caller: Caller) -> None:
+        """A unix connection closed: a refused login nothing followed is audited now."""
+        login = self._refused_logins.pop(caller.pid, None) if caller.pid is not None else None
+        if login is not None:
+            reason, token = login
+            self.refused(caller, "agentcoord/login", reason, token=token)
+
+    def refused(
+        self,
+        caller: Caller,
+        what: str,
+        reason: str,
+        *,
+        prompt: str | None = None,
+        token: str | None = None,
+        login: bool = False,
+    ) -> None:
+        """Audit one refused attempt by ``caller`` to act as the human: ``what`` it tried (a
+        tool or a method), ``reason`` (``not-identified``, ``agent-markers``, ``agent-process``,
+        ``not-the-human-token``, ``human-only``, ``borrowed-name``), whether it presented a
+        token. At most one event per (process, transport, what) per window, counted."""
+        how = "unix" if caller.via == "unix" else "http"
+        admitted = self._refusals.admit((caller.pid, how, what), time.monotonic())
+        if admitted is None:
+            return
+        log.warning("refused %s as the human: pid %s, %s, %s", what, caller.pid, how, reason)
+        if self.audit is None:
+            return
+        fields: dict[str, Any] = {
+            "what": what,
+            "prompt": prompt,
+            "how": how,
+            "reason": reason,
+            "token": token,
+            "login": True if login else None,
+            "kind": caller.kind,
+            "markers": list(caller.markers) or None,
+            "pid": caller.pid,
+            "exe": caller.exe or self._exe(caller.pid),
+            "repeats": admitted.repeats or None,
+            "dropped": admitted.dropped or None,
+        }
+        self.audit.emit(HUMAN_REFUSED, caller.agent, **{k: v for k, v in fields.items() if v})
+
+    def _exe(self, pid: int | None) -> str | None:
+        """The executable of ``pid``, for the audit (agents' callers do not carry it)."""
+        if pid is None:
+            return None
+        try:
+            chain = self._probe.chain(pid)
+        except Exception:  # the audit is best-effort; the refusal stands either way
+            return None
+        return (chain[0].exe or None) if chain and chain[0].pid == pid else None
 
     async def _from_chain(self, chain: list[ProcInfo], pid: int, uid: int, via: Via) -> Caller:
         decision = decide(chain, self.runners)

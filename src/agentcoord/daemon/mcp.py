@@ -29,7 +29,8 @@ from agentcoord.daemon.jsonrpc import (
     parse_message,
     result_response,
 )
-from agentcoord.errors import ProtocolError, ToolError
+from agentcoord.errors import IdentityMismatch, ProtocolError, ToolError
+from agentcoord.humanproof import attempt_of
 from agentcoord.tools._args import check_arguments
 from agentcoord.tools._base import Tool, ToolContext
 from agentcoord.tools.registry import ToolRegistry
@@ -118,6 +119,7 @@ class McpCore:
         if session.caller.kind == "anonymous":
             # Not an agent, not proven to be the human: nothing, not even the handshake, so
             # a client learns at once why (DESIGN.md "Identity and trust").
+            self._app.identity.refused_anonymous(session.caller, method, req.params)
             raise ProtocolError(
                 ACCESS_DENIED, f"Access denied: {self._app.identity.not_identified}"
             )
@@ -180,6 +182,8 @@ class McpCore:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name}")
         refusal = self._registry.refusal(name, session.caller.kind)
         if refusal is not None:  # unlisted to agents, and still refused if called anyway
+            _, _, prompt = attempt_of({"method": "tools/call", "params": params})
+            self._app.identity.refused(session.caller, name, "human-only", prompt=prompt)
             return {"content": [{"type": "text", "text": refusal}], "isError": True}
         if session.caller.kind == "session":  # a session that calls a tool is kept when it ends
             await self._app.identity.directory.mark_used(session.caller.agent)
@@ -187,6 +191,11 @@ class McpCore:
             args = check_arguments(tool.input_schema, params.get("arguments"))
             result = await tool.handler(ToolContext(session.caller, self._app), args)
         except ToolError as exc:
+            # An agent naming the human as itself (tools/_caller.py's "..., not <claimed>").
+            if isinstance(exc, IdentityMismatch) and str(exc).endswith(
+                f"not {self._app.identity.human}"
+            ):
+                self._app.identity.refused(session.caller, name, "borrowed-name")
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise

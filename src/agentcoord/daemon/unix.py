@@ -117,6 +117,15 @@ class UnixListener:
         finally:
             cred.close()
         session = McpSession(caller=caller)
+        try:
+            await self._session(reader, sock, session, send)
+        finally:
+            # A refused login with nothing after it is audited now (daemon/identity.py).
+            self._app.identity.hung_up(session.caller)
+
+    async def _session(
+        self, reader: asyncio.StreamReader, sock: socket.socket, session: McpSession, send: Any
+    ) -> None:
         splitter = LineSplitter(self._max_frame)
         async with asyncio.TaskGroup() as tg:
             while data := await reader.read(65536):
