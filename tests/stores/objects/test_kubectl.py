@@ -399,7 +399,7 @@ def test_all_namespaces_wide_and_orphan_cascade(kubectl: Kubectl) -> None:
 
 
 def test_kubeconfig_without_daemon_fails_clearly(tmp_path: Path) -> None:
-    """`agentcoord kubeconfig` with no daemon running says so and exits 1."""
+    """`agentcoord kubeconfig` with no daemon running says so and exits 69 (EX_UNAVAILABLE)."""
     env = make_env(tmp_path)
     out = subprocess.run(
         [sys.executable, "-m", "agentcoord", "kubeconfig"],
@@ -408,5 +408,5 @@ def test_kubeconfig_without_daemon_fails_clearly(tmp_path: Path) -> None:
         text=True,
         timeout=30,
     )
-    assert out.returncode == 1
-    assert "no daemon is serving the object API" in out.stderr
+    assert out.returncode == 69
+    assert "no daemon is running" in out.stderr
