@@ -177,6 +177,7 @@ def _main_full(args: list[str]) -> int:
     p_console = sub.add_parser("console", help="print (or open) the web console's login link")
     _common(p_console)
     p_console.add_argument("--open", action="store_true", help="open it in a browser")
+    p_console.add_argument("--json", action="store_true", help='{"url": the link}')
     p_setup = sub.add_parser("setup", help="connect a client (claude) to this daemon")
     p_setup.add_argument("client", choices=["claude"])
     p_setup.add_argument("--project", action="store_true", help="this project's .mcp.json")
@@ -235,7 +236,7 @@ def _main_full(args: list[str]) -> int:
         if ns.command == "doctor":
             return _doctor(cfg, ns.json)
         if ns.command == "console":
-            return _console(cfg, ns.open)
+            return _console(cfg, ns.open, ns.json)
         if ns.command in ("agents", "claims", "channels", "audit", "prompts", "profiles"):
             from agentcoord.views import run_view
 
@@ -279,13 +280,14 @@ def _write_kubeconfig(text: str, where: str) -> int:
     return 0
 
 
-def _console(cfg: Any, open_browser: bool) -> int:
+def _console(cfg: Any, open_browser: bool, as_json: bool = False) -> int:
+    import json
     import os
 
     from agentcoord.views import console_link
 
     link = console_link(cfg, os.environ)
-    print(link)
+    print(json.dumps({"url": link}) if as_json else link)
     if open_browser:
         import webbrowser
 
