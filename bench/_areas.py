@@ -830,6 +830,13 @@ def _asks_baseline_only(ctx: Ctx) -> Area:
     )
 
 
+def area_week(ctx: Ctx) -> Area:
+    """State retention: a simulated week of ten sessions (bench/week.py)."""
+    import week
+
+    return week.report(ctx)
+
+
 AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("startup", area_startup),
     ("claims", area_claims),
@@ -839,4 +846,5 @@ AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("store", area_store),
     ("asks", area_asks),
     ("memory", area_memory),
+    ("week", area_week),
 ]
