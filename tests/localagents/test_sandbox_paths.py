@@ -236,3 +236,33 @@ def test_a_runner_cannot_read_the_daemons_secrets_but_reaches_its_socket(
     for path in secrets:
         assert inner["read"][str(path)] == {"error": "No such file or directory"}, path
     assert inner["whoami"]["agent"] == "alpha"
+
+
+@needs_bwrap
+def test_a_runner_writes_its_transcripts_but_not_the_users_claude_settings(
+    local_daemon: Any, visible_root: Path
+) -> None:
+    """Inside the sandbox ~/.claude stays writable for transcripts, but the settings that act
+    on the user's own unsandboxed sessions (hooks, permission rules, MCP servers, memory)
+    are read-only: a runner cannot plant a hook there."""
+    d, hub, call = local_daemon()
+    claude_dir = Path(d.env["CLAUDE_CONFIG_DIR"])
+    claude_dir.mkdir(parents=True, exist_ok=True)
+    guarded = [claude_dir / "settings.json", claude_dir / ".claude.json", claude_dir / "CLAUDE.md"]
+    for path in guarded:
+        path.write_text("{}\n")
+    (claude_dir / "agents").mkdir(exist_ok=True)
+    make_package(hub, "alpha")
+    transcript = claude_dir / "projects" / "p" / "t.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    planted = claude_dir / "agents" / "planted.md"
+    script = "\n".join([*(f"write {p}" for p in [*guarded, planted]), f"write {transcript}"])
+    err, res = call("run_agent", {"agent_id": "alpha", "task": script, "wait": True})
+    assert not err, res
+    inner = json.loads(res["job"]["result"]["result"])
+    for path in [*guarded, planted]:
+        assert inner["write"][str(path)] == "Read-only file system", path
+    assert inner["write"][str(transcript)] == "ok"
+    for path in guarded:
+        assert path.read_text() == "{}\n"
+    assert not planted.exists()

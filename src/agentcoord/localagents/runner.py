@@ -34,7 +34,7 @@ from agentcoord.localagents.profiles import (
     shim_server,
     strip_owned_flags,
 )
-from agentcoord.localagents.sandbox import Limits, Sandbox, child_setup
+from agentcoord.localagents.sandbox import Limits, Sandbox, child_setup, claude_guarded
 from agentcoord.localagents.turns import Mailbox, StatusFn, TurnsOutcome, converse
 
 __all__ = [
@@ -248,6 +248,7 @@ def _spawn(
         socket=runtime_dir / "agentcoord.sock",
         writable=[claude_dir, *plan.writable],
         readable=[plan.config_file, *plan.readable],
+        guarded=claude_guarded(claude_dir),
         network=plan.network,
     )
     piped = plan.turns_on_stdin

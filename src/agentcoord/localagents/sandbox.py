@@ -30,10 +30,12 @@ if TYPE_CHECKING:
     from agentcoord.config import Config
 
 __all__ = [
+    "CLAUDE_GUARDED",
     "Limits",
     "Sandbox",
     "bwrap_argv",
     "child_setup",
+    "claude_guarded",
     "daemon_secrets",
     "detect_sandbox",
     "executable_roots",
@@ -85,6 +87,7 @@ class Sandbox:
         socket: Path | None = None,
         writable: Sequence[Path] = (),
         readable: Sequence[Path] = (),
+        guarded: Sequence[Path] = (),
         network: bool = True,
     ) -> list[str]:
         """``command`` wrapped in bwrap with everything it needs to start from ``env``: the
@@ -102,6 +105,7 @@ class Sandbox:
             hidden=self.hidden,
             readable=[*([socket] if socket and socket.exists() else []), *readable],
             writable=writable,
+            guarded=guarded,
             network=network,
         )
 
@@ -193,6 +197,29 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
     return [p for p in unique if not any(q != p and _within(p, q) for q in unique)]
 
 
+# What in Claude Code's config dir acts on the user's own, unsandboxed sessions: hooks and
+# permission rules (settings), MCP servers (.claude.json when CLAUDE_CONFIG_DIR moves it there),
+# memory, subagents, commands, skills, plugins, output styles. A runner writes its transcripts
+# and session files into that dir, never these: they are bound back read-only.
+CLAUDE_GUARDED = (
+    "settings.json",
+    "settings.local.json",
+    ".claude.json",
+    "CLAUDE.md",
+    "agents",
+    "commands",
+    "skills",
+    "plugins",
+    "hooks",
+    "output-styles",
+)
+
+
+def claude_guarded(claude_dir: Path) -> list[Path]:
+    """The entries of ``claude_dir`` a runner may read but not change (:data:`CLAUDE_GUARDED`)."""
+    return [claude_dir / name for name in CLAUDE_GUARDED]
+
+
 def bwrap_argv(
     bwrap: str,
     command: Sequence[str],
@@ -202,6 +229,7 @@ def bwrap_argv(
     hidden: Sequence[Path] = (),
     readable: Sequence[Path] = (),
     writable: Sequence[Path] = (),
+    guarded: Sequence[Path] = (),
     network: bool = True,
 ) -> list[str]:
     """The bwrap command line. Later mounts override earlier ones, so the order is:
@@ -212,7 +240,9 @@ def bwrap_argv(
     3. ``hidden`` masked: an empty tmpfs over a directory, ``/dev/null`` over a file, even
        where step 2 showed it (a venv in the same tmp dir as the state dir);
     4. ``readable`` (the socket, the MCP config in the job dir), ``writable`` (``~/.claude``,
-       profile paths) and last the package: each punches through the masks above.
+       profile paths): each punches through the masks above;
+    5. ``guarded``, those of them that exist, read-only again inside a writable dir (Claude
+       Code's settings in ``~/.claude``), and last the package.
 
     ``network=False`` (a profile's ``spec.network: false``) keeps the network namespace
     unshared: only loopback inside, and the daemon's unix socket still works (a bind mount).
@@ -229,6 +259,9 @@ def bwrap_argv(
         argv += ["--ro-bind", str(path), str(path)]
     for path in dict.fromkeys(writable):
         argv += ["--bind", str(path), str(path)]
+    for path in dict.fromkeys(guarded):
+        if path.exists():
+            argv += ["--ro-bind", str(path), str(path)]
     argv += ["--bind", str(package), str(package)]
     argv += ["--unshare-all", *(["--share-net"] if network else [])]
     argv += [
