@@ -180,8 +180,8 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
                     task.cancel("daemon stopping")
             sd_notify(cfg.notify_socket, "STOPPING=1")
             log.info("stopping")
-            stack.push_async_callback(_log_stopped)
             await _close_with_deadline(stack)
+            log.info("stopped")  # after every part has closed (the stack ran backwards)
 
 
 async def _start_or_stop(
@@ -256,10 +256,6 @@ async def _watchdog(cfg: Config) -> None:
     while True:
         sd_notify(cfg.notify_socket, "WATCHDOG=1")
         await asyncio.sleep(cfg.watchdog_interval)  # a timer, not polling for state
-
-
-async def _log_stopped() -> None:
-    log.info("stopped")
 
 
 async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
