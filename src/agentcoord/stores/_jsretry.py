@@ -97,3 +97,43 @@ async def create_asking_again(js: Any, create: Callable[[Any], Awaitable[T]]) ->
             if loop.time() + _CREATE_TRY_S > deadline:
                 raise
             log.info("jetstream: a creation went unanswered; asking again")
+
+
+_NO_STORAGE = 10047  # JetStream: insufficient storage resources for the stream's max_bytes
+_SMALLEST_FIT = 1 << 20
+
+
+async def ensure_stream(js: Any, config: Any) -> Any:
+    """Create the stream ``config`` names, or bring an existing one (an older daemon's, other
+    limits) to ``config``; returns the config applied.
+
+    JetStream reserves each stream's ``max_bytes`` against the disk it found at start (75 %
+    of the free space). On a small or nearly full disk the configured bound cannot be
+    reserved and the stream would not exist at all, so the bound is halved until it fits
+    (down to 1 MiB) and the smaller bound is logged: the daemon starts, bounded tighter.
+    """
+    import dataclasses
+
+    while True:
+        try:
+            await _create_or_update(js, config)
+            return config
+        except nats.js.errors.APIError as exc:
+            wanted = config.max_bytes or -1
+            if exc.err_code != _NO_STORAGE or not 0 < wanted // 2 >= _SMALLEST_FIT:
+                raise
+            config = dataclasses.replace(config, max_bytes=wanted // 2)
+            log.warning(
+                "jetstream: no room to reserve %d bytes for stream %s on this disk; "
+                "bounding it to %d bytes instead",
+                wanted,
+                config.name,
+                config.max_bytes,
+            )
+
+
+async def _create_or_update(js: Any, config: Any) -> None:
+    try:
+        await create_asking_again(js, lambda ctx: ctx.add_stream(config))
+    except nats.js.errors.BadRequestError:  # exists with another config
+        await js.update_stream(config)

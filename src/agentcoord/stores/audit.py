@@ -26,7 +26,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import nats.js.errors
 from nats.js import api
 
 from agentcoord.stores._jsretry import connection_of
@@ -117,12 +116,9 @@ class AuditLog:
     async def _create_stream(self, config: Any) -> None:
         """Create the stream (asked again while unanswered), or bring an older daemon's
         config up to date."""
-        from agentcoord.stores._jsretry import create_asking_again
+        from agentcoord.stores._jsretry import ensure_stream
 
-        try:
-            await create_asking_again(self._js, lambda ctx: ctx.add_stream(config))
-        except nats.js.errors.BadRequestError:
-            await self._js.update_stream(config)
+        await ensure_stream(self._js, config)
 
     async def __aexit__(self, *exc: object) -> None:
         try:

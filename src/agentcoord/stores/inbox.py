@@ -152,7 +152,6 @@ class MessageBus:
 
     async def __aenter__(self) -> MessageBus:
         from nats.js.api import RetentionPolicy, StorageType, StreamConfig
-        from nats.js.errors import BadRequestError
 
         self._js = self._nc.jetstream(timeout=self._js_timeout)
         config = StreamConfig(
@@ -166,12 +165,9 @@ class MessageBus:
             duplicate_window=_DUPLICATE_WINDOW_S,
             num_replicas=self._replicas,
         )
-        from agentcoord.stores._jsretry import create_asking_again
+        from agentcoord.stores._jsretry import ensure_stream
 
-        try:
-            await create_asking_again(self._js, lambda ctx: ctx.add_stream(config))  # issue 11
-        except BadRequestError:  # exists with another config (older daemon, other limits)
-            await self._js.update_stream(config)
+        await ensure_stream(self._js, config)
         self._pull_prefix = self._nc.new_inbox()
         self._pull_sub = await self._nc.subscribe(self._pull_prefix + ".>", cb=self._on_pulled)
         return self
