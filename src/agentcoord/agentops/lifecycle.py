@@ -228,6 +228,8 @@ async def checkpoint(
         "size": len(data),
     }
     count = await _append_checkpoint(ops, task_name, entry)
+    # Retention after each new bundle (docs/reliability.md "State retention"); never raises.
+    await checkpoints.prune(ops.store, ops.ns, ops.ctl.state_dir, ops.bundle_retention)
     ops.emit("CHECKPOINTED", name, task=task_name, ref=ref, size=len(data), by=caller.agent)
     return {"task": task_name, "ref": ref, "size": len(data), "checkpoints": count}
 
