@@ -254,7 +254,11 @@ def test_node_loss_during_race_loses_nothing_acknowledged(
         cluster.kill(victim)
         killed_at = time.monotonic()
         records = collect(procs)
-        time.sleep(0.5)
+        # Keep sending until one send after the loss is acknowledged (a new stream leader can
+        # take seconds to be elected), or 30 s have passed.
+        deadline = time.monotonic() + 30
+        while not any(at > killed_at for at, _ in acked) and time.monotonic() < deadline:
+            time.sleep(0.05)
         stop.set()
         thread.join(30)
 
