@@ -2,7 +2,7 @@
 
 nats-py's ``js.publish`` draws a random token (a ``getrandom`` call), arms an
 ``asyncio.wait_for`` and builds a ``PubAck`` dataclass for every write: a third of the CPU of a
-KV write in the daemon, on the path of every claim and release (issue 4). Here the replies
+KV write in the daemon, on the path of every claim and release. Here the replies
 come back on one wildcard inbox subscribed once, tokens are a counter and the timeout is one
 timer. Errors are nats-py's own, so callers handle both paths alike: ``APIError`` (with its
 ``err_code``) for a refused write, ``NoStreamResponseError`` when no stream listens (a leader

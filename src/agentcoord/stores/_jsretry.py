@@ -1,4 +1,5 @@
-"""Ride out a JetStream leader election (issue 11: the daemon survives a NATS node loss).
+"""Ride out a JetStream leader election, so the daemon survives a NATS node loss
+(docs/one-host-to-many.md "What holds, and what does not").
 
 When the node leading a stream dies, the stream has no leader for a few seconds: a publish
 gets "no responders" and API requests get 503; a cluster still forming cannot place a new R3

@@ -88,7 +88,7 @@ class AuditLog:
         self._js = js
         self._max_age, self._max_bytes = float(max_age), int(max_bytes)
         self._nc, _ = connection_of(js)  # plain publishes need the connection
-        self._replicas = replicas  # issue 11: R3 on a cluster
+        self._replicas = replicas  # R3 on a cluster (docs/one-host-to-many.md)
         # Events waiting for the writer, in order; a list and two events rather than a Queue
         # (put, get and task_done per event cost the claim path a few percent).
         self._pending: list[tuple[str, bytes]] = []

@@ -14,10 +14,11 @@ floor per agent drops anything redelivered at or below it, so a message is retur
 
 Acknowledging on read loses a message when the daemon dies between the ack and the reply
 reaching the reader, and a nats-server killed within its consumer-state flush interval forgets
-recent acks and redelivers (both seen in issue 9's fault suite). A reader that passes ``after``
-(the highest seq it has) gets exactly-once across those faults: messages it was given stay
-unacknowledged ("held") until a later read confirms them with ``after``; held messages are
-given again until confirmed, and anything at or below ``after`` is dropped, not returned.
+recent acks and redelivers (both seen by the fault suite: docs/reliability.md
+"tests/reliability"). A reader that passes ``after`` (the highest seq it has) gets
+exactly-once across those faults: messages it was given stay unacknowledged ("held") until a
+later read confirms them with ``after``; held messages are given again until confirmed, and
+anything at or below ``after`` is dropped, not returned.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ MAX_AGE = 7 * 24 * 3600  # seconds; Config.inbox_max_age
 MAX_MSGS = 10_000  # per subject: one inbox, one channel, the broadcast; Config.inbox_max_msgs
 MAX_BYTES = 256 << 20  # the whole stream; Config.inbox_max_bytes
 _DUPLICATE_WINDOW_S = 600  # idempotency keys de-dupe retries within 10 minutes
-_ACK_WAIT_S = 5.0  # an unconfirmed message is redelivered after this (issue 9)
+_ACK_WAIT_S = 5.0  # an unconfirmed message is redelivered after this
 _DELIVERY_WAIT_S = 1.0  # how long send waits for a live reader to take a message
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_:@-][A-Za-z0-9_:@+=-]{0,127}$")
 _CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
@@ -129,7 +130,7 @@ class MessageBus:
         # inbox or channel cannot push another agent's messages out; the byte cap on the whole
         # stream is the backstop that keeps the state dir bounded.
         self._limits = (float(max_age), int(max_msgs), int(max_bytes))
-        self._replicas = replicas  # issue 11: R3 on a cluster (consumers inherit it)
+        self._replicas = replicas  # R3 on a cluster (consumers inherit it)
         self._js_timeout = js_timeout
         self._js: Any = None
         self._ready: dict[str, set[str]] = {}  # agent -> its consumer's filter subjects
@@ -223,9 +224,10 @@ class MessageBus:
     async def _add_consumer_once(self, name: str, last: int, config: Any) -> int:
         """Create a consumer starting after ``last``; the floor of what it has handed out.
 
-        Issue 11: the sender's and the reader's daemons (two hosts) may create an agent's inbox
-        at once. If theirs won, it may start earlier than ours: take its ack floor, so nothing
-        between the two starts is mistaken for a redelivery and dropped."""
+        With several hosts on one NATS cluster (docs/one-host-to-many.md) the sender's and the
+        reader's daemons may create an agent's inbox at once. If theirs won, it may start
+        earlier than ours: take its ack floor, so nothing between the two starts is mistaken
+        for a redelivery and dropped."""
         from nats.js.errors import APIError, NotFoundError
 
         try:
@@ -243,7 +245,8 @@ class MessageBus:
 
         Messages an earlier daemon gave out but never got acknowledged (it died first) would
         otherwise come back only after ``ack_wait``, behind newer ones, and a reader's ``after``
-        would then hide them; restarting the consumer gives them again now, in order (issue 9).
+        would then hide them; restarting the consumer gives them again now, in order
+        (docs/reliability.md "tests/reliability").
         """
         from nats.js.api import DeliverPolicy
 
@@ -275,7 +278,8 @@ class MessageBus:
                 return
             info = await self._js.consumer_info(STREAM, consumer_name(agent))
             config = info.config
-            # Issue 11: another host's daemon may have added channels since we cached; keep them.
+            # Another host's daemon on the same NATS may have added channels since we cached;
+            # keep them.
             wanted |= set(config.filter_subjects or ())
             if config.filter_subject:
                 wanted.add(config.filter_subject)
@@ -292,7 +296,8 @@ class MessageBus:
 
         headers = {"Nats-Msg-Id": msg_id} if msg_id else None
         data = msg.SerializeToString()
-        # Issue 11: "no responders" while a new stream leader is elected stored nothing.
+        # "no responders" while a new stream leader is elected (a NATS node lost) stored
+        # nothing, so the publish is sent again.
         ack = await while_electing(lambda: self._js.publish(subject, data, headers=headers))
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
 

@@ -46,10 +46,10 @@ def is_absent(headers: dict[str, str] | None) -> bool:
 
 
 async def ensure_bucket(js: Any, config: Any) -> None:
-    """Create the KV bucket of ``config`` if absent. Issue 11: a bucket made earlier with
-    another replica count (R1 before the move to a cluster) is brought to ``config.replicas``;
-    any other difference still fails, as nats-py says. A caller that wants the bucket's
-    handle asks ``js.key_value`` for one bound to its own context."""
+    """Create the KV bucket of ``config`` if absent. A bucket made earlier with another
+    replica count (R1 before the move to a cluster, docs/one-host-to-many.md) is brought to
+    ``config.replicas``; any other difference still fails, as nats-py says. A caller that
+    wants the bucket's handle asks ``js.key_value`` for one bound to its own context."""
     try:
         await create_asking_again(js, lambda ctx: ctx.create_key_value(config))
     except nats.js.errors.BadRequestError:

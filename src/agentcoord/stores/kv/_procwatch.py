@@ -1,6 +1,7 @@
-"""Tell the claim store when a holder's process exits (issue 4: "released when its process
-exits"). Linux: a pidfd becomes readable when its process exits, so exits arrive as events, not
-by polling; where ``os.pidfd_open`` is missing, a psutil poll stands in (the platform seam).
+"""Tell the claim store when a holder's process exits (docs/claims.md "Rules": a claim is
+released ``holder-exited``). Linux: a pidfd becomes readable when its process exits, so
+exits arrive as events, not by polling; where ``os.pidfd_open`` is missing, a psutil poll
+stands in (the platform seam).
 
 A process is named by ``(pid, create_time)`` so a recycled pid is never mistaken for it.
 """

@@ -94,7 +94,7 @@ class Holder:
     pid: int | None = None
     pid_start: float | None = None
     heartbeat: float | None = None  # wall time of the last heartbeat, once the holder sends them
-    host: str | None = None  # issue 11: the host whose daemon granted it (pid is local there)
+    host: str | None = None  # the host whose daemon granted it (pid is local there)
 
     def live(self, now: float) -> bool:
         return self.expires > now

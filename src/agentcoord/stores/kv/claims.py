@@ -1,4 +1,4 @@
-"""Claims (leases) on the NATS KV bucket ``agent-claims`` (DESIGN.md "NATS layout"; issue 4).
+"""Claims (leases) on the NATS KV bucket ``agent-claims`` (DESIGN.md "NATS layout"; docs/claims.md).
 
 One KV entry per resource key (escaped reversibly, :mod:`._keys`) holds the key's holders
 (:class:`._rules.ClaimRecord`). Every write is a compare-and-set on the entry's revision, so two
@@ -70,8 +70,9 @@ _GONE_KEEP = 4096  # absent keys whose revision is kept at least _GONE_AFTER_S
 _GONE_AFTER_S = 60.0
 _AUDITED_KEEP = 4096  # released grants remembered, so each is audited once
 _CAS_ATTEMPTS = 16
-# Issue 11: daemons on other hosts write the same keys outside our per-key lock; after a lost
-# CAS, wait a random moment (growing, capped) so two daemons do not keep colliding in step.
+# Daemons on other hosts (docs/one-host-to-many.md) write the same keys outside our per-key
+# lock; after a lost CAS, wait a random moment (growing, capped) so two daemons do not keep
+# colliding in step.
 _CAS_BACKOFF_S = 0.002
 _CAS_BACKOFF_CAP_S = 0.05
 _SYNC_TIMEOUT = 10.0
@@ -113,8 +114,8 @@ class ClaimStore:
         host: str | None = None,
     ) -> None:
         self._js = js
-        self._replicas = replicas  # issue 11: R3 on a cluster
-        self._host = host  # issue 11: only this host's holder processes are watched
+        self._replicas = replicas  # R3 on a cluster (docs/one-host-to-many.md)
+        self._host = host  # only this host's holder processes are watched
         self._audit = audit
         self.policy = policy or ClaimPolicy()
         self._clock = clock
@@ -543,7 +544,8 @@ class ClaimStore:
 
     def processes(self) -> Iterator[ProcKey]:
         """Processes whose exit would release claims (for tests and status): this host's only,
-        since another host's pids mean nothing here (issue 11: two daemons, one bucket)."""
+        since another host's pids mean nothing here (docs/one-host-to-many.md
+        "What holds, and what does not")."""
         for record in self._records.values():
             for h in record.holders:
                 if h.pid is not None and h.pid_start is not None and h.host == self._host:

@@ -138,7 +138,7 @@ class FocusStore:
         replicas: int = 1,
     ) -> None:
         self._js = js
-        self._replicas = replicas  # issue 11: R3 on a cluster
+        self._replicas = replicas  # R3 on a cluster (docs/one-host-to-many.md)
         self._audit = audit
         self._clock = clock
         self._kv: Any = None

@@ -171,7 +171,8 @@ class SqliteFile:
             conn.execute("COMMIT")
         except BaseException:
             # SQLite ends the transaction itself on some errors (SQLITE_FULL: disk full); a
-            # ROLLBACK then fails and its error would hide the real one (issue 9 soak run).
+            # ROLLBACK then fails and its error would hide the real one (found by the fault
+            # suite's full disk: docs/reliability.md "tests/reliability").
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise

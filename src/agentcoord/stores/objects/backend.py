@@ -2,8 +2,9 @@
 
 Two implementations: :class:`~agentcoord.stores.objects.store.ObjectStore` (SQLite in the
 daemon, the default) and :class:`~agentcoord.stores.objects.kube.KubeObjectStore` (a real
-Kubernetes API server through a kubeconfig, issue 11). Consumers (records, the directory,
-the agent source) are typed against :class:`ObjectBackend` and never learn which one they have.
+Kubernetes API server through a kubeconfig: docs/store.md
+"Backed by a real Kubernetes API server"). Consumers (records, the directory, the agent
+source) are typed against :class:`ObjectBackend` and never learn which one they have.
 
 The contract: reads are served from memory (``get_raw``/``list_raw`` are synchronous and see
 the caller's own acknowledged writes); writes are decided by the store (409 on a stale

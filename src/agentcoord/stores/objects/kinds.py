@@ -1,6 +1,6 @@
 """The five kinds of group ``fastverk.savvifi.com/v1``: names, printer columns, OpenAPI schemas.
 
-Fields follow the seeds (issue 3): AgentProfile (backend, mcpServers); Agent (profile, pool,
+Fields follow the seeds (docs/store.md): AgentProfile (backend, mcpServers); Agent (profile, pool,
 ownerRef, resumeFrom, lineage.mergedFrom, status.phase/focus); AgentTask (objective,
 assignedAgentRef, status.checkpoints[]); AgentChannel (participants minItems 1, subject, ttl,
 phase Pending/Open/Closed/Expired); HumanPrompt (kind, meridianSpec, response schema, answer).

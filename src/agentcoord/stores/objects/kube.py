@@ -1,4 +1,5 @@
-"""The object store on a real Kubernetes API server (issue 11), through lightkube.
+"""The object store on a real Kubernetes API server, through lightkube (docs/store.md
+"Backed by a real Kubernetes API server").
 
 ``--store kubernetes``: the same :class:`~agentcoord.stores.objects.backend.ObjectBackend`
 contract as the SQLite store, with the CRDs ``agentcoord crds`` prints installed on the cluster.
