@@ -53,7 +53,8 @@ def decide(chain: Sequence[ProcInfo], runners: Mapping[tuple[int, float], object
     start time too means a recycled pid is never mistaken for a runner.
     """
     # A runner's own ``claude -p`` sits between the runner and the shim: everything below a
-    # runner belongs to that runner's agent, so runners are looked for first (issue 6).
+    # runner belongs to that runner's agent, so runners are looked for first (docs/localagents.md
+    # "Local dispatch").
     for proc in chain:
         key = (proc.pid, proc.create_time)
         if key in runners:

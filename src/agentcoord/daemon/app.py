@@ -45,18 +45,20 @@ class App:
     console_sections: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
     # Answers a HumanPrompt: (prompt id, answer, the human who answered); set by the prompts part.
     prompt_answerer: Callable[[str, Any, Caller], Awaitable[None]] | None = None
-    messaging: Messaging | None = None  # send/inbox/channels/handoff/prompts (issue 5)
-    store: ObjectBackend | None = None  # the object store: SQLite or Kubernetes (issues 3, 11)
+    messaging: Messaging | None = None  # send/inbox/channels/handoff/prompts (docs/messaging.md)
+    store: ObjectBackend | None = None  # SQLite or Kubernetes (docs/store.md)
     started_monotonic: float = field(default_factory=time.monotonic)
     started_wall: float = field(default_factory=time.time)
     unix_connections: int = 0
-    local_agents: LocalAgents | None = None  # issue 6: registry, package index, dispatch
-    # issue 4: claims, focus and audit (NATS KV / JetStream), agent rows for list_agents
+    # registry, package index, dispatch (docs/localagents.md)
+    local_agents: LocalAgents | None = None
+    # claims, focus and audit (NATS KV / JetStream; docs/claims.md), agent rows for list_agents
     audit: AuditLog | None = None
     claims: ClaimStore | None = None
     focus: FocusStore | None = None
     agents: AgentSource | None = None
-    agentops: AgentOps | None = None  # issue 7: ask/send_message and the Agent controller
+    # ask/send_message and the Agent controller (docs/ask-and-operator.md)
+    agentops: AgentOps | None = None
 
     def healthy(self) -> tuple[bool, str]:
         """Readiness for ``/healthz``: NATS is up and our client is connected."""

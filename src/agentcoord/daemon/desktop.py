@@ -1,4 +1,5 @@
-"""Desktop notifications for new human prompts, where ``notify-send`` exists (issue 8)."""
+"""Desktop notifications for new human prompts, where ``notify-send`` exists (README "What the
+human gets")."""
 
 from __future__ import annotations
 

@@ -27,8 +27,9 @@ EndOutcome = Literal["ended", "removed"]
 
 
 def host_suffix(host: str | None) -> str:
-    """What a session agent's name ends with when several hosts share one NATS (issue 11):
-    ``--<host>``, valid in an object name and a NATS subject token (no dots, no ``@``)."""
+    """What a session agent's name ends with when several hosts share one NATS: ``--<host>``,
+    valid in an object name and a NATS subject token (no dots, no ``@``); docs/one-host-to-many.md
+    "What runs where"."""
     return f"--{host}" if host else ""
 
 
@@ -38,7 +39,7 @@ class RunnerInfo:
 
     agent: str
     depth: int = 0
-    chain: tuple[str, ...] = ()  # issue 7: the agents whose turns led to this one (cycles)
+    chain: tuple[str, ...] = ()  # the agents whose turns led to this one (refusing cycles)
 
 
 class AgentDirectory(Protocol):
@@ -65,7 +66,8 @@ class AgentDirectory(Protocol):
 
 class MemoryDirectory:
     """Session -> Agent name, kept in memory; names are ``<dir>-<n>``, or ``<dir>-<n>--<host>``
-    when daemons on several hosts share one NATS (issue 11: ids unique across hosts)."""
+    when daemons on several hosts share one NATS, so ids are unique across hosts
+    (docs/one-host-to-many.md "What runs where")."""
 
     def __init__(self, host: str | None = None) -> None:
         self._suffix = host_suffix(host)
@@ -112,5 +114,5 @@ class MemoryDirectory:
         return None
 
     def listing(self) -> list[tuple[str, str | None, str | None]]:
-        """Known session agents as ``(name, session id, cwd)``, by name (list_agents, issue 4)."""
+        """Known session agents as ``(name, session id, cwd)``, by name (list_agents)."""
         return sorted((name, *self._meta.get(name, (None, None))) for name in self._names)

@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 
 _GC_GEN0 = 10_000  # allocations between young collections (default 700); see _tune_gc
 
-_STOP_DEADLINE = 4.5  # SIGTERM to exit within 5 s (issue: the spine)
+_STOP_DEADLINE = 4.5  # a SIGTERM stop ends within 5 s, inside the unit's TimeoutStopSec=10
 _START_CANCEL_S = 0.8  # a stop during start-up: cancel, then close, each this long at most
 
 
@@ -124,7 +124,7 @@ async def _connect_nats(
         **options,
     )
     client.append(nc)
-    # Issue 11: a bounded first connect, then reconnect forever (nats-py reads this option
+    # A bounded first connect, then reconnect forever (nats-py reads this option
     # at each reconnect; it retries a first connect forever when it is -1).
     nc.options["max_reconnect_attempts"] = -1
     return nc
@@ -295,7 +295,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
     tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
     # Independent parts start together (start-up is a goal: ready <= 300 ms): the object store
-    # (SQLite with its kubectl API, issue 3, or a real Kubernetes API server, issue 11; nothing
+    # (SQLite with its kubectl API, or a real Kubernetes API server: docs/store.md; nothing
     # below knows which) and NATS (embedded server, then our client).
     nats: NatsSupervisor | None = None
     ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
@@ -304,7 +304,8 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
         async with asyncio.TaskGroup() as tg:
             objects = tg.create_task(open_store(cfg, stack, live=live))
             if not cfg.nats_url:
-                # issue 5: the supervisor also renders per-agent NATS users (natsusers.py).
+                # The supervisor also renders per-agent NATS users (natsusers.py; docs/messaging.md
+                # "Direct NATS access (per-agent users)").
                 supervisor = tg.create_task(
                     stack.enter_async_context(
                         ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
@@ -320,14 +321,15 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
         user=cfg.user,
         claude_dir=cfg.claude_dir,
         probe=PsutilProbe(),
-        # session agents are Agent objects; issue 11: host-qualified names with nats_url
+        # session agents are Agent objects, named host-qualified with nats_url
+        # (docs/one-host-to-many.md "What runs where")
         directory=StoreDirectory(store, ns, host=host_qualifier(cfg)),
         tokens=tokens,
     )
     app = App(config=cfg, identity=identity, store=store, nats=nats)
     if nats is None:
         assert cfg.nats_url is not None
-        app.nc = await _connect_external(cfg, app)  # issue 11
+        app.nc = await _connect_external(cfg, app)
     else:
         app.nats_url = nats.url
         # A bounded first connect: the embedded server is already up (its ready line).
@@ -341,9 +343,9 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
-    js = app.nc.jetstream(timeout=js_timeout(cfg))  # issue 11
-    r, host = cfg.nats_replicas, host_qualifier(cfg)  # issue 11: replicas, holder host
-    # The audit stream first: claims, focus and messaging report into it (issue 4).
+    js = app.nc.jetstream(timeout=js_timeout(cfg))
+    r, host = cfg.nats_replicas, host_qualifier(cfg)  # replicas, claim holders' host
+    # The audit stream first: claims, focus and messaging report into it (docs/claims.md).
     app.audit = await stack.enter_async_context(
         AuditLog(js, replicas=r, max_age=cfg.audit_max_age, max_bytes=cfg.audit_max_bytes)
     )
@@ -357,7 +359,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
             stack.enter_async_context(ClaimStore(js, app.audit, replicas=r, host=host))
         )
         focus = tg.create_task(stack.enter_async_context(FocusStore(js, app.audit, replicas=r)))
-        # Issue 6: the package index watcher and local jobs.
+        # Local agents (docs/localagents.md): the package index watcher and local jobs.
         local = tg.create_task(
             stack.enter_async_context(
                 LocalAgents.from_config(
@@ -369,7 +371,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
                 )
             )
         )
-        # Issue 5: JetStream inboxes, channels, handoff offers, human prompts.
+        # Messaging (docs/messaging.md): JetStream inboxes, channels, handoff offers, prompts.
         messaging = tg.create_task(
             stack.enter_async_context(
                 Messaging(
@@ -380,7 +382,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
                     access=access,
                     nats_url=app.nats_url,
                     audit_log=app.audit,
-                    replicas=r,  # issue 11
+                    replicas=r,
                     js_timeout=js_timeout(cfg),
                     retention=_inbox_retention(cfg),
                 )
@@ -393,13 +395,16 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     app.agents = StoreAgents(store, ns)
     phases.mark("claims, focus, audit, local agents, messaging")
     phases.begin("the operator and session watch", 5, "the store or nats-server stalled")
-    # issue 10: AgentProfiles drive every start; the default profile is created on first start.
+    # AgentProfiles drive every start (docs/profiles.md); the default profile is created on
+    # first start.
     await app.local_agents.attach_launcher(store, nc=app.nc, bus=app.messaging.bus, namespace=ns)
 
-    # Issue 7: the Agent controller (adopts or reaps runners first), ask and send_message.
+    # The Agent controller (adopts or reaps runners first), ask and send_message
+    # (docs/ask-and-operator.md).
     await _start_agentops(app, stack)
 
-    # A desktop notification for each new prompt, where notify-send exists (issue 8).
+    # A desktop notification for each new prompt, where notify-send exists (README
+    # "What the human gets").
     from agentcoord.daemon.desktop import DesktopNotifier
 
     await stack.enter_async_context(DesktopNotifier(app.nc))
@@ -440,7 +445,7 @@ def _inbox_retention(cfg: Config) -> dict[str, Any]:
     }
 
 
-# --- issue 11: an existing NATS server or cluster -------------------------------------------
+# --- an existing NATS server or cluster (docs/one-host-to-many.md) -------------------------
 def js_timeout(cfg: Config) -> float:
     """JetStream request timeout: on a cluster a leader election after a node loss takes a few
     seconds, and a request that waits it out beats one that fails ambiguously."""
@@ -484,7 +489,7 @@ async def _connect_external(cfg: Config, app: App) -> Any:
         raise ConfigError(f"cannot connect to NATS at {target.display}: {why!r}") from None
 
 
-# --- end issue 11 ---------------------------------------------------------------------------
+# --- end existing NATS ----------------------------------------------------------------------
 
 
 async def _http_listener(
@@ -530,7 +535,8 @@ def _inherited_socket(cfg: Config) -> socket.socket | None:
 
 
 async def _start_agentops(app: App, stack: contextlib.AsyncExitStack) -> None:
-    """Issue 7: entered after local agents and messaging, so it stops its runners first."""
+    """The operator (docs/ask-and-operator.md "The operator"): entered after local agents and
+    messaging, so it stops its runners first."""
     from agentcoord.agentops import AgentController, AgentOps
 
     assert app.store is not None

@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 ACCESS_DENIED = -32001  # JSON-RPC server error: the caller may not use this daemon
 
-# Baseline 2025-03-26 (seed 000); newer revisions accepted (issue: the spine).
+# Baseline 2025-03-26 (seed 000); newer revisions accepted (FACTS.md "MCP clients").
 SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26")
 LATEST_PROTOCOL = SUPPORTED_PROTOCOLS[0]
 SERVER_NAME = "agent-coord"

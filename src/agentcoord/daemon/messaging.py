@@ -87,8 +87,8 @@ class Messaging:
     access: AgentAccess | None = None  # per-agent NATS users (embedded NATS only)
     audit_log: AuditSink | None = None  # the AGENT_EVENTS stream (stores/audit.py)
     nats_url: str = ""
-    replicas: int = 1  # issue 11: JetStream replicas of AGENT_MESSAGES
-    js_timeout: float = 5.0  # issue 11: longer on a cluster (leader elections)
+    replicas: int = 1  # JetStream replicas of AGENT_MESSAGES (3 on a cluster)
+    js_timeout: float = 5.0  # longer on a cluster (leader elections)
     # MessageBus's max_age, max_msgs, max_bytes (docs/reliability.md "State retention")
     retention: dict[str, Any] = field(default_factory=dict)
     bus: MessageBus = field(init=False)

@@ -50,7 +50,8 @@ def find_nats_server(explicit: Path | None = None) -> Path:
 
 # Go's soft memory limit for the embedded server, unless the environment sets one: near it the
 # Go collector runs more often, so the server holding 10k claims and 100k queued messages stays
-# near 47 MB instead of 65 MB (issue 9 goal: <= 60 MB). A soft limit never fails an allocation.
+# near 47 MB instead of 65 MB (the benchmark report's goal: <= 60 MB, docs/reliability.md).
+# A soft limit never fails an allocation.
 GO_MEMORY_LIMIT = "40MiB"
 
 
@@ -200,8 +201,9 @@ class NatsSupervisor:
                     backoff = 0.05
                     break
                 except (NatsStartError, OSError) as exc:
-                    # OSError: the config cannot be written (disk full, issue 9). Giving up
-                    # here would leave the daemon up with NATS gone for good; keep retrying.
+                    # OSError: the config cannot be written (disk full: docs/reliability.md
+                    # "tests/reliability"). Giving up here would leave the daemon up with NATS
+                    # gone for good; keep retrying.
                     log.error("nats-server restart failed: %s", exc)
                     await asyncio.sleep(backoff)  # backoff between failed restarts, not polling
                     backoff = min(backoff * 2, 5.0)
