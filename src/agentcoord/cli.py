@@ -86,8 +86,8 @@ _CONFIG_FLAGS = (
     "http_addr",
     "nats_url",
     "log_level",
-    "nats_replicas",  # issue 11
-    "host_id",  # issue 11
+    "nats_replicas",
+    "host_id",
     "store",
     "kubeconfig",
     "kube_namespace",
@@ -114,7 +114,8 @@ def _main_full(args: list[str]) -> int:
     p_serve.add_argument(
         "--nats-url", dest="nats_url", help="existing NATS server or cluster (comma-separated)"
     )
-    # issue 11; credentials come from the config file or environment, never argv (ps shows it)
+    # External NATS credentials come from the config file or environment, never argv (ps shows
+    # it): docs/one-host-to-many.md "Pointing two machines at one cluster"
     p_serve.add_argument(
         "--nats-replicas", dest="nats_replicas", type=int, help="JetStream replicas (R3 cluster)"
     )

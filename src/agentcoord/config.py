@@ -36,7 +36,8 @@ _ENV_FIELDS = {
     "AGENTCOORD_KUBE_NAMESPACE": "kube_namespace",
     "AGENTCOORD_NATS_SYNC": "nats_sync",
     "AGENTCOORD_SESSION_RETENTION": "session_retention",
-    # --- local agents (issue 6): seed 001's names first, ours win when both are set ---
+    # --- local agents (docs/localagents.md "Configuration"): seed 001's names first, ours win
+    # when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
     "AGENTIHUB_DIR": "agentihub_dir",
     "AGENTIBRIDGE_LOCAL_SESSION_TTL": "local_session_ttl",
@@ -47,7 +48,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_RUNNER_TIMEOUT": "runner_timeout",
     "AGENTCOORD_RUNNER_SANDBOX": "runner_sandbox",
     # --- end local agents ---
-    # --- external NATS (issue 11) ---
+    # --- external NATS (docs/one-host-to-many.md) ---
     "AGENTCOORD_NATS_REPLICAS": "nats_replicas",
     "AGENTCOORD_NATS_USER": "nats_user",
     "AGENTCOORD_NATS_PASSWORD": "nats_password",
@@ -83,7 +84,7 @@ class Config:
     user: str = "user"
     nats_url: str | None = None  # an existing NATS server instead of the embedded one
     log_level: str = "INFO"
-    # The object store (issue 11): "sqlite" (the daemon's own, serving the kubectl API) or
+    # The object store (docs/store.md): "sqlite" (the daemon's own, serving the kubectl API) or
     # "kubernetes" (a real API server through ``kubeconfig``; the daemon serves no kube API).
     store: str = "sqlite"
     kubeconfig: Path | None = None  # None: $KUBECONFIG (its first file) or ~/.kube/config
@@ -105,12 +106,12 @@ class Config:
     notify_socket: str | None = None
     watchdog_interval: float | None = None
     listen_fds: tuple[tuple[int, str], ...] = ()
-    # --- local agents (issue 6, seed 001 "Configuration"); off by default ---
+    # --- local agents (docs/localagents.md "Configuration", seed 001); off by default ---
     local_agents_enabled: bool = False
     agentihub_dir: Path | None = None  # None: sibling-directory discovery at start
     local_session_ttl: int = 3600  # seconds a session stays "online" after its last activity
     # The claude-code backend's command, shlex-split; the launcher appends the stream-json and
-    # profile flags (issue 10, docs/profiles.md). Other backends: the ``backends`` table.
+    # profile flags (docs/profiles.md). Other backends: the ``backends`` table.
     runner_command: str = "claude -p"
     runner_permission_mode: str = "acceptEdits"
     runner_allowed_tools: str = "Read,Edit,Write,Glob,Grep,mcp__agent-coord"
@@ -118,7 +119,7 @@ class Config:
     runner_timeout: int = 900  # seconds, then the runner's process group is killed
     runner_sandbox: str = "auto"  # "auto" (bwrap if found), "none", or a bwrap path
     # --- end local agents ---
-    # --- external NATS (issue 11); only used with nats_url, checked by daemon/natsremote.py ---
+    # --- external NATS (docs/one-host-to-many.md); only with nats_url, checked by natsremote ---
     nats_replicas: int = 1  # JetStream replicas of the KV buckets and streams (3 on a cluster)
     nats_user: str | None = None  # or user:password in the URL
     nats_password: str | None = None
@@ -129,8 +130,8 @@ class Config:
     nats_tls_key: Path | None = None
     host_id: str | None = None  # qualifies session agent names; default: the hostname
     # --- end external NATS ---
-    # --- agent profiles (issue 10): backend name -> runner command; claude-code defaults to
-    # runner_command. From the TOML table ``[backends]`` only. ---
+    # --- agent profiles (docs/profiles.md "Backends"): backend name -> runner command;
+    # claude-code defaults to runner_command. From the TOML table ``[backends]`` only. ---
     backends: tuple[tuple[str, str], ...] = ()
     # --- state retention (docs/reliability.md "State retention"): every store that only
     # grows gets a bound, whichever limit is reached first. Durations in seconds (the file
@@ -343,7 +344,7 @@ def load_config(
     parse_http_addr(cfg.kube_addr)
     from agentcoord.daemon.natsremote import check_nats_config
 
-    check_nats_config(cfg)  # issue 11: external NATS fields, with clear messages
+    check_nats_config(cfg)  # external NATS fields, with clear messages
     return cfg
 
 

@@ -48,7 +48,8 @@ def _names_by_value() -> dict[int, str]:
 def parse_kind(value: str) -> int:
     """``text``/``MESSAGE_TEXT``/``TEXT`` -> the enum value; anything else is an error.
 
-    The seed silently fell back to text on an unknown kind; issue 5 makes it an error.
+    The seed silently fell back to text on an unknown kind; here it is an error
+    (docs/messaging.md "Tools": unknown kinds are errors).
     """
     key = value.strip().lower().removeprefix("message_")
     names = _kind_names()

@@ -1,4 +1,5 @@
-"""Agent to agent, and the daemon as operator (issue 7; seed 004, seed 000 "Lifecycle").
+"""Agent to agent, and the daemon as operator (seed 004, seed 000 "Lifecycle";
+docs/ask-and-operator.md).
 
 :mod:`.rules` (pure: depth, cycles, rules, linked sessions, reconcile decisions),
 :mod:`.checkpoints` (git WIP bundles, content-addressed blobs), :mod:`.controller` (Agent

@@ -1,4 +1,5 @@
-"""The Agent controller: the daemon as operator (seed 000 "Lifecycle", issue 7).
+"""The Agent controller: the daemon as operator (seed 000 "Lifecycle"; docs/ask-and-operator.md
+"The operator").
 
 Managed Agent objects (label ``fastverk.savvifi.com/managed-by=agentcoord``) are reconciled
 into sandboxed runner processes: a new Agent with an objective (its owner AgentTask) or a
@@ -102,7 +103,7 @@ class AgentController:
         launcher: Launcher | None = None,
     ) -> None:
         self.store = store
-        # issue 10: the agent's AgentProfile (read at each start) shapes the launch.
+        # The agent's AgentProfile (read at each start) shapes the launch (docs/profiles.md).
         self.launcher = launcher
         self._runners = runners
         self.spec = spec

@@ -1,5 +1,5 @@
 """spawn_subagent, cancel, checkpoint, resume, merge (seed 000 "Lifecycle", "Checkpoint and
-resume", "merge"), with the seed's sharp edges fixed as issue 7 asks:
+resume", "merge"), with the seed's sharp edges fixed (docs/ask-and-operator.md):
 
 - re-spawning an existing name with a different profile is an error, not a silent no-op;
 - cancel waits for the controller to stop the runner and reports it;

@@ -6,7 +6,7 @@ joined with spaces); each name resolves through ``MCP_<NAME>_URL`` (upcased, das
 underscores); ``agent-coord`` resolves by default to this daemon through the stdio shim, so the
 daemon identifies the runner from the transport and never from ``AGENT_ID``; ``MCP_CONFIG``
 pointing at a file bypasses synthesis. A name that resolves nowhere is an error, never a silent
-omission (issue 10).
+omission (docs/profiles.md "Getting the tools").
 
 Everything here takes values and returns values; :mod:`agentcoord.localagents.runner` spawns,
 :mod:`agentcoord.localagents.profilestore` reads the store.

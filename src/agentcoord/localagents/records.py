@@ -71,7 +71,7 @@ class AgentTaskRecord:
     remote_job_id: str = ""
     result: Any = None
     error: str = ""
-    profile: str = ""  # the AgentProfile a local job started with (issue 10)
+    profile: str = ""  # the AgentProfile a local job started with (docs/profiles.md)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

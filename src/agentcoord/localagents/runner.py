@@ -121,8 +121,9 @@ def mcp_config(shim: Sequence[str], runtime_dir: Path) -> dict[str, Any]:
 
 
 def runner_argv(spec: RunnerSpec, prompt: str, config_file: Path) -> list[str]:
-    """One-shot ``claude -p ... --output-format json PROMPT`` with the scoping flags of issue 6
-    (the operator's per-turn runners, which continue a session with ``--resume``)."""
+    """One-shot ``claude -p ... --output-format json PROMPT`` with the scoping flags of
+    docs/localagents.md "Local dispatch" (the operator's per-turn runners, which continue a
+    session with ``--resume``)."""
     if prompt.startswith("-"):
         prompt = " " + prompt  # never let a prompt read as a flag
     return [
@@ -404,7 +405,7 @@ def _outcome(
     )
 
 
-# -- issue 7: linked sessions ----------------------------------------------------------------
+# -- linked sessions (docs/ask-and-operator.md "send_message and ask") ------------------------
 def with_session(
     spec: RunnerSpec, *, resume: str | None = None, session_id: str | None = None
 ) -> RunnerSpec:

@@ -104,7 +104,8 @@ class LocalAgents:
         self._wait_deadline_s = wait_deadline_s
         self._clock = clock
         self._jobs: set[asyncio.Task[Any]] = set()
-        # issue 10: profiles drive every start; set by attach_launcher once the store is open.
+        # Profiles drive every start (docs/profiles.md); set by attach_launcher once the store
+        # is open.
         self.backends = dict(backends or {"claude-code": shlex.join(spec.command)})
         self.launcher: Launcher | None = None
 
@@ -146,7 +147,7 @@ class LocalAgents:
     async def attach_launcher(
         self, store: ObjectBackend, *, nc: Any, bus: Any, namespace: str = "default"
     ) -> Launcher:
-        """Issue 10: profiles from ``store``, messages from ``bus``, status on ``nc``."""
+        """Profiles from ``store``, messages from ``bus``, status on ``nc`` (docs/profiles.md)."""
         defaults = Profile(
             DEFAULT_PROFILE,
             permission_mode=self.spec.permission_mode,
@@ -229,8 +230,8 @@ class LocalAgents:
 
     def _owned(self, agent_id: str, caller: Caller) -> AgentRecord | None:
         """The record of ``agent_id`` if ``caller`` may change it: whoever registered it, or
-        the human. Anyone else re-pointing its endpoint would receive its dispatches (issue 9
-        security pass)."""
+        the human. Anyone else re-pointing its endpoint would receive its dispatches
+        (docs/reliability.md "tests/security")."""
         record = self.records.get(_checked_id(agent_id))
         owner = record.registered_by if record else ""
         if owner and caller.agent != owner and caller.kind != "human":
@@ -534,7 +535,7 @@ def _checked_id(agent_id: str) -> str:
 
 def _prompt(args: dict[str, Any]) -> str:
     parts = [str(args["task"])]
-    for key in ("repo_url", "file_path"):  # profile names the AgentProfile (issue 10)
+    for key in ("repo_url", "file_path"):  # not profile: it names the AgentProfile
         if args.get(key):
             parts.append(f"{key}: {args[key]}")
     return "\n\n".join(parts)

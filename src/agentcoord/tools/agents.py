@@ -22,7 +22,7 @@ _ID: dict[str, Any] = {"type": "string", "maxLength": 128}
 _TAGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 _JOB = {
     "task": {"type": "string", "maxLength": 100_000},
-    "profile": _S,  # the AgentProfile local starts run with (issue 10); default "default"
+    "profile": _S,  # the AgentProfile local starts run with (docs/profiles.md); default "default"
     "repo_url": _S,
     "wait": {"type": "boolean"},
     "file_path": _S,
@@ -88,7 +88,8 @@ async def _dispatch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _profiles(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Issue 10: the AgentProfiles starts can use, each with what is missing on this machine."""
+    """The AgentProfiles starts can use, each with what is missing on this machine
+    (docs/profiles.md)."""
     launcher = _service(ctx).launcher
     if launcher is None:
         raise ToolError("profiles are not available in this daemon")

@@ -1,5 +1,5 @@
-"""Claim tools (seed 000 claim/release/check_claims; seed 003 locks and heartbeats; issue 4):
-claim, release, renew, heartbeat, check_claims, and the audit query."""
+"""Claim tools (seed 000 claim/release/check_claims; seed 003 locks and heartbeats;
+docs/claims.md "Tools"): claim, release, renew, heartbeat, check_claims, and the audit query."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ class ToolRegistry:
 
 def default_registry() -> ToolRegistry:
     """Every tool family the daemon ships."""
-    from agentcoord.tools import (  # issue 7
+    from agentcoord.tools import (
         a2a,
         agents,
         claims,
