@@ -1,5 +1,5 @@
-"""The pure rules of issue 7: depth, cycles, attribution, workspaces, linked sessions and
-the controller's decisions (values in, values out)."""
+"""The pure rules of docs/ask-and-operator.md: depth, cycles, attribution, workspaces, linked
+sessions and the controller's decisions (values in, values out)."""
 
 from __future__ import annotations
 

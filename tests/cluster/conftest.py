@@ -1,4 +1,5 @@
-"""Fixtures for issue 11: a real three-node NATS cluster and two daemons as two hosts.
+"""Fixtures for docs/one-host-to-many.md: a real three-node NATS cluster and two daemons as
+two hosts.
 
 The hosts share this machine but nothing else: each daemon has its own state and runtime
 dirs, its own loopback HTTP port (the Host check accepts 127.0.0.1 names only) and its own

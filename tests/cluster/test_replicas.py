@@ -1,4 +1,4 @@
-"""Replica counts of the buckets and streams on a cluster (issue 11: R3 on a cluster)."""
+"""Replica counts of the buckets and streams on a cluster: R3 (docs/one-host-to-many.md)."""
 
 from __future__ import annotations
 

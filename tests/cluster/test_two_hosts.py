@@ -1,4 +1,5 @@
-"""Two daemons as two hosts on one three-node NATS cluster (issue 11 "Must show")."""
+"""Two daemons as two hosts on one three-node NATS cluster (docs/one-host-to-many.md
+"Tests and numbers")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The embedded nats-server's generated config: JetStream sync interval (issue 9)."""
+"""The embedded nats-server's generated config: JetStream sync interval."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One client of the reliability suite's mixed load (issue 9): claims and messages over the
+"""One client of the reliability suite's mixed load: claims and messages over the
 daemon's unix socket, riding out daemon and NATS faults, with a shadow log of what was
 acknowledged.
 

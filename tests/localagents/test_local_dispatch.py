@@ -200,5 +200,5 @@ def test_daemon_stop_cancels_running_jobs(local_daemon: Any) -> None:
     assert _wait_for(lambda: not _marked(d.runtime_dir), 5)
     tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[res["job"]["job_id"]]["status"] == "cancelled"
-    status = _stored_agent(d, "alpha")["status"]  # its Agent says so too (issue 10)
+    status = _stored_agent(d, "alpha")["status"]  # its Agent says so too (docs/profiles.md)
     assert (status["phase"], status["message"]) == ("Failed", "the daemon stopped")

@@ -1,6 +1,7 @@
-"""Agent profiles end to end (issue 10): a real daemon, real kubectl, real bubblewrap and the
-stand-in ``claude -p``. Profiles decide the runner's flags, environment and MCP config; messages
-reach a running runner between turns; CONTROL drains or stops it; its Agent says how it went."""
+"""Agent profiles end to end (docs/profiles.md): a real daemon, real kubectl, real bubblewrap
+and the stand-in ``claude -p``. Profiles decide the runner's flags, environment and MCP config;
+messages reach a running runner between turns; CONTROL drains or stops it; its Agent says how
+it went."""
 
 from __future__ import annotations
 

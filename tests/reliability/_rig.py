@@ -1,5 +1,6 @@
-"""The reliability rig (issue 9): mixed load from many client processes against one real
-daemon, a fault injected mid-load, then the invariants checked on the shadow log.
+"""The reliability rig (docs/reliability.md "tests/reliability"): mixed load from many client
+processes against one real daemon, a fault injected mid-load, then the invariants checked on
+the shadow log.
 
 A phase: start ``clients`` processes (``tests/fakes/mixed_client.py``, each under its own
 stand-in ``claude`` session), run load, inject one fault, wait until the daemon answers, stop

@@ -1,7 +1,7 @@
-"""Faults under mixed load from 32 client processes (issue 9): SIGKILL of the daemon, kill of
-nats-server, a full state disk, corrupted frames on the socket. After each fault every
-acknowledged claim and message is present exactly once, no two write holders overlapped, and
-the daemon answers again."""
+"""Faults under mixed load from 32 client processes (docs/reliability.md): SIGKILL of the
+daemon, kill of nats-server, a full state disk, corrupted frames on the socket. After each
+fault every acknowledged claim and message is present exactly once, no two write holders
+overlapped, and the daemon answers again."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trust boundaries (issue 9 security pass): another uid on the unix socket and on HTTP, NATS
+"""Trust boundaries (the security pass): another uid on the unix socket and on HTTP, NATS
 logins with wrong or another agent's credentials, and HTTP with a foreign Origin or Host on
 every endpoint. All refused, and counted."""
 

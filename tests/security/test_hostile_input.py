@@ -1,4 +1,4 @@
-"""Hostile ids, paths and frames (issue 9 security pass): traversal, separators, NUL and very
+"""Hostile ids, paths and frames (the security pass): traversal, separators, NUL and very
 long values in every id-taking tool; oversize and malformed frames on the unix socket and
 HTTP. Each is refused with a clear error (never an internal error), nothing is written outside
 the daemon's dirs, and the daemon goes on answering."""

@@ -1,4 +1,4 @@
-"""Impersonation (issue 9 security pass): every tool that takes an ``agent`` or ``from``
+"""Impersonation (the security pass): every tool that takes an ``agent`` or ``from``
 argument, called by one agent with another agent's id, over the unix socket and over HTTP, is
 refused with "identity mismatch" and changes nothing."""
 

@@ -122,7 +122,7 @@ def test_ids_and_consumer_names() -> None:
 
 
 async def test_read_with_after_gives_again_until_confirmed(bus: tuple[MessageBus, Any]) -> None:
-    """With ``after``: unconfirmed messages are given again, confirmed ones never (issue 9)."""
+    """With ``after``: unconfirmed messages are given again, confirmed ones never."""
     b, _ = bus
     await b.ensure_inbox("c")
     for i in range(3):

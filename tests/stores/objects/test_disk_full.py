@@ -1,4 +1,4 @@
-"""The object store on a full disk (issue 9): the real error is reported, and it recovers."""
+"""The object store on a full disk: the real error is reported, and it recovers."""
 
 from __future__ import annotations
 

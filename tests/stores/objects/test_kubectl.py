@@ -1,4 +1,4 @@
-"""The real kubectl against a real daemon: the commands of issue 3's "must show" list."""
+"""The real kubectl against a real daemon: apply, get, patch, watch, delete, wait, explain."""
 
 from __future__ import annotations
 
