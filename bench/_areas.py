@@ -626,7 +626,7 @@ def area_memory(ctx: Ctx) -> Area:
     )
 
 
-# -- extension points: object store writes (issue 3), asks (issue 7) ---------------------------
+# -- extension points: object store writes (docs/store.md), asks (docs/ask-and-operator.md) ---
 
 
 def _plugin(name: str) -> Callable[[Ctx], Area] | None:
@@ -826,7 +826,7 @@ def _asks_baseline_only(ctx: Ctx) -> Area:
             )
         ],
         latency={"spawn the stand-in directly": samples},
-        notes=["`ask` (issue 7) is not on main yet; bench/ask.py's `report(ctx)` plugs in here."],
+        notes=["bench/ask.py has no `report(ctx)` here, so only the stand-in's spawn is timed."],
     )
 
 

@@ -1,6 +1,6 @@
 """Claims benchmark: claim+release through the daemon's unix socket vs raw nats-py
 ``kv.create`` + ``kv.delete`` on the same nats-server, in one run, printed as ratios; plus
-``find_agents`` over 10k annotations (issue 4 "Must show").
+``find_agents`` over 10k annotations (docs/claims.md "Benchmark").
 
 Usage: PYTHONPATH=src python bench/claims.py [--pairs 1000] [--clients 16] [--focus 10000]
 """

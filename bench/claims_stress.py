@@ -1,4 +1,4 @@
-"""Claims stress run (issue 4 "Must show"): CLIENTS session processes x ATTEMPTS claim attempts
+"""Claims stress run (docs/claims.md "Rules"): CLIENTS session processes x ATTEMPTS claim attempts
 on KEYS keys through MCP, then the invariants are checked on the shadow log: never two write
 holders at once (fencing tokens + observed hold intervals), reads share, every attempt is
 acquired or names the holder.

@@ -1,6 +1,7 @@
-"""Cluster benchmark (issue 11): claim+release through the daemon's unix socket with the
-embedded single nats-server, then with the daemon pointed at a three-node loopback cluster
-(``--nats-url``, R3 buckets and streams), in one run, printed as ratios cluster/embedded.
+"""Cluster benchmark (docs/one-host-to-many.md): claim+release through the daemon's unix
+socket with the embedded single nats-server, then with the daemon pointed at a three-node
+loopback cluster (``--nats-url``, R3 buckets and streams), in one run, printed as ratios
+cluster/embedded.
 
 Usage: PYTHONPATH=src python bench/cluster.py [--pairs 300] [--clients 8]
 """

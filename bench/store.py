@@ -6,7 +6,7 @@ Prints writes/s for create and CAS-update at 1 and 16 writers, point reads/s, wa
 latency to 100 watchers (p50/p99, from the write call to each watcher holding the event) and
 the time to list 10k objects. Ratios are ours / raw sqlite3 doing the same transactions
 (WAL, synchronous=NORMAL, one BEGIN IMMEDIATE transaction per write, event row + object row).
-Goals (issue 3): >= 10k writes/s at 16 writers; fan-out p99 <= 10 ms.
+Goals (bench/REPORT.md "Object store"): >= 10k writes/s at 16 writers; fan-out p99 <= 10 ms.
 """
 
 from __future__ import annotations
