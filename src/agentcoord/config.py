@@ -81,6 +81,9 @@ class Config:
     http_addr: str = DEFAULT_HTTP_ADDR
     kube_addr: str = "127.0.0.1:0"  # the kubectl-facing object API (TLS); see kube.addr
     claude_dir: Path = field(default_factory=lambda: Path.home() / ".claude")
+    # kubectl's credentials (``~/.kube``, ``$KUBECONFIG``): masked in the runners' sandbox,
+    # since a kubeconfig for this daemon carries the owner's client key.
+    kube_credentials: tuple[Path, ...] = ()
     user: str = "user"
     nats_url: str | None = None  # an existing NATS server instead of the embedded one
     log_level: str = "INFO"
@@ -300,6 +303,7 @@ def load_config(
         "state_dir": state,
         "runtime_dir": runtime,
         "claude_dir": claude_dir,
+        "kube_credentials": _kube_credentials(env),
         "user": env.get("USER") or env.get("LOGNAME") or _user_name(uid),
     }
 
@@ -346,6 +350,12 @@ def load_config(
 
     check_nats_config(cfg)  # external NATS fields, with clear messages
     return cfg
+
+
+def _kube_credentials(env: Mapping[str, str]) -> tuple[Path, ...]:
+    home = Path(env.get("HOME") or Path.home())
+    files = [Path(p).expanduser() for p in (env.get("KUBECONFIG") or "").split(os.pathsep) if p]
+    return (home / ".kube", *files)
 
 
 def default_kubeconfig(env: Mapping[str, str]) -> Path:

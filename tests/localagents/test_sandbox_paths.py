@@ -37,7 +37,8 @@ def _binds(argv: list[str], flag: str) -> list[str]:
 
 def test_bwrap_argv_binds_a_prefix_under_tmp_and_masks_the_secrets(tmp_path: Path) -> None:
     """A venv under /tmp is bound back read-only (once, not per subdirectory); what is already
-    visible is not rebound; the state dir is masked after it, the socket bound after the mask."""
+    visible is not rebound; the state dir is masked after it, masked again after a profile
+    path that contains it, and the socket bound after the last mask."""
     assert tmp_path.parts[:2] == ("/", "tmp")
     venv = tmp_path / "venv"
     site_dir = venv / "lib" / "site-packages"
@@ -53,15 +54,21 @@ def test_bwrap_argv_binds_a_prefix_under_tmp_and_masks_the_secrets(tmp_path: Pat
         package=tmp_path / "pkg",
         reachable=[venv, site_dir, Path("/usr/lib"), Path("/tmp")],
         hidden=[state, conf, state / "nats", tmp_path / "absent"],
-        readable=[sock],
+        writable=[tmp_path],  # a profile's writablePaths holding the state dir
+        exceptions=[sock],
     )
     assert argv[:10] == [
         "bwrap",
         *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
     ]
-    assert _binds(argv, "--ro-bind") == ["/", str(venv), "/dev/null", str(sock)]
-    assert _binds(argv, "--tmpfs") == ["/tmp", str(state)]  # its subdirectories go with it
-    assert argv.index(str(venv)) < argv.index(str(state)) < argv.index(str(sock))
+    masks = ["/dev/null"]  # the config file, once per mask pass
+    assert _binds(argv, "--ro-bind") == ["/", str(venv), *masks, *masks, str(sock)]
+    # the state dir, before and after the profile's path; its subdirectories go with it
+    assert _binds(argv, "--tmpfs") == ["/tmp", str(state), str(state)]
+    profile = argv.index(str(tmp_path), argv.index("--bind"))
+    last_mask = len(argv) - 1 - argv[::-1].index(str(state))
+    assert argv.index(str(venv)) < argv.index(str(state)) < profile < last_mask
+    assert last_mask < argv.index(str(sock))
     assert argv[argv.index("/dev/null") + 1] == str(conf)
     assert argv[argv.index("--") + 1 :] == ["runner"]
     assert _binds(argv, "--bind")[-1] == str(tmp_path / "pkg")
@@ -111,7 +118,8 @@ def test_executable_roots_follow_the_symlink_and_the_shebang(tmp_path: Path) -> 
 
 
 def test_daemon_secrets_cover_state_runtime_and_credential_files(tmp_path: Path) -> None:
-    """The state and runtime dirs, the config file and external NATS credentials are hidden."""
+    """The state and runtime dirs, the config file, external NATS credentials and kubectl's
+    credentials (~/.kube) are hidden."""
     from agentcoord.config import load_config
 
     (tmp_path / "u.creds").write_text("-----BEGIN NATS USER JWT-----\n")
@@ -124,7 +132,8 @@ def test_daemon_secrets_cover_state_runtime_and_credential_files(tmp_path: Path)
         "AGENTCOORD_CONFIG": str(conf),
     }
     secrets = daemon_secrets(load_config({}, env, uid=1))
-    assert secrets == (tmp_path / "s", tmp_path / "r", conf, tmp_path / "u.creds")
+    kube = (tmp_path / ".kube" / "config", tmp_path / ".kube")  # kubectl's credentials
+    assert secrets == (tmp_path / "s", tmp_path / "r", conf, tmp_path / "u.creds", *kube)
 
 
 def _checkout_venv(tmp_path: Path) -> Path:
@@ -248,21 +257,62 @@ def test_a_runner_writes_its_transcripts_but_not_the_users_claude_settings(
     d, hub, call = local_daemon()
     claude_dir = Path(d.env["CLAUDE_CONFIG_DIR"])
     claude_dir.mkdir(parents=True, exist_ok=True)
-    guarded = [claude_dir / "settings.json", claude_dir / ".claude.json", claude_dir / "CLAUDE.md"]
+    guarded = [claude_dir / "settings.json", claude_dir / ".claude.json"]
     for path in guarded:
-        path.write_text("{}\n")
+        path.write_text('{"hooks": {}}\n')
     (claude_dir / "agents").mkdir(exist_ok=True)
+    assert not (claude_dir / "CLAUDE.md").exists()  # absent ones must not be created either
+    assert not (claude_dir / "commands").exists()
     make_package(hub, "alpha")
     transcript = claude_dir / "projects" / "p" / "t.jsonl"
     transcript.parent.mkdir(parents=True, exist_ok=True)
-    planted = claude_dir / "agents" / "planted.md"
-    script = "\n".join([*(f"write {p}" for p in [*guarded, planted]), f"write {transcript}"])
+    planted = [
+        claude_dir / "agents" / "planted.md",
+        claude_dir / "CLAUDE.md",
+        claude_dir / "commands" / "planted.md",
+    ]
+    script = "\n".join([*(f"write {p}" for p in [*guarded, *planted]), f"write {transcript}"])
     err, res = call("run_agent", {"agent_id": "alpha", "task": script, "wait": True})
     assert not err, res
     inner = json.loads(res["job"]["result"]["result"])
-    for path in [*guarded, planted]:
+    for path in [*guarded, *planted]:
         assert inner["write"][str(path)] == "Read-only file system", path
     assert inner["write"][str(transcript)] == "ok"
     for path in guarded:
-        assert path.read_text() == "{}\n"
-    assert not planted.exists()
+        assert path.read_text() == '{"hooks": {}}\n'
+    assert (claude_dir / "CLAUDE.md").read_text() == ""  # the inert stand-in, still empty
+    assert not (claude_dir / "agents" / "planted.md").exists()
+    assert list((claude_dir / "commands").iterdir()) == []
+
+
+@needs_bwrap
+def test_a_profile_path_holding_the_state_dir_does_not_uncover_it(
+    local_daemon: Any, visible_root: Path
+) -> None:
+    """A profile whose writablePaths contain the daemon's state and runtime dirs (its HOME,
+    say) gets that path writable, but the secrets under it stay masked: the masks are laid
+    again after the profile's paths, and only the socket is bound back."""
+    from tests.localagents.test_profiles import apply_profile, kubectl_for
+
+    state, run = visible_root / "state", visible_root / "run"
+    d, hub, call = local_daemon(AGENTCOORD_STATE_DIR=str(state), AGENTCOORD_RUNTIME_DIR=str(run))
+    apply_profile(
+        kubectl_for(d),
+        "wide",
+        {
+            "backend": "claude-code",
+            "mcpServers": ["agent-coord"],
+            "writablePaths": [str(visible_root)],
+        },
+    )
+    make_package(hub, "alpha")
+    token = state / "human.token"
+    script = f"read {token}\nwrite {visible_root}/mine.txt\nwhoami"
+    err, res = call(
+        "run_agent", {"agent_id": "alpha", "task": script, "profile": "wide", "wait": True}
+    )
+    assert not err, res
+    inner = json.loads(res["job"]["result"]["result"])
+    assert inner["read"][str(token)] == {"error": "No such file or directory"}
+    assert inner["write"][f"{visible_root}/mine.txt"] == "ok"
+    assert inner["whoami"]["agent"] == "alpha"

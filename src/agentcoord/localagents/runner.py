@@ -248,8 +248,11 @@ def _spawn(
         env=env,
         socket=runtime_dir / "agentcoord.sock",
         writable=[claude_dir, *plan.writable],
-        readable=[plan.config_file, *plan.readable],
-        guarded=claude_guarded(claude_dir),
+        readable=plan.readable,
+        # The MCP config the daemon wrote into the job dir; a profile's own (MCP_CONFIG) is
+        # among ``readable`` and stays under the masks.
+        exceptions=[plan.config_file] if plan.mcp_config is not None else [],
+        guarded=claude_guarded(claude_dir) if sandbox.bwrap else (),
         network=plan.network,
     )
     piped = plan.turns_on_stdin

@@ -87,6 +87,7 @@ class Sandbox:
         socket: Path | None = None,
         writable: Sequence[Path] = (),
         readable: Sequence[Path] = (),
+        exceptions: Sequence[Path] = (),
         guarded: Sequence[Path] = (),
         network: bool = True,
     ) -> list[str]:
@@ -103,8 +104,9 @@ class Sandbox:
             package=package,
             reachable=reach,
             hidden=self.hidden,
-            readable=[*([socket] if socket and socket.exists() else []), *readable],
+            readable=readable,
             writable=writable,
+            exceptions=[*([socket] if socket and socket.exists() else []), *exceptions],
             guarded=guarded,
             network=network,
         )
@@ -129,8 +131,9 @@ def daemon_secrets(cfg: Config) -> tuple[Path, ...]:
     sandboxed runners cannot read the daemon's state dir)."""
     paths = [cfg.state_dir, cfg.runtime_dir, cfg.config_file]
     paths += [cfg.nats_creds, cfg.nats_nkey_seed, cfg.nats_tls_key]
-    if cfg.store == "kubernetes":
-        paths.append(cfg.kubeconfig)
+    # kubeconfigs: this daemon's (``agentcoord kubeconfig --write``, the owner's client key)
+    # and a real API server's (``--store kubernetes``), wherever they were put.
+    paths += [cfg.kubeconfig, *cfg.kube_credentials]
     return tuple(dict.fromkeys(p for p in paths if p is not None))
 
 
@@ -216,8 +219,37 @@ CLAUDE_GUARDED = (
 
 
 def claude_guarded(claude_dir: Path) -> list[Path]:
-    """The entries of ``claude_dir`` a runner may read but not change (:data:`CLAUDE_GUARDED`)."""
-    return [claude_dir / name for name in CLAUDE_GUARDED]
+    """The entries of ``claude_dir`` a runner may read but not change (:data:`CLAUDE_GUARDED`),
+    each made if absent so that it can be bound read-only: a runner must not create one
+    either (a ``CLAUDE.md`` or a hook the user's next session would load). What is made is
+    inert: empty dirs, an empty ``CLAUDE.md``, ``{}`` for the JSON files."""
+    paths = [claude_dir / name for name in CLAUDE_GUARDED]
+    for path in paths:
+        if path.exists() or path.is_symlink():
+            continue
+        try:
+            if path.suffix == ".json":
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w") as fh:
+                    fh.write("{}\n")
+            elif path.suffix == ".md":
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            else:
+                path.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+    return paths
+
+
+def _masks(hidden: Iterable[Path]) -> list[str]:
+    """An empty tmpfs over each hidden directory, ``/dev/null`` over each hidden file."""
+    argv: list[str] = []
+    for path in _outermost(p for p in hidden if p.exists()):
+        if path.is_dir():
+            argv += ["--perms", "0700", "--tmpfs", str(path)]
+        else:
+            argv += ["--ro-bind", "/dev/null", str(path)]
+    return argv
 
 
 def bwrap_argv(
@@ -229,6 +261,7 @@ def bwrap_argv(
     hidden: Sequence[Path] = (),
     readable: Sequence[Path] = (),
     writable: Sequence[Path] = (),
+    exceptions: Sequence[Path] = (),
     guarded: Sequence[Path] = (),
     network: bool = True,
 ) -> list[str]:
@@ -239,10 +272,11 @@ def bwrap_argv(
        executable; elsewhere the read-only root already shows them);
     3. ``hidden`` masked: an empty tmpfs over a directory, ``/dev/null`` over a file, even
        where step 2 showed it (a venv in the same tmp dir as the state dir);
-    4. ``readable`` (the socket, the MCP config in the job dir), ``writable`` (``~/.claude``,
-       profile paths): each punches through the masks above;
-    5. ``guarded``, those of them that exist, read-only again inside a writable dir (Claude
-       Code's settings in ``~/.claude``), and last the package.
+    4. ``readable`` and ``writable`` (``~/.claude``, the profile's paths), then the masks of
+       step 3 again, so that no such path uncovers a secret;
+    5. ``exceptions``, the daemon's own holes in the masks (its socket, the job's MCP
+       config); ``guarded`` read-only again inside a writable dir (Claude Code's settings in
+       ``~/.claude``); and last the package (a spawned agent's work dir).
 
     ``network=False`` (a profile's ``spec.network: false``) keeps the network namespace
     unshared: only loopback inside, and the daemon's unix socket still works (a bind mount).
@@ -250,15 +284,17 @@ def bwrap_argv(
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for path in _outermost(p for p in reachable if _within(p, _PRIVATE) and p != _PRIVATE):
         argv += ["--ro-bind", str(path), str(path)]
-    for path in _outermost(p for p in hidden if p.exists()):
-        if path.is_dir():
-            argv += ["--perms", "0700", "--tmpfs", str(path)]
-        else:
-            argv += ["--ro-bind", "/dev/null", str(path)]
+    masks = _masks(hidden)
+    argv += masks
     for path in dict.fromkeys(readable):
         argv += ["--ro-bind", str(path), str(path)]
     for path in dict.fromkeys(writable):
         argv += ["--bind", str(path), str(path)]
+    # The masks again: a profile path that contains a secret (``writablePaths: [$HOME]``, an
+    # MCP config file in the state dir) must not uncover it; then the daemon's own holes.
+    argv += masks
+    for path in dict.fromkeys(exceptions):
+        argv += ["--ro-bind", str(path), str(path)]
     for path in dict.fromkeys(guarded):
         if path.exists():
             argv += ["--ro-bind", str(path), str(path)]
