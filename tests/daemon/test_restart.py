@@ -262,3 +262,38 @@ def test_unknown_state_format_is_refused_not_misread(
     assert says in lines[0], err
     assert (state / FORMAT_FILE).read_text() == content
     assert not (state / "objects.db").exists()
+
+
+def test_nats_server_failure_is_one_line_its_output_in_the_log_file(tmp_path: Path) -> None:
+    """A nats-server that dies at start with many lines of output ends the start in one line
+    (and a one-line STATUS=); its output is kept in startup-error.log."""
+    fake = tmp_path / "nats-server"
+    fake.write_text(
+        '#!/bin/sh\nfor i in 1 2 3 4 5; do echo "[FTL] line $i of a bad start" >&2; done\nexit 1\n'
+    )
+    fake.chmod(0o755)
+    conf = tmp_path / "config.toml"
+    conf.write_text(f'nats_server_bin = "{fake}"\n')
+    notify = tmp_path / "notify.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(notify))
+    sock.settimeout(30)
+    try:
+        proc = _serve(
+            tmp_path / "d",
+            AGENTCOORD_CONFIG=str(conf),
+            AGENTCOORD_LOG_LEVEL="CRITICAL",
+            NOTIFY_SOCKET=str(notify),
+        )
+        _out, err = proc.communicate(timeout=30)
+        status = sock.recv(4096).decode()
+    finally:
+        sock.close()
+    assert proc.returncode == 1
+    lines = _lines(err)
+    assert len(lines) == 1, err
+    assert "nats-server" in lines[0]
+    assert "\n" not in status
+    assert status.startswith("STATUS=start-up failed:")
+    log = (tmp_path / "d" / "state" / "startup-error.log").read_text()
+    assert "line 5 of a bad start" in log

@@ -199,31 +199,43 @@ async def _start_or_stop(
     stopped = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({started, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if not started.done():
+            log.info("stop requested during start-up (%s): stopping", phases.current)
+            return None
     finally:
         stopped.cancel()
-    if not started.done():
-        log.info("stop requested during start-up (%s): stopping", phases.current)
-        started.cancel("stop requested during start-up")
-        await asyncio.wait({started}, timeout=_START_CANCEL_S)
-        moved = stack.pop_all()
-        try:
-            async with asyncio.timeout(_START_CANCEL_S):
-                await moved.aclose()
-        except TimeoutError:
-            log.error("closing a cancelled start took longer than %.1fs", _START_CANCEL_S)
-        except Exception:
-            log.exception("error while closing a cancelled start")
-        return None
+        if not started.done():  # a stop came first, or serve() itself was cancelled
+            started.cancel("stop requested during start-up")
+            await asyncio.wait({started}, timeout=_START_CANCEL_S)
+            if not started.done():
+                log.error("the start did not end within %.1fs of its cancel", _START_CANCEL_S)
+            await _close_cancelled_start(stack)
     exc = started.exception()
     if exc is not None:
         where = write_failure(cfg.state_dir, exc)
         log.debug("start-up failed", exc_info=exc)
-        sd_notify(cfg.notify_socket, f"STATUS=start-up failed: {exc}")
+        # One line everywhere (the CLI, STATUS=): a part's own detail (nats-server's last
+        # lines) stays in the log file with the traceback.
+        text = str(exc).strip()
+        line = text.splitlines()[0] if text else repr(exc)
+        sd_notify(cfg.notify_socket, f"STATUS=start-up failed: {line}")
         # A bad setting already says all there is; a failed part points to its traceback.
-        if where is not None and isinstance(exc, AgentCoordError) and not _is_setting(exc):
-            exc.args = (f"{exc} (details: {where})",)
+        if isinstance(exc, AgentCoordError) and not _is_setting(exc):
+            exc.args = (f"{line} (details: {where})" if where else line,)
         raise exc
     return started.result()
+
+
+async def _close_cancelled_start(stack: contextlib.AsyncExitStack) -> None:
+    """Close what a cancelled start had opened, within its own bound."""
+    moved = stack.pop_all()
+    try:
+        async with asyncio.timeout(_START_CANCEL_S):
+            await moved.aclose()
+    except TimeoutError:
+        log.error("closing a cancelled start took longer than %.1fs", _START_CANCEL_S)
+    except Exception:
+        log.exception("error while closing a cancelled start")
 
 
 def _is_setting(exc: BaseException) -> bool:
@@ -283,8 +295,10 @@ def _one_error() -> Iterator[None]:
 
 
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> App:
-    nats_hint = (
-        f"is the NATS server at {cfg.nats_url} up and reachable?"
+    from agentcoord.daemon.natsremote import redact
+
+    nats_hint = (  # the URL as shown everywhere else: without its password
+        f"is the NATS server at {redact(cfg.nats_url)} up and reachable?"
         if cfg.nats_url
         else f"the log has nats-server's last lines; check {cfg.state_dir / 'nats'}"
     )
