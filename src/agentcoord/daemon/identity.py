@@ -102,12 +102,20 @@ class TokenStore:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write a file atomically, created 0600."""
-    tmp = path.with_suffix(".tmp")
+    """Write a file atomically and durably, created 0600: the old content or the new one is
+    there after a crash, never half of either (the file and its directory are fsynced)."""
+    tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 def _human_only(tool: str | None) -> bool:

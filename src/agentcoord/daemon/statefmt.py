@@ -10,11 +10,11 @@ store": the state dir carries a format version and migrates older ones).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 from agentcoord import __version__
+from agentcoord.daemon.identity import write_private
 from agentcoord.errors import StateFormatError
 
 __all__ = ["FORMAT", "FORMAT_FILE", "ensure_format", "read_format"]
@@ -24,7 +24,8 @@ FORMAT_FILE = "format.json"
 
 # Files a daemon creates before it writes anything of substance: their presence alone does
 # not make a dir "made by 0.1.0".
-_NOT_STATE = frozenset({"daemon.lock", FORMAT_FILE, "startup-error.log"})
+# (``claude-setup``: what ``agentcoord setup claude`` records before any daemon ran.)
+_NOT_STATE = frozenset({"daemon.lock", FORMAT_FILE, "startup-error.log", "claude-setup"})
 
 
 def _from_0(state_dir: Path) -> None:
@@ -78,21 +79,6 @@ def ensure_format(state_dir: Path) -> int:
     for step in MIGRATIONS[fmt:]:
         step(state_dir)
     if fmt != FORMAT or not (state_dir / FORMAT_FILE).exists() or by != __version__:
-        _write(state_dir / FORMAT_FILE, {"format": FORMAT, "written_by": __version__})
+        record = {"format": FORMAT, "written_by": __version__}
+        write_private(state_dir / FORMAT_FILE, json.dumps(record) + "\n")
     return fmt
-
-
-def _write(path: Path, record: dict[str, object]) -> None:
-    """Atomic and durable: the format record must never be half there."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(record) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)

@@ -39,6 +39,7 @@ __all__ = ["DEFAULT_RETENTION_S", "SessionWatch", "same_process"]
 log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION_S = 24 * 3600
+_RETRY_REMOVE_S = 60.0  # a removal that failed (the store busy or down) is tried again
 _REWATCH_DELAY_S = 0.1  # after a watch broke for another reason than Expired
 
 Forget = Callable[[str], Awaitable[None]]
@@ -221,8 +222,9 @@ class SessionWatch:
                 del self._deadlines[name]
                 try:
                     removed = await self._directory.remove_ended(name)
-                except Exception:  # logged; the sweep goes on
+                except Exception:  # logged; asked again later, and the sweep goes on
                     log.warning("could not remove ended session agent %s", name, exc_info=True)
+                    self._deadlines[name] = now + _RETRY_REMOVE_S
                     continue
                 if removed:
                     log.info("removed ended session agent %s (retention over)", name)

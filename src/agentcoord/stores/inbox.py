@@ -267,6 +267,10 @@ class MessageBus:
             await self._js.purge_stream(STREAM, subject=inbox_subject(agent))
             for state in (self._ready, self._acked, self._held, self._handed):
                 state.pop(agent, None)
+        # The agent is gone: so are its locks (held above; no one else waits on a removed
+        # agent's inbox), else every removed session would leave two behind.
+        self._setup_locks.pop(agent, None)
+        self._read_locks.pop(agent, None)
 
     async def subscribe_subjects(self, agent: str, subjects: list[str]) -> None:
         """Add subjects (channels) to ``agent``'s consumer; messages after now reach it."""

@@ -137,7 +137,11 @@ class ObjectStore:
         if self._rv - self._compacted > 2 * self.retention:
             # A log kept under a larger retention (or before there was one) is cut to this
             # one's now, not at the next write (docs/reliability.md "State retention").
-            await self.compact(self._rv - self.retention)
+            try:
+                await self.compact(self._rv - self.retention)
+            except BaseException:  # cancelled by start-up's bound, or failed: close again
+                await self.__aexit__(None, None, None)
+                raise
         log.info("object store %s open at rv %d (%d objects)", self.path, rv, len(self._cache))
         return self
 
