@@ -111,6 +111,10 @@ class IdentityError(ToolError):
 class IdentityMismatch(IdentityError):
     """An ``agent``/``from`` argument names someone other than the identified caller."""
 
+    def __init__(self, caller: str, claimed: str, message: str = "") -> None:
+        super().__init__(message or f"identity mismatch: you are {caller}, not {claimed}")
+        self.caller, self.claimed = caller, claimed  # ``claimed``: the name it gave
+
 
 class NotFound(ToolError):
     """The named object does not exist."""

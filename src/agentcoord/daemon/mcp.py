@@ -191,10 +191,8 @@ class McpCore:
             args = check_arguments(tool.input_schema, params.get("arguments"))
             result = await tool.handler(ToolContext(session.caller, self._app), args)
         except ToolError as exc:
-            # An agent naming the human as itself (tools/_caller.py's "..., not <claimed>").
-            if isinstance(exc, IdentityMismatch) and str(exc).endswith(
-                f"not {self._app.identity.human}"
-            ):
+            # An agent naming the human as itself.
+            if isinstance(exc, IdentityMismatch) and exc.claimed == self._app.identity.human:
                 self._app.identity.refused(session.caller, name, "borrowed-name")
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         except (asyncio.CancelledError, KeyboardInterrupt):

@@ -236,7 +236,9 @@ class LocalAgents:
         owner = record.registered_by if record else ""
         if owner and caller.agent != owner and caller.kind != "human":
             raise IdentityMismatch(
-                f"identity mismatch: {agent_id} was registered by {owner}, not {caller.agent}"
+                caller.agent,
+                owner,
+                f"identity mismatch: {agent_id} was registered by {owner}, not {caller.agent}",
             )
         return record
 

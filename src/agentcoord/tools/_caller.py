@@ -16,5 +16,5 @@ def acting_agent(ctx: ToolContext, args: dict[str, Any], *keys: str) -> str:
     for key in keys or ("agent", "from"):
         claimed = args.get(key)
         if claimed and claimed != me:
-            raise IdentityMismatch(f"identity mismatch: you are {me}, not {claimed}")
+            raise IdentityMismatch(me, str(claimed))
     return me

@@ -18,8 +18,9 @@ from agentcoord.stores.kv import (
     parse_mode,
 )
 from agentcoord.stores.kv._procwatch import ProcKey, proc_key
-from agentcoord.tools._acting import acting_agent, running
+from agentcoord.tools._acting import running
 from agentcoord.tools._base import Tool, ToolContext, obj_schema
+from agentcoord.tools._caller import acting_agent
 
 if TYPE_CHECKING:
     from agentcoord.stores.audit import AuditLog

@@ -11,8 +11,9 @@ from agentcoord.stores.agentsource import AgentSource
 from agentcoord.stores.kv import Focus, FocusStore
 from agentcoord.stores.objects.errors import BadRequest
 from agentcoord.stores.objects.selectors import parse_labels
-from agentcoord.tools._acting import acting_agent, running
+from agentcoord.tools._acting import running
 from agentcoord.tools._base import Tool, ToolContext, obj_schema
+from agentcoord.tools._caller import acting_agent
 
 __all__ = ["TOOLS", "match_selector"]
 
