@@ -1,5 +1,5 @@
 """A daemon part a tool needs, or a clear tool error while the daemon runs without it (who
-a tool acts for is tools/_caller.py, DESIGN.md \"Identity and trust\")."""
+a tool acts for is tools/_caller.py, DESIGN.md "Identity and trust")."""
 
 from __future__ import annotations
 
