@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agentcoord.daemon.messaging import Messaging
     from agentcoord.daemon.natsd import NatsSupervisor
     from agentcoord.localagents import LocalAgents
+    from agentcoord.localagents.session_end import SessionWatch
     from agentcoord.stores.agentsource import AgentSource
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
@@ -57,6 +58,8 @@ class App:
     claims: ClaimStore | None = None
     focus: FocusStore | None = None
     agents: AgentSource | None = None
+    # session agents' end and retention (docs/localagents.md "Session lifetime")
+    sessions: SessionWatch | None = None
     # ask/send_message and the Agent controller (docs/ask-and-operator.md)
     agentops: AgentOps | None = None
 

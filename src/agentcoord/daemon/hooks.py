@@ -124,12 +124,10 @@ async def _end_session(app: App, caller: Caller, payload: dict[str, Any]) -> dic
     if caller.kind != "session" or why in _PROCESS_GOES_ON:
         return None
     reason = f"SessionEnd hook ({why})" if isinstance(why, str) and why else "SessionEnd hook"
-    if await app.identity.directory.end_session(caller.agent, reason) == "removed":
+    ended = await app.identity.directory.end_session(caller.agent, reason)
+    if ended == "removed" and app.sessions is not None:
         # It never took part (docs/localagents.md): nothing of it is kept, queued mail neither.
-        if app.messaging is not None:
-            await app.messaging.bus.drop_inbox(caller.agent)
-        if app.focus is not None:
-            await app.focus.forget(caller.agent)
+        await app.sessions.drop(caller.agent)
     return None
 
 

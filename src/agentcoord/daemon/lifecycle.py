@@ -427,7 +427,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
 
     assert isinstance(identity.directory, StoreDirectory)
     forget = (app.messaging.bus.drop_inbox, app.focus.forget)
-    await stack.enter_async_context(
+    app.sessions = await stack.enter_async_context(
         SessionWatch(store, identity.directory, ns, retention=cfg.session_retention, forget=forget)
     )
     phases.begin("the listeners", 3, "the socket dir or the HTTP port is in the way")

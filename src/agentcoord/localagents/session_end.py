@@ -201,7 +201,7 @@ class SessionWatch:
         if outcome is not None:
             log.info("session agent %s %s: %s", name, outcome, reason)
         if outcome == "removed":
-            await self._drop(name)
+            await self.drop(name)
 
     # -- retention ---------------------------------------------------------------------------
 
@@ -228,7 +228,7 @@ class SessionWatch:
                     continue
                 if removed:
                     log.info("removed ended session agent %s (retention over)", name)
-                    await self._drop(name)
+                    await self.drop(name)
             self._changed.clear()
             upcoming = min(self._deadlines.values(), default=None)
             delay = None if upcoming is None else max(0.0, upcoming - time.time())
@@ -236,7 +236,8 @@ class SessionWatch:
                 async with asyncio.timeout(delay):
                     await self._changed.wait()
 
-    async def _drop(self, name: str) -> None:
+    async def drop(self, name: str) -> None:
+        """Forget what else is kept under a removed agent's name (its inbox, its focus)."""
         for forget in self._forget:
             try:
                 await forget(name)
