@@ -443,7 +443,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
         UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes, inherited=inherited)
     )
     # Last: clients take http.addr to mean "the daemon serves", the unix socket included.
-    write_private(cfg.http_addr_file, addr + "\n")
+    write_private(cfg.http_addr_file, addr + "\n", durable=False)
     stack.callback(_unlink, cfg.http_addr_file)
     phases.mark("listeners")
     log.info("started in %s", phases.summary())
