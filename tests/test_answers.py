@@ -7,6 +7,8 @@ import pytest
 from agentcoord import answers
 from agentcoord.errors import InvalidArguments
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(("text", "value"), [("yes", True), ("Approve", True), ("n", False)])
 def test_approval_words(text: str, value: bool) -> None:

@@ -9,6 +9,8 @@ import pytest
 from agentcoord.config import load_config, parse_http_addr
 from agentcoord.errors import ConfigError
 
+pytestmark = pytest.mark.unit
+
 
 def test_defaults_follow_xdg() -> None:
     """Without overrides: $XDG_STATE_HOME/agentcoord and $XDG_RUNTIME_DIR/agentcoord."""

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from agentcoord.eventtext import render_event
+
+pytestmark = pytest.mark.unit
 
 _TS = 1_763_640_000.25
 _DATA = {"prompt": "prompt-1", "answer": "two words", "how": "cli", "pid": 42, "ctx": {"a": 1}}

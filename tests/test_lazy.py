@@ -10,6 +10,8 @@ import pytest
 
 from agentcoord import _lazy
 
+pytestmark = pytest.mark.unit
+
 _SLOW_MODULE = """
 import time
 RAN = getattr(__import__("builtins"), "_lazy_test_runs", 0) + 1

@@ -29,6 +29,8 @@ from agentcoord.agentops.rules import (
 )
 from agentcoord.errors import ToolError
 
+pytestmark = pytest.mark.unit
+
 
 def test_depth_is_one_more_than_the_deepest_turn() -> None:
     """A person is 0; the new turn is one more than the deepest turn the caller runs."""

@@ -12,6 +12,8 @@ from agentcoord.daemon.jsonrpc import Notification, Request, decode, error_respo
 from agentcoord.daemon.origin import host_allowed, origin_allowed
 from agentcoord.errors import ProtocolError
 
+pytestmark = pytest.mark.unit
+
 
 def test_parse_request_and_notification() -> None:
     """A message with an id is a Request; without one a Notification; a response is ignored."""

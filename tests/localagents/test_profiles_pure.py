@@ -33,6 +33,7 @@ from tests.conftest import FAKES
 SHIM = {"type": "stdio", "command": "agentcoord", "args": ["mcp"]}
 
 
+@pytest.mark.unit
 def test_server_env_names_follow_the_seed() -> None:
     """Names are upcased with dashes to underscores: agent-coord reads MCP_AGENT_COORD_URL."""
     assert server_env_name("agent-coord") == "MCP_AGENT_COORD_URL"
@@ -40,6 +41,7 @@ def test_server_env_names_follow_the_seed() -> None:
     assert server_env_name("docs") == "MCP_DOCS_URL"
 
 
+@pytest.mark.unit
 def test_resolution_uses_urls_then_the_shim_default() -> None:
     """Each name resolves through its URL; agent-coord falls back to the shim; order is kept."""
     env = {"MCP_B_URL": "http://127.0.0.1:1/mcp", "MCP_C_URL": "https://x/sse"}
@@ -55,6 +57,7 @@ def test_resolution_uses_urls_then_the_shim_default() -> None:
     assert over["mcpServers"]["agent-coord"] == {"type": "http", "url": "http://h/mcp"}
 
 
+@pytest.mark.unit
 def test_every_unresolvable_name_is_reported() -> None:
     """Names that resolve nowhere fail together, naming the variables to set."""
     with pytest.raises(ProfileError) as info:
@@ -68,6 +71,7 @@ def test_every_unresolvable_name_is_reported() -> None:
         resolve_servers(["../z"], {}, SHIM)
 
 
+@pytest.mark.unit
 def test_runner_env_is_the_seed_layout() -> None:
     """AGENT_ID, inbox and status subjects, MCP_SERVERS joined with spaces; spec.env merged."""
     profile = Profile("p", mcp_servers=("agent-coord", "m"), env=(("FOO", "1"),))
@@ -82,6 +86,7 @@ def test_runner_env_is_the_seed_layout() -> None:
     assert runner_env("alpha", spoof)["AGENT_ID"] == "alpha"  # a profile cannot rename it
 
 
+@pytest.mark.unit
 def test_backend_argv_owns_the_format_flags(tmp_path: Path) -> None:
     """Configured --output-format/--verbose are replaced by stream-json both ways."""
     profile = Profile("p", mcp_servers=("agent-coord",), allowed_tools=("Read",), max_turns=3)
@@ -131,6 +136,7 @@ def test_backend_argv_owns_the_format_flags(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.unit
 def test_profile_fields_fall_back_to_the_daemon_defaults() -> None:
     """Unset spec fields take the runner defaults; set ones (even false/0) win."""
     defaults = Profile("default", max_turns=20, timeout_s=900.0, permission_mode="acceptEdits")
@@ -150,6 +156,7 @@ def test_profile_fields_fall_back_to_the_daemon_defaults() -> None:
     assert body["spec"]["mcpServers"] == ["agent-coord"]
 
 
+@pytest.mark.unit
 def test_plan_launch_mcp_config_bypass_and_errors(tmp_path: Path) -> None:
     """MCP_CONFIG (daemon env or spec.env) bypasses synthesis; bad values fail clearly."""
     custom = tmp_path / "c.json"
@@ -181,6 +188,7 @@ def test_plan_launch_mcp_config_bypass_and_errors(tmp_path: Path) -> None:
         plan(Profile("p", writable_paths=("rel",)), {})
 
 
+@pytest.mark.unit
 def test_profile_problems_for_doctor(tmp_path: Path) -> None:
     """doctor's view: a missing backend command and unresolvable servers are problems."""
     backends = {"claude-code": "no-such-claude-xyz -p", "py": f"{sys.executable} -x"}
@@ -193,6 +201,7 @@ def test_profile_problems_for_doctor(tmp_path: Path) -> None:
     assert "MCP_M_URL" in problem
 
 
+@pytest.mark.unit
 def test_backends_table_in_the_config_file(tmp_path: Path) -> None:
     """[backends] in config.toml adds runner commands; claude-code is runner_command."""
     conf = tmp_path / "c.toml"
@@ -204,6 +213,7 @@ def test_backends_table_in_the_config_file(tmp_path: Path) -> None:
         load_config({}, {"HOME": "/h", "AGENTCOORD_CONFIG": str(conf)}, uid=1)
 
 
+@pytest.mark.unit
 def test_message_turn_rendering() -> None:
     """A delivered batch becomes one user turn, oldest first, with sender and channel."""
     text = render_messages(
@@ -306,6 +316,7 @@ async def test_stop_kills_and_drain_gives_back(tmp_path: Path) -> None:
     assert [m.seq for m in drain.given_back] == [3]
 
 
+@pytest.mark.unit
 def test_oneshot_argv_for_the_operators_turns(tmp_path: Path) -> None:
     """One-prompt runners get json output, the prompt (never read as a flag), the shim only."""
     from agentcoord.localagents.runner import RunnerSpec, oneshot_plan, runner_argv
@@ -328,6 +339,7 @@ def test_oneshot_argv_for_the_operators_turns(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.unit
 def test_a_profile_plan_for_one_prompt_per_process(tmp_path: Path) -> None:
     """The one-prompt form keeps the profile's flags and MCP config, adds the session flags."""
     profile = Profile("p", mcp_servers=("agent-coord",), model="m")

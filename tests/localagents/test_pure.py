@@ -28,6 +28,8 @@ from agentcoord.localagents.runner import parse_result
 from agentcoord.localagents.sessions import LiveSession, package_status, project_dir_name
 from tests.localagents.conftest import make_package
 
+pytestmark = pytest.mark.unit
+
 NOW = 1_800_000_000.0
 
 

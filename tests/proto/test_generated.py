@@ -29,6 +29,7 @@ def test_generated_code_is_current(tmp_path: Path) -> None:
     assert checked_in == fresh
 
 
+@pytest.mark.unit
 def test_offer_round_trips() -> None:
     """An OFFER carrying a HandoffContext decodes to the same document."""
     ctx = wire.handoff_context(task="t", decisions=["JWT"], next_steps=["a", "b"])
@@ -42,6 +43,7 @@ def test_offer_round_trips() -> None:
     assert view["handoff"]["next_steps"] == ["a", "b"]
 
 
+@pytest.mark.unit
 def test_kind_names() -> None:
     """Kinds parse from tool names and enum names; anything else is refused."""
     assert wire.parse_kind("TEXT") == pb.MESSAGE_TEXT

@@ -31,6 +31,8 @@ from agentcoord.stores.kv._rules import (
 )
 from agentcoord.stores.kv.focus import Focus, by_recency, rank
 
+pytestmark = pytest.mark.unit
+
 POLICY = ClaimPolicy(default_ttl=60, max_ttl=600, max_age=1000, heartbeat_grace=120)
 
 

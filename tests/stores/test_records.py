@@ -15,6 +15,8 @@ from agentcoord.stores.records import (
     effective_phase,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_effective_phase_applies_expiry() -> None:
     """Open and Pending channels past expires_at read Expired; Closed stays Closed."""

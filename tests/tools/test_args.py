@@ -7,6 +7,8 @@ import pytest
 from agentcoord.errors import InvalidArguments
 from agentcoord.tools._args import check_arguments
 
+pytestmark = pytest.mark.unit
+
 SCHEMA = {
     "type": "object",
     "properties": {

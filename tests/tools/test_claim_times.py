@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agentcoord.tools.claims import _iso
+
+pytestmark = pytest.mark.unit
 
 
 @given(st.floats(min_value=0, max_value=2**33, allow_nan=False, allow_infinity=False))

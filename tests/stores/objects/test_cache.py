@@ -6,8 +6,12 @@ import json
 import tracemalloc
 from typing import Any
 
+import pytest
+
 from agentcoord.stores.objects._cache import Cache
 from agentcoord.stores.objects.selectors import parse_fields, parse_labels
+
+pytestmark = pytest.mark.unit
 
 
 def _obj(name: str, **labels: str) -> dict[str, Any]:

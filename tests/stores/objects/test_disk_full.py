@@ -9,6 +9,8 @@ import pytest
 from agentcoord.stores.objects import ObjectStore
 from agentcoord.stores.objects.errors import StoreError
 
+pytestmark = pytest.mark.unit
+
 
 def _prompt(i: int) -> dict[str, object]:
     return {

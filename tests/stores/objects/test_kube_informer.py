@@ -21,6 +21,8 @@ import yaml
 from agentcoord.stores.objects import Conflict, Expired
 from agentcoord.stores.objects.kube import KubeObjectStore
 
+pytestmark = pytest.mark.unit
+
 PREFIX = "/apis/fastverk.savvifi.com/v1/namespaces/default/"
 GONE = {
     "kind": "Status",

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from agentcoord.stores.objects._mirror import Mirror
 from agentcoord.stores.objects.selectors import parse_fields, parse_labels
+
+pytestmark = pytest.mark.unit
 
 K = ("agents", "default", "a")
 

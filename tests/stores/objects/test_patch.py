@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from agentcoord.stores.objects.errors import BadRequest, Invalid, UnsupportedMediaType
 from agentcoord.stores.objects.patch import apply_patch, json_patch, merge_patch
 
+pytestmark = pytest.mark.unit
+
 # RFC 7386 appendix A (a selection)
 RFC7386 = [
     ({"a": "b"}, {"a": "c"}, {"a": "c"}),

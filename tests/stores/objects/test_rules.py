@@ -14,6 +14,8 @@ from agentcoord.stores.objects.rules import (
     rfc3339,
 )
 
+pytestmark = pytest.mark.unit
+
 AGENT = KINDS["agents"]
 NOW = 1_800_000_000.0
 

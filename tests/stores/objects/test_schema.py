@@ -8,6 +8,8 @@ from agentcoord.stores.objects.errors import BadRequest, Invalid
 from agentcoord.stores.objects.kinds import KINDS, kind_for
 from agentcoord.stores.objects.schema import check_object, validate
 
+pytestmark = pytest.mark.unit
+
 AGENT = KINDS["agents"]
 
 

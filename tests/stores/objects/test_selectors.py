@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from agentcoord.stores.objects.errors import BadRequest
 from agentcoord.stores.objects.selectors import parse_fields, parse_labels
 
+pytestmark = pytest.mark.unit
+
 LABELS = {"team": "a", "tier": "web", "app.kubernetes.io/name": "x"}
 
 

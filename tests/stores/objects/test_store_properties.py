@@ -10,10 +10,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentcoord.stores.objects import ObjectStore, StoreError, WatchEvent
+
+pytestmark = pytest.mark.unit
 
 NAMES = ["a", "b", "c"]
 NS = "default"

@@ -8,6 +8,8 @@ from agentcoord.stores.objects.kinds import KINDS
 from agentcoord.stores.objects.rules import rfc3339
 from agentcoord.stores.objects.tables import human_duration, table, wants_table
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
