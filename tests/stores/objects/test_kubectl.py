@@ -100,6 +100,31 @@ def test_patch_types_and_status_subresource(kubectl: Kubectl) -> None:
     assert "merge-patch+json" in bad.stderr
 
 
+def test_json_patch_test_types_and_root_replace(kubectl: Kubectl) -> None:
+    """kubectl patch --type=json: a test of true against the integer generation is a 422
+    naming the path (1 passes); a replace at the root "" with the object as read applies."""
+    kubectl("apply", "-f", "-", stdin=agent_yaml("jp", "jp1"))
+    test_op = '[{"op":"test","path":"/metadata/generation","value":%s}]'
+    bad = kubectl(
+        "patch", "ag", "jp", "-n", "jp1", "--type=json", "-p", test_op % "true", check=False
+    )
+    assert bad.returncode != 0
+    assert "testing value /metadata/generation failed" in bad.stderr
+    assert "The request is invalid" in bad.stderr, "a 422 Status, as kubectl words it"
+    kubectl("patch", "ag", "jp", "-n", "jp1", "--type=json", "-p", test_op % "1")
+    # the whole object as read, edited: it carries the resourceVersion an update needs, as
+    # with the apiserver (an update of a custom resource without one is refused)
+    whole = json.loads(kubectl("get", "ag", "jp", "-n", "jp1", "-o", "json").stdout)
+    whole["spec"] = {"profile": "reviewer"}
+    whole["metadata"]["labels"] = {"swapped": "yes"}
+    root = json.dumps([{"op": "replace", "path": "", "value": whole}])
+    kubectl("patch", "ag", "jp", "-n", "jp1", "--type=json", "-p", root)
+    got = json.loads(kubectl("get", "ag", "jp", "-n", "jp1", "-o", "json").stdout)
+    assert got["spec"] == {"profile": "reviewer"}
+    assert got["metadata"]["labels"] == {"swapped": "yes"}
+    assert got["metadata"]["generation"] == 2
+
+
 class Lines:
     """The lines a child prints, read by a thread (a pipe's buffering defeats select)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -71,6 +72,53 @@ def test_json_patch_failed_test_and_bad_ops() -> None:
         json_patch({"a": 1}, [{"op": "frobnicate", "path": "/a"}])
 
 
+def test_json_patch_test_tells_true_from_1() -> None:
+    """RFC 6902 4.6: a test of true does not match 1 (nor 1 true), inside arrays too; 1 matches
+    1.0 (numbers compare by value)."""
+    for doc, value in (({"a": 1}, True), ({"a": True}, 1), ({"a": [0]}, [False])):
+        with pytest.raises(Invalid, match="testing value /a failed"):
+            json_patch(doc, [{"op": "test", "path": "/a", "value": value}])
+    assert json_patch({"a": True}, [{"op": "test", "path": "/a", "value": True}]) == {"a": True}
+    assert json_patch({"a": 1.0}, [{"op": "test", "path": "/a", "value": 1}]) == {"a": 1.0}
+
+
+def test_json_patch_replace_at_the_root() -> None:
+    """replace (and add) with the empty path "" swaps the whole document (RFC 6901 root)."""
+    doc = {"spec": {"x": 1}, "status": {"phase": "Pending"}}
+    new = {"spec": {"y": 2}}
+    out = json_patch(doc, [{"op": "replace", "path": "", "value": new}])
+    assert out == new
+    assert out is not new, "the patch's value is copied, not shared with the document"
+    again = json_patch(
+        doc,
+        [{"op": "add", "path": "", "value": new}, {"op": "test", "path": "/spec/y", "value": 2}],
+    )
+    assert again == new
+    assert doc["spec"] == {"x": 1}, "the target is not mutated"
+
+
+def test_json_patch_errors_name_the_path_not_the_document() -> None:
+    """A path through a missing or scalar member is 422 naming the path, without quoting the
+    document; a missing value or a path without "/" is 400."""
+    doc = {"spec": {"secret": "s3cr3t", "n": 1}}
+    for path in ("/spec/missing/x", "/spec/n/x"):
+        with pytest.raises(Invalid, match="doc is missing path") as caught:
+            json_patch(doc, [{"op": "add", "path": path, "value": 1}])
+        assert "s3cr3t" not in str(caught.value)
+    with pytest.raises(Invalid, match="remove operation does not apply: doc is missing path"):
+        json_patch(doc, [{"op": "remove", "path": "/spec/gone"}])
+    with pytest.raises(Invalid, match="doc is missing path: from '/spec/gone' to '/spec/m'"):
+        json_patch(doc, [{"op": "move", "from": "/spec/gone", "path": "/spec/m"}])
+    with pytest.raises(Invalid, match="can't insert outside of list"):
+        json_patch({"a": []}, [{"op": "add", "path": "/a/3", "value": 1}])
+    with pytest.raises(BadRequest, match=r"operation 1: .*'value'"):
+        json_patch(
+            doc, [{"op": "test", "path": "/spec/n", "value": 1}, {"op": "add", "path": "/a"}]
+        )
+    with pytest.raises(BadRequest, match="must start with"):
+        json_patch(doc, [{"op": "add", "path": "spec", "value": 1}])
+
+
 def test_strategic_and_apply_are_415() -> None:
     """Strategic merge and apply patches are refused with 415, as for custom resources."""
     for media in ("application/strategic-merge-patch+json", "application/apply-patch+yaml"):
@@ -103,3 +151,27 @@ def test_merge_patch_is_idempotent(patch: dict[str, Any]) -> None:
     """Applying the same merge patch twice equals applying it once."""
     once = merge_patch({"a": 1}, patch)
     assert merge_patch(once, patch) == once
+
+
+_pointer = st.lists(st.sampled_from(["a", "b", "0", "1", "-", "~0", "~1", "01"]), max_size=3).map(
+    lambda parts: "".join("/" + p for p in parts)
+)
+_op = st.fixed_dictionaries(
+    {
+        "op": st.sampled_from(["add", "remove", "replace", "move", "copy", "test", "frob"]),
+        "path": _pointer | st.integers() | st.just("a"),
+    },
+    optional={"value": _json, "from": _pointer},
+)
+
+
+@given(
+    st.dictionaries(st.sampled_from(["a", "b", "0"]), _json, max_size=3), st.lists(_op, max_size=4)
+)
+def test_any_patch_is_a_result_or_a_clear_error(doc: dict[str, Any], ops: list[Any]) -> None:
+    """Whatever the operations, JSON patch gives a document or a 400/422, never another error,
+    and never changes its target."""
+    before = repr(doc)
+    with contextlib.suppress(BadRequest, Invalid):
+        json_patch(doc, ops)
+    assert repr(doc) == before

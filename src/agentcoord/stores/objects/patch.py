@@ -1,15 +1,23 @@
-"""JSON merge patch (RFC 7386) and JSON patch (RFC 6902), pure; other patch types are 415.
+"""JSON merge patch (RFC 7386, ours) and JSON patch (RFC 6902, the ``jsonpatch`` library);
+other patch types are 415.
 
 Custom resources have no strategic-merge metadata, so the apiserver answers 415 to
 ``strategic-merge-patch+json`` and (without server-side apply) ``apply-patch+yaml``; so do we.
+
+Errors follow the apiserver's JSON patch handler: a patch that cannot be read as operations is
+400 ``BadRequest``; a well-formed patch that does not apply to the object (a failed ``test``,
+a missing path) is 422 with the "the server rejected our request..." message kubectl prints.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentcoord.stores.objects.errors import BadRequest, Invalid, UnsupportedMediaType
+
+if TYPE_CHECKING:
+    import jsonpatch
 
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "apply_patch", "json_patch", "merge_patch"]
 
@@ -32,47 +40,6 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def _unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
-def _split(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise BadRequest(f'invalid JSON pointer "{path}": must start with "/"')
-    return [_unescape(t) for t in path[1:].split("/")]
-
-
-def _parent(doc: Any, tokens: list[str], path: str) -> Any:
-    cur = doc
-    for tok in tokens[:-1]:
-        cur = _child(cur, tok, path)
-    return cur
-
-
-def _child(cur: Any, tok: str, path: str) -> Any:
-    if isinstance(cur, dict):
-        if tok not in cur:
-            raise _bad(f"doc is missing path: {path!r}")
-        return cur[tok]
-    if isinstance(cur, list):
-        idx = _index(cur, tok, path, allow_end=False)
-        return cur[idx]
-    raise _bad(f"doc is missing path: {path!r}")
-
-
-def _index(seq: list[Any], tok: str, path: str, *, allow_end: bool) -> int:
-    if tok == "-" and allow_end:
-        return len(seq)
-    if not tok.isdigit() or (len(tok) > 1 and tok.startswith("0")):
-        raise _bad(f"invalid array index {tok!r} in {path!r}")
-    idx = int(tok)
-    if idx > len(seq) or (idx == len(seq) and not allow_end):
-        raise _bad(f"array index {idx} out of bounds in {path!r}")
-    return idx
-
-
 def _bad(message: str) -> Invalid:
     return Invalid(
         f"the server rejected our request due to an error in our request: {message}",
@@ -80,76 +47,46 @@ def _bad(message: str) -> Invalid:
     )
 
 
-def _get(doc: Any, path: str) -> Any:
-    cur = doc
-    for tok in _split(path):
-        cur = _child(cur, tok, path)
-    return cur
+def _read(ops: Any) -> list[jsonpatch.JsonPatch]:
+    """Each operation as its own one-step patch, so a failure can name the step; 400 when the
+    body is not a list of well-formed operations."""
+    import jsonpatch  # here: only JSON patches need it (~5 ms of daemon start-up otherwise)
+    from jsonpointer import JsonPointerException
 
-
-def _add(doc: Any, path: str, value: Any) -> Any:
-    tokens = _split(path)
-    if not tokens:
-        return value
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        parent[last] = value
-    elif isinstance(parent, list):
-        parent.insert(_index(parent, last, path, allow_end=True), value)
-    else:
-        raise _bad(f"doc is missing path: {path!r}")
-    return doc
-
-
-def _remove(doc: Any, path: str) -> Any:
-    tokens = _split(path)
-    if not tokens:
-        raise _bad("cannot remove the whole document")
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
-    if isinstance(parent, dict):
-        if last not in parent:
-            raise _bad(f"unable to remove nonexistent key: {last}: missing value")
-        del parent[last]
-    elif isinstance(parent, list):
-        del parent[_index(parent, last, path, allow_end=False)]
-    else:
-        raise _bad(f"doc is missing path: {path!r}")
-    return doc
+    if not isinstance(ops, list):
+        raise BadRequest("a JSON patch must be a list of operations")
+    steps = []
+    for index, op in enumerate(ops):
+        try:
+            steps.append(jsonpatch.JsonPatch([op]))
+        except (jsonpatch.InvalidJsonPatch, JsonPointerException) as exc:
+            raise BadRequest(f"invalid JSON patch operation {index}: {exc}") from None
+    return steps
 
 
 def json_patch(target: Any, ops: Any) -> Any:
     """RFC 6902 on a deep copy of ``target``; a failed ``test`` or bad path is 422."""
-    if not isinstance(ops, list):
-        raise BadRequest("a JSON patch must be a list of operations")
+    import jsonpatch
+    from jsonpointer import JsonPointerException
+
+    steps = _read(ops)
     doc = copy.deepcopy(target)
-    for op in ops:
-        if not isinstance(op, dict) or not isinstance(op.get("path"), str):
-            raise BadRequest(f"invalid JSON patch operation: {op!r}")
-        kind, path = op.get("op"), op["path"]
-        if kind in ("add", "replace", "test") and "value" not in op:
-            raise BadRequest(f"JSON patch {kind} operation has no value")
-        if kind == "add":
-            doc = _add(doc, path, copy.deepcopy(op["value"]))
-        elif kind == "remove":
-            doc = _remove(doc, path)
-        elif kind == "replace":
-            _get(doc, path)  # must exist
-            doc = _add(_remove(doc, path), path, copy.deepcopy(op["value"]))
-        elif kind in ("move", "copy"):
-            src = op.get("from")
-            if not isinstance(src, str):
-                raise BadRequest(f"JSON patch {kind} operation has no from")
-            value = copy.deepcopy(_get(doc, src))
-            if kind == "move":
-                doc = _remove(doc, src)
-            doc = _add(doc, path, value)
-        elif kind == "test":
-            if _get(doc, path) != op["value"]:
-                raise _bad(f"testing value {path} failed")
-        else:
-            raise BadRequest(f"unknown JSON patch operation {kind!r}")
+    for index, step in enumerate(steps):
+        op = step.patch[0]
+        kind, path = op.get("op"), op.get("path")
+        where = repr(path) if "from" not in op else f"from {op['from']!r} to {path!r}"
+        try:
+            # in place on our copy; a replace of the root returns the new document
+            doc = step.apply(doc, in_place=True)
+        except jsonpatch.JsonPatchTestFailed:
+            raise _bad(f"testing value {path} failed") from None
+        except jsonpatch.InvalidJsonPatch as exc:  # e.g. no "value", checked when applied
+            raise BadRequest(f"invalid JSON patch operation {index}: {exc}") from None
+        except (jsonpatch.JsonPatchPathNotFound, JsonPointerException, TypeError):
+            # the library's text may quote the document it stopped in; the path is enough
+            raise _bad(f"{kind} operation does not apply: doc is missing path: {where}") from None
+        except jsonpatch.JsonPatchConflict as exc:  # e.g. an index past the end of an array
+            raise _bad(f"{kind} operation does not apply: {exc}") from None
     return doc
 
 
