@@ -3,6 +3,10 @@
 Handlers take an :class:`HttpRequest` and return an :class:`HttpResponse`, whose body is bytes
 or an async iterator of chunks (SSE, watch streams). Limits (header size, body size, idle time)
 are enforced here so no handler sees an oversize or half-sent request.
+
+Stopping follows uvicorn's ``Server.shutdown`` (STYLE.md 5): stop accepting and close idle
+keep-alive connections, let the requests being answered finish under a bound, then cancel
+what is left (streams, and requests past the bound, which get a 503 saying why).
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ _HEADER_TIMEOUT = 10.0
 _IDLE_TIMEOUT = 75.0
 _BODY_TIMEOUT = 30.0
 _LINGER_BYTES = 64 * 1024 * 1024
+# In-flight requests get this long to finish at stop: with the unix socket's drain, which runs
+# alongside, it fits lifecycle's 4.5 s stop deadline (a SIGTERM stop ends within 5 s).
+DRAIN_TIMEOUT = 2.0
+_CANCEL_WAIT = 0.5  # then the cancelled rest (streams, overdue requests) gets this long to end
 
 
 @dataclass
@@ -97,6 +105,15 @@ class _BodyTooLarge(Exception):
     pass
 
 
+@dataclass
+class _Conn:
+    """What the stop needs to know of one connection: may it be closed now, or must it wait?"""
+
+    writer: asyncio.StreamWriter
+    busy: bool = False  # a request's head arrived and it is not yet answered: drained at stop
+    streaming: bool = False  # a response with no end of its own (SSE, watch): cancelled at stop
+
+
 class HttpServer:
     """An async context manager serving ``handler`` on ``host:port`` (optionally TLS)."""
 
@@ -116,8 +133,10 @@ class HttpServer:
         self._ssl = ssl
         self._name = name
         self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._conns: dict[asyncio.Task[Any], _Conn] = {}
+        self._changed = asyncio.Event()  # a request was answered or a connection went
+        self._deadline: float | None = None  # when the drain ends; set once stopping
+        self._cutting = False  # past the drain: a cancelled request is answered 503
         self.connections_total = 0
 
     @property
@@ -128,7 +147,7 @@ class HttpServer:
 
     @property
     def open_connections(self) -> int:
-        return len(self._writers)
+        return len(self._conns)
 
     async def __aenter__(self) -> HttpServer:
         self._server = await asyncio.start_server(
@@ -136,26 +155,62 @@ class HttpServer:
         )
         return self
 
+    def stop_accepting(self) -> None:
+        """Close the listening socket and the idle connections; requests being answered go on
+        until ``__aexit__``'s drain ends, ``DRAIN_TIMEOUT`` from now. Idempotent."""
+        if self._server is None or self._deadline is not None:
+            return
+        self._deadline = asyncio.get_running_loop().time() + DRAIN_TIMEOUT
+        self._server.close()
+        for task, conn in list(self._conns.items()):
+            if not conn.busy and not conn.streaming:
+                task.cancel(f"{self._name} server stopping: idle connection closed")
+
     async def __aexit__(self, *exc: object) -> None:
         if self._server is None:
             return
-        self._server.close()
-        for writer in list(self._writers):
-            writer.close()
-        # Long-lived responses (SSE, watches) end with the server, not after it.
-        for task in list(self._tasks):
-            task.cancel("server stopping")
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=2)
+        self.stop_accepting()
+        await self._drain()
+        # Long-lived responses (SSE, watches) and overdue requests end with the server.
+        for task in list(self._conns):
+            task.cancel(f"{self._name} server stopping")
+        if self._conns:
+            await asyncio.wait(list(self._conns), timeout=_CANCEL_WAIT)
+        for conn in list(self._conns.values()):  # a peer that does not read what we send
+            conn.writer.transport.abort()
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(2):
+            async with asyncio.timeout(_CANCEL_WAIT):
                 await self._server.wait_closed()
+
+    async def _drain(self) -> None:
+        """Wait, until the drain's deadline, for every request being answered to be answered."""
+        assert self._deadline is not None
+        left = self._deadline - asyncio.get_running_loop().time()
+        try:
+            async with asyncio.timeout(max(left, 0.0)):
+                while self._busy():
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            log.warning(
+                "%s: %d request(s) still running after the %.1fs drain: cutting them off",
+                self._name,
+                self._busy(),
+                DRAIN_TIMEOUT,
+            )
+            self._cutting = True
+
+    def _busy(self) -> int:
+        return sum(conn.busy for conn in self._conns.values())
 
     async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        self._writers.add(writer)
+        assert task is not None
+        if self._deadline is not None:  # accepted just as the listener closed
+            writer.close()
+            return
+        track = _Conn(writer)
+        self._conns[task] = track
         self.connections_total += 1
         peer = writer.get_extra_info("peername") or ("", 0)
         local = writer.get_extra_info("sockname") or ("", 0)
@@ -163,9 +218,11 @@ class HttpServer:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_HEADER_LIMIT)
         try:
             while True:
-                if not await self._one_exchange(conn, reader, writer, state):
+                if not await self._one_exchange(conn, reader, writer, state, track):
                     break
                 if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                    break
+                if self._deadline is not None:  # stopping: no next request on this one
                     break
                 try:
                     conn.start_next_cycle()
@@ -173,14 +230,12 @@ class HttpServer:
                     break
         except (ConnectionError, TimeoutError, _ssl.SSLError, asyncio.IncompleteReadError):
             pass
-        except asyncio.CancelledError:
-            pass  # server stopping
         except Exception:
             log.exception("%s connection from %s failed", self._name, peer)
+        # A CancelledError (the server stopping) propagates: this task ends cancelled.
         finally:
-            if task is not None:
-                self._tasks.discard(task)
-            self._writers.discard(writer)
+            del self._conns[task]
+            self._changed.set()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -202,6 +257,7 @@ class HttpServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         state: ConnState,
+        track: _Conn,
     ) -> bool:
         try:
             event = await self._next_event(conn, reader, _IDLE_TIMEOUT)
@@ -209,6 +265,7 @@ class HttpServer:
                 return False
             if not isinstance(event, h11.Request):
                 return False
+            track.busy = True  # from here the request is in flight: a stop lets it finish
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
             length = headers.get("content-length")
             if length is not None and length.isdigit() and int(length) > self._max_body:
@@ -243,12 +300,27 @@ class HttpServer:
             state,
         )
         try:
-            response = await self._handler(request)
-        except Exception:
-            log.exception("%s %s %s failed", self._name, request.method, request.path)
-            response = HttpResponse(500, b"internal error\n")
-        await self._send(conn, writer, response)
+            try:
+                response = await self._handler(request)
+            except asyncio.CancelledError:
+                if self._cutting:  # the caller learns why rather than seeing a reset
+                    await self._send(conn, writer, _stopping(), close=True)
+                raise
+            except Exception:
+                log.exception("%s %s %s failed", self._name, request.method, request.path)
+                response = HttpResponse(500, b"internal error\n")
+            if response.stream is not None:
+                track.streaming = True
+                self._idle(track)  # a stream has no end of its own: the stop cancels it
+            await self._send(conn, writer, response, close=self._deadline is not None)
+        finally:
+            self._idle(track)
         return True
+
+    def _idle(self, track: _Conn) -> None:
+        if track.busy:
+            track.busy = False
+            self._changed.set()
 
     async def _send(
         self,
@@ -290,6 +362,11 @@ async def _linger(reader: asyncio.StreamReader) -> None:
         async with asyncio.timeout(2):
             while discarded < _LINGER_BYTES and (chunk := await reader.read(65536)):
                 discarded += len(chunk)
+
+
+def _stopping() -> HttpResponse:
+    body = f"the daemon is stopping: the request did not finish within {DRAIN_TIMEOUT:g} s\n"
+    return HttpResponse(503, body.encode(), [("content-type", "text/plain")])
 
 
 def _too_large(limit: int) -> HttpResponse:

@@ -442,6 +442,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     await stack.enter_async_context(
         UnixListener(cfg.socket_path, core, app, cfg.max_request_bytes, inherited=inherited)
     )
+    stack.callback(http.stop_accepting)  # at stop both listeners drain at once (STYLE.md 5)
     # Last: clients take http.addr to mean "the daemon serves", the unix socket included.
     write_private(cfg.http_addr_file, addr + "\n", durable=False)
     stack.callback(_unlink, cfg.http_addr_file)

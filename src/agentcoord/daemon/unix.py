@@ -4,6 +4,11 @@ The socket is created 0600 inside a 0700 runtime dir; each connection's caller i
 from SO_PEERCRED (DESIGN.md "Identity and trust"). Requests on one connection run concurrently
 (a blocking ``ask`` must not stall a ``ping``), replies are written whole, one write each.
 A peer that maps to no agent is anonymous until an ``agentcoord/login`` with the human token.
+
+Stopping drains, as uvicorn's ``Server.shutdown`` does (STYLE.md 5): the listener closes and no
+connection reads another request; the requests in flight get ``DRAIN_TIMEOUT`` to be answered;
+those still running then (a long ``ask``, an ``inbox`` wait) are cancelled and answered with a
+"daemon is stopping" error; then the connections close.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextlib
 import logging
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +35,21 @@ __all__ = ["UnixListener"]
 log = logging.getLogger(__name__)
 
 LOGIN = "agentcoord/login"  # the human's proof on this transport (DESIGN.md "Identity and trust")
+# JSON-RPC 2.0 reserves -32000..-32099 for server errors: the request was cut off by a stop.
+STOPPING = -32002
+# In-flight requests get this long to finish at stop; the HTTP port drains alongside, and both
+# fit lifecycle's 4.5 s stop deadline (a SIGTERM stop ends within 5 s).
+DRAIN_TIMEOUT = 2.0
+_CANCEL_WAIT = 0.5  # then the cut-off requests get this long to send their error and end
+_CUT_OFF = f"the daemon is stopping: the request did not finish within {DRAIN_TIMEOUT:g} s"
+
+
+@dataclass
+class _Conn:
+    """One connection as the stop sees it: its request reader and its MCP session."""
+
+    reading: asyncio.Task[None] | None = None  # None while the peer is being identified
+    session: McpSession | None = None
 
 
 class UnixListener:
@@ -49,7 +70,9 @@ class UnixListener:
         self._app = app
         self._max_frame = max_frame
         self._server: asyncio.Server | None = None
-        self._conns: set[asyncio.Task[Any]] = set()
+        self._conns: dict[asyncio.Task[Any], _Conn] = {}
+        self._stopping = False
+        self._cutting = False  # past the drain: a cancelled request is answered STOPPING
 
     async def __aenter__(self) -> UnixListener:
         if self._inherited is not None:
@@ -66,36 +89,75 @@ class UnixListener:
         os.chmod(self._path, 0o600)
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    def stop_accepting(self) -> None:
+        """Close the listener and stop reading requests; those in flight go on. Idempotent."""
+        if self._stopping:
+            return
+        self._stopping = True
         if self._server is not None:
             self._server.close()
-        for task in list(self._conns):
-            task.cancel("daemon stopping")
+        for task, conn in self._conns.items():
+            self._stop_reading(task, conn)
+
+    def _stop_reading(self, task: asyncio.Task[Any], conn: _Conn) -> None:
+        if conn.reading is not None:
+            conn.reading.cancel("the daemon is stopping: no new requests")
+        else:  # still identifying the peer, or refusing it: nothing in flight
+            task.cancel("the daemon is stopping")
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop_accepting()
         if self._conns:
-            await asyncio.wait(self._conns, timeout=2)
+            # Each connection ends once its requests in flight are answered.
+            _, late = await asyncio.wait(list(self._conns), timeout=DRAIN_TIMEOUT)
+            if late:
+                self._cut_off(late)
+                _, stuck = await asyncio.wait(late, timeout=_CANCEL_WAIT)
+                if stuck:  # a peer that does not read its error reply; the stop goes on
+                    log.warning("%d unix connection(s) did not close after a cancel", len(stuck))
         if self._inherited is None:
             with contextlib.suppress(FileNotFoundError):
                 self._path.unlink()
 
+    def _cut_off(self, late: set[asyncio.Task[Any]]) -> None:
+        running = sum(
+            len(c.session.inflight) for t in late if (c := self._conns.get(t)) and c.session
+        )
+        log.warning(
+            "%d unix request(s) still running after the %.1fs drain: cutting them off",
+            running,
+            DRAIN_TIMEOUT,
+        )
+        self._cutting = True
+        for task in late:
+            task.cancel("the daemon is stopping: the drain ended")
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._conns.add(task)
+        if self._stopping:  # accepted just as the listener closed
+            writer.close()
+            return
+        conn = _Conn()
+        self._conns[task] = conn
         self._app.unix_connections += 1
         try:
-            await self._serve_conn(reader, writer)
-        except (ConnectionError, asyncio.CancelledError):
+            await self._serve_conn(reader, writer, conn)
+        except ConnectionError:
             pass
         except Exception:
             log.exception("unix connection failed")
+        # A CancelledError (the daemon stopping) propagates: this task ends cancelled.
         finally:
             self._app.unix_connections -= 1
-            self._conns.discard(task)
+            del self._conns[task]
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _serve_conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_conn(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Conn
+    ) -> None:
         sock: socket.socket = writer.get_extra_info("socket")
         cred = peer_cred(sock)
 
@@ -116,39 +178,65 @@ class UnixListener:
                 return
         finally:
             cred.close()
-        session = McpSession(caller=caller)
+        session = conn.session = McpSession(caller=caller)
         try:
-            await self._session(reader, sock, session, send)
+            await self._session(reader, sock, session, send, conn)
         finally:
             # A refused login with nothing after it is audited now (daemon/identity.py).
             self._app.identity.hung_up(session.caller)
 
     async def _session(
-        self, reader: asyncio.StreamReader, sock: socket.socket, session: McpSession, send: Any
+        self,
+        reader: asyncio.StreamReader,
+        sock: socket.socket,
+        session: McpSession,
+        send: Any,
+        conn: _Conn,
+    ) -> None:
+        async with asyncio.TaskGroup() as tg:
+            # Reading is its own task so that a stop can end it alone, leaving the requests
+            # in flight to finish; a cancelled child does not cancel the group.
+            conn.reading = tg.create_task(self._read(reader, session, send, tg))
+            if self._stopping:  # the stop came while the peer was being identified
+                conn.reading.cancel("the daemon is stopping: no new requests")
+            await asyncio.wait([conn.reading])
+            await cancel_on_hangup(sock, lambda: list(session.inflight.values()))
+
+    async def _read(
+        self, reader: asyncio.StreamReader, session: McpSession, send: Any, tg: asyncio.TaskGroup
     ) -> None:
         splitter = LineSplitter(self._max_frame)
-        async with asyncio.TaskGroup() as tg:
-            while data := await reader.read(65536):
-                for line in splitter.feed(data):
-                    if line is OVERSIZE:
-                        too_big = ProtocolError(
-                            INVALID_REQUEST, f"Request too large: limit {self._max_frame} bytes"
-                        )
-                        await send(error_response(None, too_big))
-                        continue
-                    assert isinstance(line, bytes)
-                    try:
-                        value = decode(line)
-                    except ProtocolError as exc:
-                        tg.create_task(send(error_response(None, exc)))
-                        continue
-                    if isinstance(value, dict) and value.get("method") == LOGIN:
-                        # Inline, not a task: the requests after it on this connection must
-                        # see the caller it leaves behind.
-                        await send(self._login(value, session))
-                        continue
-                    self._start(tg, value, session, send)
-            await cancel_on_hangup(sock, lambda: list(session.inflight.values()))
+        with contextlib.suppress(ConnectionError):  # a reset: the hang-up watch cancels the rest
+            await self._read_lines(reader, splitter, session, send, tg)
+
+    async def _read_lines(
+        self,
+        reader: asyncio.StreamReader,
+        splitter: LineSplitter,
+        session: McpSession,
+        send: Any,
+        tg: asyncio.TaskGroup,
+    ) -> None:
+        while data := await reader.read(65536):
+            for line in splitter.feed(data):
+                if line is OVERSIZE:
+                    too_big = ProtocolError(
+                        INVALID_REQUEST, f"Request too large: limit {self._max_frame} bytes"
+                    )
+                    await send(error_response(None, too_big))
+                    continue
+                assert isinstance(line, bytes)
+                try:
+                    value = decode(line)
+                except ProtocolError as exc:
+                    tg.create_task(send(error_response(None, exc)))
+                    continue
+                if isinstance(value, dict) and value.get("method") == LOGIN:
+                    # Inline, not a task: the requests after it on this connection must
+                    # see the caller it leaves behind.
+                    await send(self._login(value, session))
+                    continue
+                self._start(tg, value, session, send)
 
     def _login(self, value: dict[str, Any], session: McpSession) -> dict[str, Any]:
         """``agentcoord/login {token}``: the CLI's proof that it is the human (the shim never
@@ -171,8 +259,11 @@ class UnixListener:
             try:
                 await send(await self._core.handle_payload(value, session))
             except asyncio.CancelledError:
-                # notifications/cancelled: the spec says send nothing for a cancelled request.
-                pass
+                # Cancelled by notifications/cancelled or a hang-up, the spec says send nothing;
+                # cut off by a stop, the caller learns why instead of seeing the socket close.
+                if self._cutting and isinstance(msg_id, str | int):
+                    await send(error_response(msg_id, ProtocolError(STOPPING, _CUT_OFF)))
+                raise
             finally:
                 if isinstance(msg_id, str | int):
                     session.inflight.pop(msg_id, None)

@@ -1,0 +1,191 @@
+"""A stop drains (STYLE.md 5, after uvicorn's ``Server.shutdown``): on SIGTERM the listeners stop
+accepting, the ``tools/call`` requests in flight on the unix socket and on HTTP ``/mcp`` finish,
+those longer than the drain are cut off with a reason, and the daemon still exits within 5 s."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import http.client
+import json
+import select
+import signal
+import socket
+import time
+from typing import Any
+
+from tests.conftest import Daemon
+from tests.tools.session_helpers import human_token, own_call
+
+_CALL_ID = "call"
+
+
+def _unix_call(d: Daemon, name: str, arguments: dict[str, Any]) -> socket.socket:
+    """Log in as the human on a new unix connection and send one tools/call; the socket, with
+    the login's reply read, so the next line on it is the call's reply."""
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(15)
+    sock.connect(str(d.socket))
+    login = {"jsonrpc": "2.0", "id": "login", "method": "agentcoord/login"}
+    login["params"] = {"token": human_token(d)}  # type: ignore[assignment]
+    call = {"jsonrpc": "2.0", "id": _CALL_ID, "method": "tools/call"}
+    call["params"] = {"name": name, "arguments": arguments}  # type: ignore[assignment]
+    sock.sendall(json.dumps(login).encode() + b"\n" + json.dumps(call).encode() + b"\n")
+    first = _read_line(sock)
+    assert first is not None
+    assert json.loads(first)["id"] == "login", first
+    return sock
+
+
+_pending: dict[int, bytes] = {}  # what was read past a line, per socket
+
+
+def _read_line(sock: socket.socket) -> bytes | None:
+    """The next line on ``sock``; None when the daemon closed the connection first."""
+    buf = _pending.pop(sock.fileno(), b"")
+    while b"\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        buf += chunk
+    line, rest = buf.split(b"\n", 1)
+    _pending[sock.fileno()] = rest
+    return line
+
+
+def _reply(sock: socket.socket) -> dict[str, Any]:
+    line = _read_line(sock)
+    assert line is not None, "the daemon closed the connection without answering the call"
+    reply: dict[str, Any] = json.loads(line)
+    assert reply["id"] == _CALL_ID, reply
+    return reply
+
+
+def _no_reply_yet(sock: socket.socket) -> bool:
+    """True when nothing has come back on ``sock`` yet: the call is still in flight."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    return not readable and not _pending.get(sock.fileno())
+
+
+def _http_call(d: Daemon, name: str, arguments: dict[str, Any]) -> tuple[int, bytes]:
+    """One sessionless tools/call on ``/mcp`` as the human; the status and body."""
+    host, port = d.http_addr.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=15)
+    body = {"jsonrpc": "2.0", "id": _CALL_ID, "method": "tools/call"}
+    body["params"] = {"name": name, "arguments": arguments}  # type: ignore[assignment]
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "authorization": f"Bearer {human_token(d)}",
+    }
+    try:
+        conn.request("POST", "/mcp", body=json.dumps(body), headers=headers)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def _until(what: str, check: Any, timeout: float = 15.0) -> None:
+    """Wait for ``check()`` to hold, within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not seen within {timeout}s: {what}"
+        time.sleep(0.02)
+
+
+def _prompts_open(d: Daemon, questions: set[str]) -> bool:
+    """Each of ``questions`` is an open prompt: the escalate calls asking them are waiting."""
+    prompts = own_call(d, "list_prompts", {})["structuredContent"]["prompts"]
+    return questions <= {p["question"] for p in prompts}
+
+
+def _sigterm(d: Daemon) -> float:
+    assert d.proc is not None
+    d.proc.send_signal(signal.SIGTERM)
+    return time.monotonic()
+
+
+def _exited(d: Daemon, since: float) -> tuple[int, float]:
+    """The daemon's exit code and how long after ``since`` it exited."""
+    assert d.proc is not None
+    code = d.proc.wait(10)
+    return code, time.monotonic() - since
+
+
+def _refuses_connections(d: Daemon, host: str, port: int) -> bool:
+    """Neither the unix socket nor the HTTP port takes a new connection."""
+    for family, addr in ((socket.AF_UNIX, str(d.socket)), (socket.AF_INET, (host, port))):
+        with socket.socket(family) as probe:
+            try:
+                probe.connect(addr)
+            except (ConnectionRefusedError, FileNotFoundError):
+                continue
+            return False
+    return True
+
+
+def test_sigterm_lets_calls_in_flight_finish(daemon: Daemon) -> None:
+    """A SIGTERM while an escalate (timeout_secs 1.5) is waiting on the unix socket and another
+    on HTTP /mcp: both callers get their tool result, and the daemon exits 0 within 5 s."""
+    wait = {"timeout_secs": 1.5}
+    unix = _unix_call(daemon, "escalate", {"question": "drain over unix?", **wait})
+    with unix, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        over_http = pool.submit(
+            _http_call, daemon, "escalate", {"question": "drain over http?", **wait}
+        )
+        _until(
+            "both escalate calls waiting",
+            lambda: _prompts_open(daemon, {"drain over unix?", "drain over http?"}),
+        )
+        assert _no_reply_yet(unix)  # both are in flight
+        assert not over_http.done()
+        since = _sigterm(daemon)
+        result = _reply(unix)["result"]
+        status, body = over_http.result(15)
+    assert result["isError"] is False, result
+    assert result["structuredContent"]["answered"] is False  # its own timeout ended it
+    assert status == 200, body
+    http_result = json.loads(body)["result"]
+    assert http_result["isError"] is False, http_result
+    assert http_result["structuredContent"]["answered"] is False
+    code, took = _exited(daemon, since)
+    assert code == 0, daemon.log()
+    assert took < 5.0, f"exited {took:.1f}s after SIGTERM"
+    assert "cutting them off" not in daemon.log()
+
+
+def test_calls_longer_than_the_drain_are_cut_off_with_a_reason(daemon: Daemon) -> None:
+    """Escalates waiting 60 s on both transports: at SIGTERM new connections are refused at
+    once while they still run; after the drain each caller gets a "daemon is stopping" error
+    (JSON-RPC -32002 on the socket, 503 on HTTP); the daemon exits 0 within 5 s."""
+    host, port = daemon.http_addr.rsplit(":", 1)
+    wait = {"timeout_secs": 60}
+    unix = _unix_call(daemon, "escalate", {"question": "cut over unix?", **wait})
+    with unix, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        over_http = pool.submit(
+            _http_call, daemon, "escalate", {"question": "cut over http?", **wait}
+        )
+        _until(
+            "both escalate calls waiting",
+            lambda: _prompts_open(daemon, {"cut over unix?", "cut over http?"}),
+        )
+        since = _sigterm(daemon)
+        _until(
+            "both listeners refusing new connections",
+            lambda: _refuses_connections(daemon, host, int(port)),
+            timeout=1.5,
+        )
+        assert _no_reply_yet(unix)  # stopped accepting first
+        assert not over_http.done()
+        reply = _reply(unix)
+        status, body = over_http.result(15)
+    assert reply["error"]["code"] == -32002, reply
+    assert "daemon is stopping" in reply["error"]["message"]
+    assert status == 503, body
+    assert b"daemon is stopping" in body
+    code, took = _exited(daemon, since)
+    assert code == 0, daemon.log()
+    assert took < 5.0, f"exited {took:.1f}s after SIGTERM"
+    log = daemon.log()
+    assert "cutting them off" in log
+    assert "shutdown took longer" not in log  # both drains fit the stop deadline together
