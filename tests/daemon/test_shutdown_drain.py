@@ -10,6 +10,8 @@ import json
 import select
 import signal
 import socket
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -189,3 +191,63 @@ def test_calls_longer_than_the_drain_are_cut_off_with_a_reason(daemon: Daemon) -
     log = daemon.log()
     assert "cutting them off" in log
     assert "shutdown took longer" not in log  # both drains fit the stop deadline together
+
+
+def _console_cookie(d: Daemon) -> str:
+    """The console's login cookie, from the link ``agentcoord console`` prints."""
+    link = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "console"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.strip()
+    host, port = d.http_addr.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", link.split(d.http_addr, 1)[1])
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == 303
+        return resp.getheader("set-cookie", "").split(";")[0]
+    finally:
+        conn.close()
+
+
+def _read_to_eof(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def test_streams_and_idle_connections_do_not_hold_the_stop(daemon: Daemon) -> None:
+    """An open SSE stream (the console's events) and an idle keep-alive connection are not
+    requests in flight: SIGTERM ends both without a drain's cut-off, and the daemon exits 0
+    within 5 s."""
+    cookie = _console_cookie(daemon)
+    host, port = daemon.http_addr.rsplit(":", 1)
+    stream = socket.create_connection((host, int(port)), timeout=10)
+    idle = socket.create_connection((host, int(port)), timeout=10)
+    with stream, idle:
+        head = f"GET /console/api/events HTTP/1.1\r\nHost: {daemon.http_addr}\r\nCookie: {cookie}"
+        stream.sendall(head.encode() + b"\r\n\r\n")
+        seen = b""
+        while b": connected" not in seen:
+            chunk = stream.recv(4096)
+            assert chunk, seen
+            seen += chunk
+        idle.sendall(f"GET /healthz HTTP/1.1\r\nHost: {daemon.http_addr}\r\n\r\n".encode())
+        answered = b""
+        while not answered.endswith(b"ok"):  # /healthz answers "ok" with a content-length
+            chunk = idle.recv(4096)
+            assert chunk, answered
+            answered += chunk
+        since = _sigterm(daemon)
+        assert _read_to_eof(idle) == b""  # closed, with nothing more sent
+        _read_to_eof(stream)  # the stream ends (the daemon closes it)
+    code, took = _exited(daemon, since)
+    assert code == 0, daemon.log()
+    assert took < 5.0, f"exited {took:.1f}s after SIGTERM"
+    assert "cutting them off" not in daemon.log()  # a stream is not waited on as a request
