@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ LAST = "complete"
 
 
 @pytest.fixture
-def slow_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def slow_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = f"lazy_probe_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{name}.py").write_text(_SLOW_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -243,7 +243,7 @@ def test_a_cancelled_ask_stops_its_runner(local_daemon: Any) -> None:
     d, _, call = local_daemon()
     _spawn_all(call, "bee")
     with _ask_in_flight(d, "sleep 60\nanswer late") as s:
-        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+        cancel: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
         cancel["params"] = {"requestId": 5, "reason": "user pressed escape"}
         s.sendall(json.dumps(cancel).encode() + b"\n")
         wait_for(lambda: not runner_pids(d), timeout=20, what="the runner stopped")

@@ -111,9 +111,10 @@ def test_checkpoint_then_resume_restores_wip_byte_for_byte(
     # the resumed turn continued the original main session, transcript and all
     sessions = json.loads(agent["metadata"]["annotations"]["fastverk.savvifi.com/linked-sessions"])
     dev = stored(d, "agents", "dev")
+    assert dev is not None, "the Agent dev is not in the store"
     dev_sessions = json.loads(
         dev["metadata"]["annotations"]["fastverk.savvifi.com/linked-sessions"]
-    )  # type: ignore[index]
+    )
     assert sessions[0]["sessionId"] == dev_sessions[0]["sessionId"]
     result = stored(d, "agenttasks", "dev-task")["status"]["result"]  # type: ignore[index]
     assert json.loads(result)["flags"]["--resume"] == sessions[0]["sessionId"]

@@ -135,6 +135,7 @@ async def _last_inbox_message(d: Any, agent: str) -> dict[str, Any]:
         msg = await nc.jetstream().get_last_msg("AGENT_MESSAGES", f"agents.{agent}.inbox")
     finally:
         await nc.close()
+    assert msg.data is not None, "the inbox's last message has no payload"
     return wire.message_view(wire.decode(msg.data))
 
 

@@ -61,7 +61,8 @@ def test_cycle_is_refused_below_the_limit() -> None:
 @given(st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=8))
 def test_any_accepted_chain_has_no_repeats(targets: list[str]) -> None:
     """Whatever sequence is tried, accepted turns never repeat an agent nor pass depth 4."""
-    depth, chain, caller = 0, (), "human:al"
+    chain: tuple[str, ...] = ()
+    depth, caller = 0, "human:al"
     for target in targets:
         try:
             place = next_turn(caller, depth, chain, [], target)

@@ -57,7 +57,7 @@ class Node:
         try:
             url = f"http://127.0.0.1:{self.http_port}/healthz"
             with urllib.request.urlopen(url, timeout=1) as resp:
-                return resp.status == 200
+                return bool(resp.status == 200)
         except (OSError, urllib.error.HTTPError):
             return False
 

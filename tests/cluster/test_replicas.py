@@ -15,8 +15,8 @@ from tests.tools.session_helpers import own_call
 ASSETS = ["KV_agent-claims", "KV_agent-focus", "AGENT_EVENTS", "AGENT_MESSAGES"]
 
 
-def replicas(cluster: NatsCluster) -> dict[str, int]:
-    async def ask() -> dict[str, int]:
+def replicas(cluster: NatsCluster) -> dict[str, int | None]:
+    async def ask() -> dict[str, int | None]:
         nc = await nats.connect(cluster.seeds.split(","), user=USER, password=PASSWORD)
         try:
             js = nc.jetstream()

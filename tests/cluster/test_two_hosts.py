@@ -178,7 +178,12 @@ def _leaders(cluster: NatsCluster, streams: list[str]) -> set[str]:
         nc = await nats.connect(cluster.seeds.split(","), user=USER, password=PASSWORD)
         try:
             js = nc.jetstream()
-            return {str((await js.stream_info(s)).cluster.leader) for s in streams}
+            leaders = set()
+            for s in streams:
+                info = (await js.stream_info(s)).cluster
+                assert info is not None, f"{s} reports no cluster (not a clustered stream)"
+                leaders.add(str(info.leader))
+            return leaders
         finally:
             await nc.close()
 

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import Daemon
 from tests.tools.session_helpers import human_token
 
-INIT = {
+INIT: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
@@ -67,7 +67,7 @@ def test_initialize_issues_session_id_and_negotiates(daemon: Daemon) -> None:
 
 def test_unknown_protocol_version_in_initialize_gets_latest(daemon: Daemon) -> None:
     """An unknown protocolVersion in initialize is answered with our latest, not an error."""
-    body = dict(INIT, params=dict(INIT["params"], protocolVersion="1999-01-01"))  # type: ignore[arg-type]
+    body = dict(INIT, params=dict(INIT["params"], protocolVersion="1999-01-01"))
     _, _, data = human_post(daemon, body)
     assert json.loads(data)["result"]["protocolVersion"] == "2025-11-25"
 
@@ -200,7 +200,7 @@ def test_tools_list_paginates(daemon_factory: Any, tmp_path: Any) -> None:
     seen: list[str] = []
     cursor = None
     for _ in range(100):
-        params = {"cursor": cursor} if cursor else {}
+        params: dict[str, Any] = {"cursor": cursor} if cursor else {}
         reply = json.loads(
             human_post(d, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params})[2]
         )

@@ -71,7 +71,7 @@ def test_socket_activation_serves_inherited_socket(daemon_factory: Any) -> None:
     proc = subprocess.Popen(
         ["bash", "-c", script, sys.executable], env=env, pass_fds=(fd,), stderr=subprocess.PIPE
     )
-    d.proc = proc  # type: ignore[assignment]
+    d.proc = proc
     listener.close()
     try:
         deadline = time.monotonic() + 15

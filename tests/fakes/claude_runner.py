@@ -45,6 +45,7 @@ import subprocess
 import sys
 import time
 import uuid
+from typing import Any
 
 VALUE_FLAGS = {
     "--output-format",
@@ -66,7 +67,8 @@ SESSION = str(uuid.uuid4())  # replaced in main() by --resume / --session-id
 
 
 def parse(argv):
-    flags, prompt, i = {}, None, 0
+    flags: dict[str, Any] = {}
+    prompt, i = None, 0
     while i < len(argv):
         arg = argv[i]
         if arg in BOOL_FLAGS:
@@ -119,6 +121,8 @@ def mcp_call(config_file, tool, arguments):
             "params": {"name": tool, "arguments": arguments},
         },
     ]
+    assert proc.stdin is not None  # both are PIPEs
+    assert proc.stdout is not None
     for msg in msgs:
         proc.stdin.write((json.dumps(msg) + "\n").encode())
     proc.stdin.flush()
@@ -130,6 +134,7 @@ def mcp_call(config_file, tool, arguments):
             break
     proc.stdin.close()
     proc.wait(5)
+    assert answer is not None, "the MCP server closed before answering tools/call"
     result = answer["result"]
     if result.get("isError"):
         return {"error": result["content"][0]["text"]}

@@ -33,6 +33,7 @@ import random
 import socket
 import sys
 import time
+from typing import Any
 
 RETRY_FOR_S = 60.0
 CALL_TIMEOUT_S = 20.0
@@ -46,8 +47,9 @@ class Client:
     def __init__(self, sock_path, ctl, index, seed):
         self.sock_path, self.ctl, self.index = sock_path, ctl, index
         self.rng = random.Random(seed)
-        self.sock = None
-        self.reader = None
+        # Any: set by _connect, None between connections (call() reconnects first).
+        self.sock: Any = None
+        self.reader: Any = None
         self.n = 0
         self.me = None
         self.peers = []
@@ -227,7 +229,10 @@ class Client:
                 s.sendall(json.dumps(req).encode() + b"\n")
                 time.sleep(0.5)
                 if cancel:
-                    note = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+                    note: dict[str, object] = {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                    }
                     note["params"] = {"requestId": 1, "reason": "the asker gives up"}
                     s.sendall(json.dumps(note).encode() + b"\n")
         except OSError:
@@ -235,7 +240,7 @@ class Client:
 
     def ask_once(self, nonce):
         """One ask on its own connection: (outcome, answer or error text, request sent)."""
-        args = {"agent": ASK_AGENT, "text": f"sleep 0.2\nanswer {nonce}"}
+        args: dict[str, object] = {"agent": ASK_AGENT, "text": f"sleep 0.2\nanswer {nonce}"}
         args["timeout_secs"] = ASK_TIMEOUT_S
         req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
         req["params"] = {"name": "ask", "arguments": args}

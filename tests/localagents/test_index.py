@@ -52,8 +52,8 @@ async def test_manifest_edits_update_tags_and_bad_ones_degrade(tmp_path: Path) -
         (pkg / "command.yml").write_text("name: v\ncapabilities: [cost-analysis]\n")
         await _until(
             index,
-            lambda: index.get("v").manifest.capabilities == ("cost-analysis",),
-            2.0,  # type: ignore[union-attr]
+            lambda: index.get("v").manifest.capabilities == ("cost-analysis",),  # type: ignore[union-attr]
+            2.0,
         )
 
 

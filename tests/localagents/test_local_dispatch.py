@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 
 def _inner(result: dict[str, Any]) -> dict[str, Any]:
     """The stand-in's own report, carried in the result JSON's ``result`` string."""
-    return json.loads(result["job"]["result"]["result"])
+    return json.loads(result["job"]["result"]["result"])  # type: ignore[no-any-return]
 
 
 def test_runner_calls_back_and_is_the_dispatched_agent(local_daemon: Any) -> None:
@@ -109,7 +109,7 @@ def _wait_for(pred: Any, timeout: float) -> bool:
         if pred():
             return True
         time.sleep(0.05)
-    return pred()
+    return bool(pred())
 
 
 def test_runner_dies_with_the_daemon(local_daemon: Any) -> None:

@@ -280,7 +280,7 @@ def _listed(send: Any) -> list[str]:
     names: list[str] = []
     cursor = None
     while True:
-        params = {"cursor": cursor} if cursor else {}
+        params: dict[str, Any] = {"cursor": cursor} if cursor else {}
         result = send({"jsonrpc": "2.0", "id": 700, "method": "tools/list", "params": params})
         result = result["result"]
         names += [t["name"] for t in result["tools"]]

@@ -126,7 +126,7 @@ def test_a_registration_belongs_to_its_registrant(
     """Only its registrant may re-point, heartbeat or remove a registered agent."""
     impostor, victim = pair
     victim.call("register_agent", agent_id="reviewer", endpoint="http://127.0.0.1:9/victim")
-    attempts = [
+    attempts: list[tuple[str, dict[str, Any]]] = [
         ("register_agent", {"agent_id": "reviewer", "endpoint": "http://127.0.0.1:9/evil"}),
         ("heartbeat_agent", {"agent_id": "reviewer", "status": "degraded"}),
         ("deregister_agent", {"agent_id": "reviewer"}),

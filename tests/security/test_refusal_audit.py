@@ -52,7 +52,10 @@ def test_the_limiter_forgets_old_keys_and_keeps_their_counts() -> None:
 
 def test_attempt_of_reads_what_a_request_was_after() -> None:
     """Method, tool and prompt from a body or a decoded message; nothing from garbage."""
-    call = {"method": "tools/call", "params": {"name": "answer_prompt", "arguments": {}}}
+    call: dict[str, Any] = {
+        "method": "tools/call",
+        "params": {"name": "answer_prompt", "arguments": {}},
+    }
     call["params"]["arguments"] = {"prompt": "prompt-1", "answer": "yes"}
     assert attempt_of(json.dumps(call).encode()) == ("tools/call", "answer_prompt", "prompt-1")
     assert attempt_of([{"method": "initialize"}]) == ("initialize", None, None)
@@ -78,7 +81,7 @@ def test_a_loop_of_attempts_leaves_one_event(daemon: Daemon) -> None:
     """Sixty refused answer_prompt calls from one process (two connections) are one event;
     a refused login from it after them is its own; `agentcoord audit` prints the shared
     rendering of each."""
-    call = {"jsonrpc": "2.0", "method": "tools/call"}
+    call: dict[str, Any] = {"jsonrpc": "2.0", "method": "tools/call"}
     call["params"] = {"name": "answer_prompt", "arguments": {"prompt": "p-1", "answer": "yes"}}
     for _ in range(2):
         replies = _anonymous(daemon, [{**call, "id": i} for i in range(30)])

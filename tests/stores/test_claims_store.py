@@ -116,6 +116,7 @@ async def test_release_rules_and_tokens(js: Any, audit: Recorder) -> None:
         assert await store.release("a", "r", g.holder.token) is False
         again = await store.claim("b", "r", "write", 60)
         assert isinstance(again, Granted)
+        assert again.holder.token is not None
         assert again.holder.token > g.holder.token
         assert audit.reasons() == ["released"]
 
@@ -206,12 +207,14 @@ async def test_released_keys_are_forgotten_once_many_and_old(
         for i in range(12):
             g = await store.claim("a", f"old{i}", "write", 300)
             assert isinstance(g, Granted)
+            assert g.holder.token is not None
             assert await store.release("a", f"old{i}", g.holder.token)
         # Recent releases are all kept: they order late echoes.
         assert sum(k.startswith("old") for k in store._revs) == 12
         now[0] += claims_mod._GONE_AFTER_S + 1
         g = await store.claim("a", "new", "write", 300)
         assert isinstance(g, Granted)
+        assert g.holder.token is not None
         assert await store.release("a", "new", g.holder.token)
         assert len(store._gone) == 5
         assert sum(k.startswith("old") for k in store._revs) == 4
