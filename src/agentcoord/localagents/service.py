@@ -104,6 +104,8 @@ class LocalAgents:
         self._wait_deadline_s = wait_deadline_s
         self._clock = clock
         self._jobs: set[asyncio.Task[Any]] = set()
+        # one pooled HTTP client for every registered agent's job endpoint, closed on exit
+        self.http = httpjobs.JobClient()
         # Profiles drive every start (docs/profiles.md); set by attach_launcher once the store
         # is open.
         self.backends = dict(backends or {"claude-code": shlex.join(spec.command)})
@@ -172,6 +174,7 @@ class LocalAgents:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> LocalAgents:
+        await self.http.__aenter__()
         await self.index.__aenter__()
         if self.enabled and self.sandbox.bwrap is None:
             log.warning("local agents: %s", self.sandbox.mode)
@@ -188,7 +191,10 @@ class LocalAgents:
         for task in list(self._jobs):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        await self.index.__aexit__(exc_type, exc, tb)
+        try:
+            await self.index.__aexit__(exc_type, exc, tb)
+        finally:
+            await self.http.__aexit__(exc_type, exc, tb)  # after the jobs that used it
 
     def describe(self) -> dict[str, Any]:
         """Status for ``agentcoord status`` (and doctor): flag, hub, packages, sandbox."""
@@ -509,7 +515,7 @@ class LocalAgents:
             "request_id": task.job_id,
         }
         try:
-            reply = await httpjobs.post_job(record.endpoint, body)
+            reply = await self.http.post_job(record.endpoint, body)
             task.remote_job_id = reply["job_id"]
             task.status = "running"
             await self.tasks.upsert(task)
@@ -517,7 +523,7 @@ class LocalAgents:
                 task.result = reply
                 await self.tasks.upsert(task)
                 return task.as_dict()
-            final = await httpjobs.wait_job(
+            final = await self.http.wait_job(
                 record.endpoint, reply["job_id"], deadline_s=self._wait_deadline_s
             )
         except DispatchFailed as exc:
