@@ -5,6 +5,7 @@ contract"), a bound on the whole exchange, and the pool closed on exit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -57,6 +58,7 @@ class Agent:
         self.open = 0
         self.all_closed = asyncio.Event()
         self.server: asyncio.Server | None = None
+        self.handlers: set[asyncio.Task[Any]] = set()
 
     @property
     def url(self) -> str:
@@ -64,6 +66,9 @@ class Agent:
         return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
 
     async def _serve(self, r: asyncio.StreamReader, w: Writer) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.handlers.add(task)
         self.connections += 1
         self.open += 1
         self.all_closed.clear()
@@ -82,6 +87,9 @@ class Agent:
             if not self.open:
                 self.all_closed.set()
             w.close()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await w.wait_closed()
+            self.handlers.discard(task)
 
 
 @pytest.fixture

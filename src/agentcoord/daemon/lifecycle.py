@@ -218,6 +218,9 @@ async def _start_or_stop(
         # lines) stays in the log file with the traceback.
         text = str(exc).strip()
         line = text.splitlines()[0] if text else repr(exc)
+        said = [t.strip() for t in getattr(exc, "last_lines", ()) if t.strip()]
+        if said:  # the child's last word is usually the reason (NatsStartError)
+            line += f"; it said: {said[-1][:300]}"
         sd_notify(cfg.notify_socket, f"STATUS=start-up failed: {line}")
         # A bad setting already says all there is; a failed part points to its traceback.
         if isinstance(exc, AgentCoordError) and not _is_setting(exc):
