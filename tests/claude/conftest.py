@@ -50,3 +50,13 @@ def claude_env(d: Daemon, home: Path) -> dict[str, str]:
     offline switches."""
     home.mkdir(parents=True, exist_ok=True)
     return {**d.env, "HOME": str(home), **OFFLINE}
+
+
+def mcp_list_line(claude: Path, env: dict[str, str], cwd: Path) -> str:
+    """``claude mcp list``'s line for agent-coord (its health check of the server)."""
+    listed = subprocess.run(
+        [str(claude), "mcp", "list"], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    line = [ln for ln in listed.stdout.splitlines() if ln.startswith("agent-coord:")]
+    assert line, listed.stdout + listed.stderr
+    return line[0]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tests.agentops.conftest import wait_for
-from tests.claude.conftest import claude_env
+from tests.claude.conftest import claude_env, mcp_list_line
 from tests.conftest import Daemon
 from tests.tools.session_helpers import own_call
 
@@ -35,15 +35,6 @@ def test_claude_mcp_list_connects_and_leaves_no_agent(
         timeout=60,
     )
     assert setup.returncode == 0, setup.stderr
-    listed = subprocess.run(
-        [str(real_claude), "mcp", "list"],
-        env=env,
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    line = [ln for ln in listed.stdout.splitlines() if ln.startswith("agent-coord:")]
-    assert line, listed.stdout + listed.stderr
-    assert "✔ Connected" in line[0], line[0]
+    line = mcp_list_line(real_claude, env, project)
+    assert "✔ Connected" in line, line
     wait_for(lambda: not _session_agents(daemon), timeout=5, what="no agent left")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.claude.conftest import claude_env
+from tests.claude.conftest import claude_env, mcp_list_line
 from tests.conftest import Daemon
 
 
@@ -52,14 +52,5 @@ def test_project_server_connects_through_path_or_the_variable(
         run_env = dict(env, PATH=os.pathsep.join([str(script.parent), *path_dirs]))
         run_env.pop("AGENTCOORD_BIN", None)
     run_env["PATH"] = os.pathsep.join([run_env["PATH"], node_dir])
-    listed = subprocess.run(
-        [str(real_claude), "mcp", "list"],
-        env=run_env,
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    line = [ln for ln in listed.stdout.splitlines() if ln.startswith("agent-coord:")]
-    assert line, listed.stdout + listed.stderr
-    assert "✔ Connected" in line[0], line[0]
+    line = mcp_list_line(real_claude, run_env, project)
+    assert "✔ Connected" in line, line

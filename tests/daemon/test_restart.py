@@ -130,6 +130,23 @@ def _serve(root: Path, **extra: str) -> subprocess.Popen[str]:
     )
 
 
+def _failed_start_with_status(
+    tmp_path: Path, **extra: str
+) -> tuple[subprocess.Popen[str], str, str]:
+    """Run a start expected to fail, with systemd's notify socket: (process, stderr, the
+    datagram it sent)."""
+    notify = tmp_path / "notify.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(notify))
+    sock.settimeout(30)
+    try:
+        proc = _serve(tmp_path / "d", NOTIFY_SOCKET=str(notify), **extra)
+        _out, err = proc.communicate(timeout=30)
+        return proc, err, sock.recv(4096).decode()
+    finally:
+        sock.close()
+
+
 def _lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
@@ -139,21 +156,11 @@ def test_unanswered_part_fails_start_in_one_line_with_systemd_status(
 ) -> None:
     """A NATS server that never answers ends the start in one line naming the part and the
     fix, exit 1, the reason in systemd's STATUS= and the traceback kept in the state dir."""
-    notify = tmp_path / "notify.sock"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(str(notify))
-    sock.settimeout(30)
-    try:
-        proc = _serve(
-            tmp_path / "d",
-            AGENTCOORD_NATS_URL=f"nats://127.0.0.1:{silent_nats.port}",
-            AGENTCOORD_LOG_LEVEL="ERROR",
-            NOTIFY_SOCKET=str(notify),
-        )
-        _out, err = proc.communicate(timeout=30)
-        status = sock.recv(4096).decode()
-    finally:
-        sock.close()
+    proc, err, status = _failed_start_with_status(
+        tmp_path,
+        AGENTCOORD_NATS_URL=f"nats://127.0.0.1:{silent_nats.port}",
+        AGENTCOORD_LOG_LEVEL="ERROR",
+    )
     assert proc.returncode == 1
     lines = _lines(err)
     assert len(lines) == 1, err
@@ -274,21 +281,9 @@ def test_nats_server_failure_is_one_line_its_output_in_the_log_file(tmp_path: Pa
     fake.chmod(0o755)
     conf = tmp_path / "config.toml"
     conf.write_text(f'nats_server_bin = "{fake}"\n')
-    notify = tmp_path / "notify.sock"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(str(notify))
-    sock.settimeout(30)
-    try:
-        proc = _serve(
-            tmp_path / "d",
-            AGENTCOORD_CONFIG=str(conf),
-            AGENTCOORD_LOG_LEVEL="CRITICAL",
-            NOTIFY_SOCKET=str(notify),
-        )
-        _out, err = proc.communicate(timeout=30)
-        status = sock.recv(4096).decode()
-    finally:
-        sock.close()
+    proc, err, status = _failed_start_with_status(
+        tmp_path, AGENTCOORD_CONFIG=str(conf), AGENTCOORD_LOG_LEVEL="CRITICAL"
+    )
     assert proc.returncode == 1
     lines = _lines(err)
     assert len(lines) == 1, err
