@@ -177,6 +177,19 @@ def cli_json(d: Daemon, *args: str) -> Any:
     return json.loads(out.stdout)
 
 
+def console_link(d: Daemon) -> str:
+    """The console login link ``agentcoord console`` prints for the daemon (as the human)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "console"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
 def write_kubeconfig(d: Daemon) -> Path:
     """The kubeconfig ``agentcoord kubeconfig`` prints for the daemon, saved in its root."""
     config = d.root / "kubeconfig"

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, console_link
 
 
 def _conn(d: Daemon) -> http.client.HTTPConnection:
@@ -28,15 +28,7 @@ def _get(d: Daemon, path: str, cookie: str | None = None) -> tuple[int, dict[str
 
 
 def _login_link(d: Daemon) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", "agentcoord", "console"],
-        env=d.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    return out.stdout.strip()
+    return console_link(d)
 
 
 def _login(d: Daemon) -> str:

@@ -10,12 +10,10 @@ import json
 import select
 import signal
 import socket
-import subprocess
-import sys
 import time
 from typing import Any
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, console_link
 from tests.tools.session_helpers import human_token, own_call
 
 _CALL_ID = "call"
@@ -195,14 +193,7 @@ def test_calls_longer_than_the_drain_are_cut_off_with_a_reason(daemon: Daemon) -
 
 def _console_cookie(d: Daemon) -> str:
     """The console's login cookie, from the link ``agentcoord console`` prints."""
-    link = subprocess.run(
-        [sys.executable, "-m", "agentcoord", "console"],
-        env=d.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    ).stdout.strip()
+    link = console_link(d)
     host, port = d.http_addr.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     try:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import Daemon, stored_records
+from tests.conftest import Daemon, stored_records, write_kubeconfig
 from tests.localagents.conftest import make_package
 from tests.stores.objects.conftest import Kubectl
 
@@ -29,17 +29,7 @@ pytestmark = [
 
 def kubectl_for(d: Daemon) -> Kubectl:
     """kubectl wired to this daemon (its kubeconfig from ``agentcoord kubeconfig``)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "agentcoord", "kubeconfig"],
-        env=d.env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert out.returncode == 0, out.stderr
-    path = d.root / "kubeconfig"
-    path.write_text(out.stdout)
-    return Kubectl(d, path, d.root / "kube-cache")
+    return Kubectl(d, write_kubeconfig(d), d.root / "kube-cache")
 
 
 def apply_profile(kubectl: Kubectl, name: str, spec: dict[str, Any]) -> str:
