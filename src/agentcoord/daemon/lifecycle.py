@@ -16,7 +16,6 @@ import os
 import signal
 import socket
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -284,19 +283,6 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
         log.exception("error during shutdown")
 
 
-@contextlib.contextmanager
-def _one_error() -> Iterator[None]:
-    """A part that fails to start raises its own typed error rather than the TaskGroup's
-    group, so the CLI still prints one line (``agentcoord: <why>``) and exits 1."""
-    try:
-        yield
-    except ExceptionGroup as group:
-        typed = [e for e in group.exceptions if isinstance(e, AgentCoordError)]
-        if not typed:
-            raise
-        raise typed[0] from group
-
-
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> App:
     from agentcoord.daemon.natsremote import redact
 
@@ -317,17 +303,16 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     nats: NatsSupervisor | None = None
     ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
     live = LiveCells(ns)  # kubectl's Agent table reads the focus view, bound below (tables.py)
-    with _one_error():
-        async with asyncio.TaskGroup() as tg:
-            objects = tg.create_task(open_store(cfg, stack, live=live))
-            if not cfg.nats_url:
-                # The supervisor also renders per-agent NATS users (natsusers.py; docs/messaging.md
-                # "Direct NATS access (per-agent users)").
-                supervisor = tg.create_task(
-                    stack.enter_async_context(
-                        ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
-                    )
+    async with asyncio.TaskGroup() as tg:
+        objects = tg.create_task(open_store(cfg, stack, live=live))
+        if not cfg.nats_url:
+            # The supervisor also renders per-agent NATS users (natsusers.py; docs/messaging.md
+            # "Direct NATS access (per-agent users)").
+            supervisor = tg.create_task(
+                stack.enter_async_context(
+                    ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
                 )
+            )
     store = objects.result()
     if not cfg.nats_url:
         nats = supervisor.result()
