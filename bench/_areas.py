@@ -514,7 +514,7 @@ async def _raw_load(url: str, user: str, pw: str, claims: int, messages: int) ->
 
 def _bare_nats_rss(tmp: Path, claims: int, messages: int) -> tuple[float, float]:
     """A bare nats-server (same binary, JetStream, a password user): RSS idle and loaded."""
-    from agentcoord.daemon.natsd import find_nats_server
+    from agentcoord.kernel.natsbin import find_nats_server
 
     tmp.mkdir(parents=True, exist_ok=True)
     conf = tmp / "raw.conf"
@@ -546,7 +546,7 @@ def _bare_nats_rss(tmp: Path, claims: int, messages: int) -> tuple[float, float]
 def _bare_python_rss() -> float:
     """A Python process holding the daemon's imports, doing nothing: the floor for our RSS."""
     code = (
-        "import agentcoord.daemon.lifecycle, nats, uvloop, sys; "
+        "import agentcoord.daemon.run, nats, uvloop, sys; "
         "print('ready', flush=True); sys.stdin.read()"
     )
     proc = subprocess.Popen(

@@ -61,7 +61,7 @@ def wait_ready(
     """Wait until the daemon's unix socket answers the human's ``ping``; the human token.
 
     ``http.addr`` is written just before the unix socket listens and ``human.token`` earlier
-    still (daemon/lifecycle.py), so a ping that connects finds the token whole, while a client
+    still (daemon/run.py), so a ping that connects finds the token whole, while a client
     that waited for ``http.addr`` alone could still be refused the connection."""
     deadline = time.monotonic() + timeout
     while True:

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import median_ms, table, wait_ready
 
-from agentcoord.daemon.natsd import find_nats_server
+from agentcoord.kernel.natsbin import find_nats_server
 
 
 def bare_python() -> float:

@@ -371,7 +371,7 @@ def _install(remove: bool, enable: bool, as_json: bool = False) -> int:
     import json
     import os
 
-    from agentcoord.service import install_user_units, remove_user_units
+    from agentcoord.systemd_units import install_user_units, remove_user_units
 
     report = (
         remove_user_units(os.environ) if remove else install_user_units(os.environ, enable=enable)
@@ -395,7 +395,7 @@ def _serve(cfg: Any) -> int:
 
     import uvloop
 
-    from agentcoord.daemon.lifecycle import serve
+    from agentcoord.daemon.run import serve
     from agentcoord.errors import AgentCoordError
 
     logging.basicConfig(

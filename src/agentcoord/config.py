@@ -333,7 +333,7 @@ def load_config(
         if name != "config_file":  # read above, as the file itself
             values[name] = _coerce(name, value)
 
-    from agentcoord.daemon.activation import listen_fds, watchdog_interval
+    from agentcoord.kernel.activation import listen_fds, watchdog_interval
 
     pid = os.getpid()
     values["notify_socket"] = env.get("NOTIFY_SOCKET") or None
@@ -346,7 +346,7 @@ def load_config(
         raise ConfigError(f"store {cfg.store!r} is not one of {', '.join(STORES)}")
     parse_http_addr(cfg.http_addr)  # validate early, with a clear message
     parse_http_addr(cfg.kube_addr)
-    from agentcoord.daemon.natsremote import check_nats_config
+    from agentcoord.kernel.natsremote import check_nats_config
 
     check_nats_config(cfg)  # external NATS fields, with clear messages
     return cfg

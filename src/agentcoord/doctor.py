@@ -76,8 +76,8 @@ def _sandbox(cfg: Config) -> list[Check]:
 
 
 def _nats(cfg: Config) -> Check:
-    from agentcoord.daemon.natsd import find_nats_server
     from agentcoord.errors import NatsStartError
+    from agentcoord.kernel.natsbin import find_nats_server
 
     if cfg.nats_url:
         return Check("nats", True, f"external NATS at {cfg.nats_url.split('@')[-1]}")

@@ -19,7 +19,7 @@
 
 Third-party exceptions are translated at the boundary that meets them; the mapping of these to
 JSON-RPC codes lives in :func:`agentcoord.mcp.jsonrpc.error_response`, to HTTP status codes in
-:func:`agentcoord.daemon.http.status_for`.
+:func:`agentcoord.kernel.httpserver.status_for`.
 """
 
 from __future__ import annotations

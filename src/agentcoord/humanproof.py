@@ -42,7 +42,7 @@ AGENT_MARKERS = (
     "AGENTCOORD_JOB_ID",
 )
 
-HUMAN_TOKEN_FILE = "human.token"  # in the state dir, 0600 (daemon/lifecycle.py writes it)
+HUMAN_TOKEN_FILE = "human.token"  # in the state dir, 0600 (daemon/run.py writes it)
 
 NOT_IDENTIFIED = (
     "this process is neither an agent nor the human: agents connect through `agentcoord mcp` "

@@ -19,7 +19,7 @@ from agentcoord.agentops.controller import (
     RUNNERS_ANNOTATION,
     AgentController,
 )
-from agentcoord.daemon.directory import RunnerInfo
+from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.localagents.runner import RunnerSpec
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.objects import ObjectStore

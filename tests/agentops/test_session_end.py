@@ -301,7 +301,7 @@ def test_retention_removes_ended_agents_with_inbox_and_focus(
     _ended(d, old.name, timeout=1.0)
     wait_for(lambda: stored(d, "agents", old.name) is None, timeout=5.0, what="removal")
     assert stored(d, "agents", peer.name) is not None  # live agents are not touched
-    # The inbox, then the focus, go right after the Agent (daemon/lifecycle.py's order).
+    # The inbox, then the focus, go right after the Agent (daemon/run.py's order).
     wait_for(
         lambda: peer.call("find_agents", query="retention")["matches"] == [],
         timeout=5.0,
@@ -312,7 +312,7 @@ def test_retention_removes_ended_agents_with_inbox_and_focus(
         import nats
         from nats.js.errors import NotFoundError
 
-        from agentcoord.stores.inbox import STREAM, consumer_name, inbox_subject
+        from agentcoord.stores.messagebus import STREAM, consumer_name, inbox_subject
 
         url, user, password = nats_login(d)
         nc = await nats.connect(url, user=user, password=password)

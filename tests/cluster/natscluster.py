@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentcoord.daemon.natsd import find_nats_server
+from agentcoord.kernel.natsbin import find_nats_server
 
 CLUSTER_NAME = "agentcoord-test"
 

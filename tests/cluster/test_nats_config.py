@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from agentcoord.config import load_config
-from agentcoord.daemon.directory import MemoryDirectory
-from agentcoord.daemon.natsremote import host_qualifier, nats_target, redact, split_seeds
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.directory import MemoryDirectory
+from agentcoord.kernel.natsremote import host_qualifier, nats_target, redact, split_seeds
 
 ENV = {"HOME": "/h", "XDG_RUNTIME_DIR": "/r", "USER": "ann"}
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from agentcoord.config import load_config
-from agentcoord.daemon.natsd import NatsSupervisor, find_nats_server
+from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.errors import NatsStartError
+from agentcoord.kernel.natsbin import find_nats_server
 
 
 def test_default_sync_interval_is_nats_servers_own(tmp_path: Path) -> None:

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentcoord.daemon.ancestry import ProcInfo, decide, is_claude_process, session_agent_stem
-from agentcoord.daemon.framing import OVERSIZE, LineSplitter
-from agentcoord.daemon.jsonrpc import Notification, Request, decode, error_response, parse_message
 from agentcoord.daemon.origin import host_allowed, origin_allowed
 from agentcoord.errors import ProtocolError
+from agentcoord.kernel.ancestry import ProcInfo, decide, is_claude_process, session_agent_stem
+from agentcoord.kernel.framing import OVERSIZE, LineSplitter
+from agentcoord.kernel.jsonrpc import Notification, Request, decode, error_response, parse_message
 
 pytestmark = pytest.mark.unit
 
@@ -130,7 +130,7 @@ def test_tune_gc_freezes_start_up_objects_and_raises_gen0() -> None:
     """After start the daemon freezes what start-up built and collects young objects less often."""
     import gc
 
-    from agentcoord.daemon.lifecycle import _GC_GEN0, _tune_gc
+    from agentcoord.daemon.run import _GC_GEN0, _tune_gc
 
     before = gc.get_threshold()
     try:

@@ -20,4 +20,4 @@ def test_stop_logs_no_reconnect_and_nats_server_no_warning(daemon_factory: objec
     assert "reconnecting" not in log
     assert "disconnected" not in log
     last = [line for line in log.splitlines() if " INFO " in line][-1]
-    assert last.endswith("agentcoord.daemon.lifecycle: stopped"), last  # once all has closed
+    assert last.endswith("agentcoord.daemon.run: stopped"), last  # once all has closed

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agentcoord.config import load_config
-from agentcoord.daemon.ancestry import ProcInfo, decide
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.ancestry import ProcInfo, decide
 from agentcoord.localagents import (
     AgentRecord,
     effective_status,
@@ -226,7 +226,7 @@ def test_runner_above_its_claude_wins() -> None:
 
 async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
     """merged/get/find: registered shadows local, get falls back to local, find ranks warm first."""
-    from agentcoord.daemon.caller import Caller
+    from agentcoord.kernel.caller import Caller
     from agentcoord.localagents import LocalAgents
     from agentcoord.localagents.runner import RunnerSpec
     from agentcoord.localagents.sandbox import Sandbox

@@ -14,7 +14,7 @@ import pytest
 
 from agentcoord import wire
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.stores.inbox import (
+from agentcoord.stores.messagebus import (
     BROADCAST_SUBJECT,
     MessageBus,
     check_agent_id,

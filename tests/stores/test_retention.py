@@ -26,7 +26,7 @@ from agentcoord.agentops.checkpoints import (
 from agentcoord.config import load_config
 from agentcoord.errors import ConfigError, ToolError
 from agentcoord.stores.audit import AuditLog
-from agentcoord.stores.inbox import MessageBus, inbox_subject
+from agentcoord.stores.messagebus import MessageBus, inbox_subject
 from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.wire import make_message
 from tests.conftest import Daemon, kubectl_apply

@@ -29,10 +29,10 @@ from agentcoord.agentops.rules import (
     workspace_of,
 )
 from agentcoord.agentops.turns import ActiveTurns
-from agentcoord.daemon.caller import Caller
 from agentcoord.errors import NotFound, ToolError
+from agentcoord.kernel.caller import Caller
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.stores.inbox import check_agent_id, inbox_subject
+from agentcoord.stores.messagebus import check_agent_id, inbox_subject
 from agentcoord.stores.objects import AlreadyExists, ObjectNotFound, StoreError
 
 if TYPE_CHECKING:

@@ -56,8 +56,8 @@ from agentcoord.agentops.rules import (
     reconcile_action,
 )
 from agentcoord.agentops.turns import ActiveTurns, RegisteringRunners, Turn, focus_of
-from agentcoord.daemon.directory import RunnerInfo
 from agentcoord.errors import ToolError
+from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.profiles import (
     DEFAULT_PROFILE,

@@ -20,10 +20,10 @@ from agentcoord import wire
 from agentcoord.agentops import checkpoints
 from agentcoord.agentops.asks import AgentOps
 from agentcoord.agentops.controller import FINALIZER, MANAGED_LABEL
-from agentcoord.daemon.caller import Caller, decision_fields
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
+from agentcoord.kernel.caller import Caller, decision_fields
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.stores.inbox import inbox_subject
+from agentcoord.stores.messagebus import inbox_subject
 from agentcoord.stores.objects import GROUP_VERSION, AlreadyExists, Conflict, ObjectNotFound
 from agentcoord.stores.objects.rules import rfc3339
 

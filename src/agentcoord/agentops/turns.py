@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.agentops.rules import LinkedSession, TurnPlace
-from agentcoord.daemon.directory import RunnerInfo
+from agentcoord.kernel.directory import RunnerInfo
 
 __all__ = ["ActiveTurns", "RegisteringRunners", "Turn", "focus_of"]
 

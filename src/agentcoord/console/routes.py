@@ -17,10 +17,10 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from agentcoord.daemon.caller import Caller
-from agentcoord.daemon.http import HttpRequest, HttpResponse, json_response
 from agentcoord.errors import AgentCoordError, IdentityError, NotFound
 from agentcoord.eventtext import render_event
+from agentcoord.kernel.caller import Caller
+from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
 
 if TYPE_CHECKING:
     from agentcoord.daemon.app import App

@@ -9,7 +9,7 @@ from agentcoord.eventtext import render_event
 
 if TYPE_CHECKING:
     from agentcoord.daemon.app import App
-    from agentcoord.daemon.caller import Caller
+    from agentcoord.kernel.caller import Caller
 
 __all__ = ["install_sections"]
 

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
 from agentcoord.config import Config
-from agentcoord.daemon.caller import Caller
 from agentcoord.daemon.hooks import HookHandlers, default_handlers
 from agentcoord.daemon.identity import IdentityResolver
+from agentcoord.kernel.caller import Caller
 
 if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
 
     from agentcoord.agentops import AgentOps
-    from agentcoord.daemon.http import HttpServer
     from agentcoord.daemon.messaging import Messaging
     from agentcoord.daemon.natsd import NatsSupervisor
+    from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.localagents.session_end import SessionWatch
     from agentcoord.stores.agentsource import AgentSource
@@ -33,7 +33,7 @@ __all__ = ["App"]
 
 @dataclass
 class App:
-    """Long-lived services of one daemon; built by :mod:`agentcoord.daemon.lifecycle`."""
+    """Long-lived services of one daemon; built by :mod:`agentcoord.daemon.run`."""
 
     config: Config
     identity: IdentityResolver

@@ -11,7 +11,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.daemon.caller import Caller
+from agentcoord.kernel.caller import Caller
 
 if TYPE_CHECKING:
     from agentcoord.daemon.app import App

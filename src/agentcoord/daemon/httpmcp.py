@@ -15,12 +15,12 @@ from typing import Any
 
 from agentcoord.console.routes import ConsoleRoutes, root_page
 from agentcoord.daemon.app import App
-from agentcoord.daemon.caller import Caller
-from agentcoord.daemon.http import HttpRequest, HttpResponse, json_response
-from agentcoord.daemon.jsonrpc import INVALID_REQUEST, decode, encode, error_response
 from agentcoord.daemon.mcp import SUPPORTED_PROTOCOLS, McpCore, McpSession
 from agentcoord.daemon.origin import host_allowed, origin_allowed
 from agentcoord.errors import IdentityError, ProtocolError
+from agentcoord.kernel.caller import Caller
+from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
+from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
 
 __all__ = ["HttpRoutes"]
 
@@ -35,7 +35,7 @@ def _rpc_error(status: int, code: int, message: str) -> HttpResponse:
 
 
 class HttpRoutes:
-    """The request handler given to :class:`agentcoord.daemon.http.HttpServer`."""
+    """The request handler given to :class:`agentcoord.kernel.httpserver.HttpServer`."""
 
     def __init__(self, app: App, core: McpCore) -> None:
         self._app = app

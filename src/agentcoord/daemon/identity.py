@@ -24,16 +24,12 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import secrets
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.daemon.ancestry import ProcInfo, decide
-from agentcoord.daemon.caller import ANONYMOUS, Caller, Via
-from agentcoord.daemon.directory import AgentDirectory, RunnerInfo
 from agentcoord.daemon.procprobe import PeerCred, ProcessProbe, tcp_peer_pid
 from agentcoord.errors import IdentityError
 from agentcoord.humanproof import (
@@ -45,6 +41,10 @@ from agentcoord.humanproof import (
     attempt_of,
     marked_refusal,
 )
+from agentcoord.kernel.ancestry import ProcInfo, decide
+from agentcoord.kernel.caller import ANONYMOUS, Caller, Via
+from agentcoord.kernel.directory import AgentDirectory, RunnerInfo
+from agentcoord.kernel.files import write_private
 
 if TYPE_CHECKING:
     from agentcoord.stores.audit import AuditSink
@@ -82,7 +82,7 @@ class TokenStore:
 
     @property
     def human_token_file(self) -> Path:
-        """Where the human's token lives (beside this store, daemon/lifecycle.py)."""
+        """Where the human's token lives (beside this store, daemon/run.py)."""
         return self._path.parent / HUMAN_TOKEN_FILE
 
     def ensure_file(self, path: Path, agent: str) -> str:
@@ -99,27 +99,6 @@ class TokenStore:
 
     def _save(self) -> None:
         write_private(self._path, json.dumps(self._digests))
-
-
-def write_private(path: Path, text: str, *, durable: bool = True) -> None:
-    """Write a file atomically, created 0600: the old content or the new one is there, never
-    half of either. ``durable`` (state) also fsyncs the file and its directory, so that holds
-    after a crash too; runtime files (``http.addr``) go with the boot and skip it."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    if not durable:
-        return
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def _human_only(tool: str | None) -> bool:
@@ -157,7 +136,7 @@ class IdentityResolver:
         self._directory = directory
         self._tokens = tokens
         self.runners: dict[tuple[int, float], RunnerInfo] = {}
-        # Where refusals are recorded: set once the audit stream is up (daemon/lifecycle.py);
+        # Where refusals are recorded: set once the audit stream is up (daemon/run.py);
         # until then they are only logged.
         self.audit: AuditSink | None = None
         self._refusals = RefusalLimiter()

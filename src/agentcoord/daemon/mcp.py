@@ -1,6 +1,6 @@
 """The MCP server core, written by us (DESIGN.md): methods, sessions, tool dispatch.
 
-Transport-free: a transport decodes bytes with :mod:`agentcoord.daemon.jsonrpc`, resolves the
+Transport-free: a transport decodes bytes with :mod:`agentcoord.kernel.jsonrpc`, resolves the
 caller, and hands each decoded payload to :meth:`McpCore.handle_payload`. Every request with an
 id is answered, before ``initialize`` too, because the SDK and recent Claude Code probe with
 ``server/discover`` and wait 30 s on silence (FACTS.md "MCP clients").
@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
-from agentcoord.daemon.caller import Caller
 from agentcoord.daemon.hooks import run_hook_event
-from agentcoord.daemon.jsonrpc import (
+from agentcoord.errors import IdentityMismatch, ProtocolError, ToolError
+from agentcoord.humanproof import attempt_of
+from agentcoord.kernel.caller import Caller
+from agentcoord.kernel.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -29,10 +31,8 @@ from agentcoord.daemon.jsonrpc import (
     parse_message,
     result_response,
 )
-from agentcoord.errors import IdentityMismatch, ProtocolError, ToolError
-from agentcoord.humanproof import attempt_of
 from agentcoord.tools._args import check_arguments
-from agentcoord.tools._base import Tool, ToolContext
+from agentcoord.tools._base import Tool
 from agentcoord.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ class McpCore:
             await self._app.identity.directory.mark_used(session.caller.agent)
         try:
             args = check_arguments(tool.input_schema, params.get("arguments"))
-            result = await tool.handler(ToolContext(session.caller, self._app), args)
+            result = await tool.handler(session.caller, args)
         except ToolError as exc:
             # An agent naming the human as itself.
             if isinstance(exc, IdentityMismatch) and exc.claimed == self._app.identity.human:

@@ -1,6 +1,6 @@
 """The messaging services of one daemon: the JetStream bus, record seams and open offers.
 
-Built in :func:`agentcoord.daemon.lifecycle._start` as an async context manager and hung on
+Built in :func:`agentcoord.daemon.run._start` as an async context manager and hung on
 ``App.messaging``; tools reach it through :func:`require`.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agentcoord.errors import ToolError
 from agentcoord.stores.audit import AuditSink
-from agentcoord.stores.inbox import MessageBus
+from agentcoord.stores.messagebus import MessageBus
 from agentcoord.stores.records import (
     ChannelRecords,
     MemoryChannelRecords,

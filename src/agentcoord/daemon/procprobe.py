@@ -13,7 +13,7 @@ import struct
 from typing import TYPE_CHECKING, Protocol
 
 from agentcoord._lazy import on_first_use
-from agentcoord.daemon.ancestry import ProcInfo
+from agentcoord.kernel.ancestry import ProcInfo
 
 if TYPE_CHECKING:
     import psutil

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentcoord import __version__
-from agentcoord.daemon.identity import write_private
 from agentcoord.errors import StateFormatError
+from agentcoord.kernel.files import write_private
 
 __all__ = ["FORMAT", "FORMAT_FILE", "ensure_format", "read_format"]
 

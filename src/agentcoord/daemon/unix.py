@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.daemon.app import App
-from agentcoord.daemon.framing import OVERSIZE, LineSplitter
 from agentcoord.daemon.hangup import cancel_on_hangup
-from agentcoord.daemon.jsonrpc import INVALID_REQUEST, decode, encode, error_response
 from agentcoord.daemon.mcp import ACCESS_DENIED, McpCore, McpSession
 from agentcoord.daemon.procprobe import peer_cred
 from agentcoord.errors import IdentityError, ProtocolError
+from agentcoord.kernel.framing import OVERSIZE, LineSplitter
+from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
 
 __all__ = ["UnixListener"]
 

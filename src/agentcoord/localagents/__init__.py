@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from agentcoord.localagents._errors import DispatchFailed
 from agentcoord.localagents.index import Package, PackageIndex
+from agentcoord.localagents.local_agents import LocalAgents
 from agentcoord.localagents.manifest import Manifest, capability_tags, read_package_manifest
 from agentcoord.localagents.merge import (
     effective_status,
@@ -27,7 +28,6 @@ from agentcoord.localagents.records import (
     JsonFileRecords,
     TaskRecords,
 )
-from agentcoord.localagents.service import LocalAgents
 
 __all__ = [
     "AgentRecord",

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from agentcoord.daemon.identity import write_private
+from agentcoord.kernel.files import write_private
 
 __all__ = [
     "AgentRecord",

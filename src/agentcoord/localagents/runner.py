@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord._pidfd import wait_pid
-from agentcoord.daemon.directory import RunnerInfo
+from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.localagents.profiles import (
     AGENT_COORD,
     LaunchPlan,

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from agentcoord._pidfd import wait_pid
-from agentcoord.daemon.directory import SessionKey
+from agentcoord.kernel.directory import SessionKey
 from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.directory import ENDED, PROC_LABEL, StoreDirectory, parse_proc
 from agentcoord.stores.objects.errors import Expired, StoreError

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from agentcoord._lazy import on_first_use
-from agentcoord.daemon.ancestry import ProcInfo, is_claude_process
+from agentcoord.kernel.ancestry import ProcInfo, is_claude_process
 
 if TYPE_CHECKING:
     import psutil

@@ -291,7 +291,7 @@ class BusMailbox:
         return out
 
     async def give_back(self, messages: Sequence[Incoming]) -> None:
-        from agentcoord.stores.inbox import inbox_subject
+        from agentcoord.stores.messagebus import inbox_subject
 
         for m in messages:
             if m.raw is not None:

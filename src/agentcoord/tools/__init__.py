@@ -1,8 +1,11 @@
-"""The MCP tool surface, one module per tool family (DESIGN.md "The tool surface")."""
+"""The MCP tool surface, one module per tool family (DESIGN.md "The tool surface").
+
+Each module's ``tools(...)`` takes the services its tools use; the daemon's composition root
+(:mod:`agentcoord.daemon.toolset`) builds the registry from them."""
 
 from __future__ import annotations
 
-from agentcoord.tools._base import Tool, ToolContext, ToolHandler, obj_schema
-from agentcoord.tools.registry import ToolRegistry, default_registry
+from agentcoord.tools._base import Tool, ToolHandler, obj_schema
+from agentcoord.tools.registry import ToolRegistry
 
-__all__ = ["Tool", "ToolContext", "ToolHandler", "ToolRegistry", "default_registry", "obj_schema"]
+__all__ = ["Tool", "ToolHandler", "ToolRegistry", "obj_schema"]

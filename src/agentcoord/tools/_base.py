@@ -1,4 +1,10 @@
-"""What a tool is: a name, a tight description, an input schema and an async handler."""
+"""What a tool is: a name, a tight description, an input schema and an async handler.
+
+A tool module exposes ``tools(<the services it uses>) -> list[Tool]``: its handlers close over
+exactly those services and take only who calls (from the transport) and the checked
+arguments. The composition root (:mod:`agentcoord.daemon.toolset`) hands each module its
+services; no tool sees the rest of the daemon (docs/architecture.md "Tools").
+"""
 
 from __future__ import annotations
 
@@ -6,23 +12,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.daemon.caller import Caller
+from agentcoord.kernel.caller import Caller
 
 if TYPE_CHECKING:
-    from agentcoord.daemon.app import App
+    from agentcoord.daemon.app import App  # transitional, with ToolContext
 
 __all__ = ["Tool", "ToolContext", "ToolHandler", "obj_schema"]
 
-
-@dataclass(frozen=True)
-class ToolContext:
-    """Per-call context: who calls (from the transport) and the daemon's services."""
-
-    caller: Caller
-    app: App
-
-
-ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[dict[str, Any]]]
+ToolHandler = Callable[[Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -32,7 +29,8 @@ class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    handler: ToolHandler
+    # Transitional: ToolHandler once every module builds its tools from its services.
+    handler: Callable[..., Awaitable[dict[str, Any]]]
     render: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False)
 
     def listing(self) -> dict[str, Any]:
@@ -49,3 +47,12 @@ def obj_schema(required: tuple[str, ...] = (), **props: dict[str, Any]) -> dict[
     if required:
         schema["required"] = list(required)
     return schema
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Transitional: the old handler argument (the caller and the whole daemon). Removed once
+    every tool module builds its tools from its own services."""
+
+    caller: Caller
+    app: App

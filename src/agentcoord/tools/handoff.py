@@ -20,7 +20,7 @@ from agentcoord import wire
 from agentcoord.daemon.messaging import Messaging, Offer, require
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.stores.inbox import check_agent_id, inbox_subject
+from agentcoord.stores.messagebus import check_agent_id, inbox_subject
 from agentcoord.tools._base import Tool, ToolContext, obj_schema
 from agentcoord.tools._caller import acting_agent
 

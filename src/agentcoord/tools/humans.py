@@ -19,9 +19,9 @@ import time
 from typing import Any
 
 from agentcoord import answers, wire
-from agentcoord.daemon.caller import Caller, decision_fields
 from agentcoord.daemon.messaging import Messaging, require
 from agentcoord.errors import IdentityError, InvalidArguments, NotFound, ToolError
+from agentcoord.kernel.caller import Caller, decision_fields
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.records import AlreadyAnswered, PromptRecord
 from agentcoord.tools._base import Tool, ToolContext, obj_schema

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcoord.tools._base import Tool, ToolContext, obj_schema
+from agentcoord.kernel.caller import Caller
+from agentcoord.tools._base import Tool, obj_schema
 
-__all__ = ["TOOLS"]
+__all__ = ["tools"]
 
 
-async def _whoami(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    caller = ctx.caller
+async def _whoami(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
     return {
         "agent": caller.agent,
         "kind": caller.kind,
@@ -32,12 +32,14 @@ def _render(result: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-TOOLS = [
-    Tool(
-        "whoami",
-        "Who the daemon says you are (agent, session, cwd), derived from your connection.",
-        obj_schema(),
-        _whoami,
-        _render,
-    )
-]
+def tools() -> list[Tool]:
+    """``whoami`` needs no service: only the caller, resolved by the transport."""
+    return [
+        Tool(
+            "whoami",
+            "Who the daemon says you are (agent, session, cwd), derived from your connection.",
+            obj_schema(),
+            _whoami,
+            _render,
+        )
+    ]

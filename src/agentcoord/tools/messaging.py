@@ -1,7 +1,7 @@
 """Messaging tools: send, inbox, broadcast, open_channel, close_channel (seed 000 "Messaging").
 
 Bytes are agent.v1 ``ChannelMessage`` protobufs on NATS; inboxes and channels are durable on
-JetStream (:mod:`agentcoord.stores.inbox`). Unlike the seed, ``send`` says honestly whether a
+JetStream (:mod:`agentcoord.stores.messagebus`). Unlike the seed, ``send`` says honestly whether a
 live reader took the message (``delivered``) or it waits in the inbox (``queued``), and an
 unknown kind is an error.
 """
@@ -15,7 +15,7 @@ from agentcoord import wire
 from agentcoord.daemon.messaging import Messaging, require
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.stores.inbox import (
+from agentcoord.stores.messagebus import (
     BROADCAST_SUBJECT,
     channel_subject,
     check_agent_id,

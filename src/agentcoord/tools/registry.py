@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 from agentcoord.tools._base import Tool
 
-__all__ = ["ToolRegistry", "default_registry"]
+__all__ = ["ToolRegistry"]
 
 
 class ToolRegistry:
@@ -41,33 +41,3 @@ class ToolRegistry:
         if kind != "human" and name in self._human_only:
             return self._human_only[name]
         return None
-
-
-def default_registry() -> ToolRegistry:
-    """Every tool family the daemon ships."""
-    from agentcoord.tools import (
-        a2a,
-        agents,
-        claims,
-        discovery,
-        handoff,
-        humans,
-        identity,
-        lifecycle,
-        messaging,
-    )
-
-    return ToolRegistry(
-        [
-            *identity.TOOLS,
-            *discovery.TOOLS,
-            *claims.TOOLS,
-            *agents.TOOLS,
-            *messaging.TOOLS,
-            *handoff.TOOLS,
-            *humans.TOOLS,
-            *a2a.TOOLS,
-            *lifecycle.TOOLS,
-        ],
-        human_only=humans.HUMAN_ONLY,
-    )

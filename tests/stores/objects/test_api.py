@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentcoord.daemon.http import HttpServer
+from agentcoord.kernel.httpserver import HttpServer
 from agentcoord.stores.objects import ObjectStore
 from agentcoord.stores.objects.api import KubeApi
 from agentcoord.stores.objects.tls import client_context, ensure_credentials, server_context

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from agentcoord.daemon.directory import SessionKey
+from agentcoord.kernel.directory import SessionKey
 from agentcoord.stores.objects import ObjectBackend
 from agentcoord.stores.objects.directory import (
     PROC_LABEL,

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import unquote
 
-from agentcoord.daemon.http import HttpRequest, HttpResponse
+from agentcoord.kernel.httpserver import HttpRequest, HttpResponse
 from agentcoord.stores.objects import discovery
 from agentcoord.stores.objects.errors import (
     BadRequest,

@@ -1,4 +1,4 @@
-"""The agent directory backed by Agent objects (the store side of ``daemon.directory``).
+"""The agent directory backed by Agent objects (the store side of ``kernel.directory``).
 
 First contact from a Claude session creates its Agent: name ``<dir>-<n>``, phase Running,
 labels for the session id and the cwd-derived name, so ``kubectl get ag -l`` finds sessions.
@@ -24,8 +24,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.daemon.ancestry import session_agent_stem
-from agentcoord.daemon.directory import AgentDirectory, EndOutcome, SessionKey, host_suffix
+from agentcoord.kernel.ancestry import session_agent_stem
+from agentcoord.kernel.directory import AgentDirectory, EndOutcome, SessionKey, host_suffix
 from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.errors import AlreadyExists, Conflict, ObjectNotFound, StoreError
 from agentcoord.stores.objects.rules import rfc3339
@@ -73,7 +73,7 @@ def _is_session(obj: dict[str, Any]) -> bool:
 
 
 class StoreDirectory:
-    """:class:`agentcoord.daemon.directory.AgentDirectory` on Agent objects."""
+    """:class:`agentcoord.kernel.directory.AgentDirectory` on Agent objects."""
 
     def __init__(
         self, store: ObjectBackend, namespace: str = "default", host: str | None = None

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 
 from agentcoord.config import Config, parse_http_addr
-from agentcoord.daemon.http import HttpServer
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.httpserver import HttpServer
 from agentcoord.stores.objects.api import KubeApi
 from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.store import ObjectStore

@@ -23,18 +23,17 @@ from agentcoord._lazy import load_deferred
 from agentcoord.config import DEFAULT_HTTP_ADDR, Config
 from agentcoord.console.sections import install_sections
 from agentcoord.daemon.app import App
-from agentcoord.daemon.http import HttpServer
 from agentcoord.daemon.httpmcp import HttpRoutes
-from agentcoord.daemon.identity import IdentityResolver, TokenStore, write_private
+from agentcoord.daemon.identity import IdentityResolver, TokenStore
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.mcp import McpCore
 from agentcoord.daemon.natsd import NatsSupervisor
-from agentcoord.daemon.natsremote import host_qualifier
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.notify import sd_notify
 from agentcoord.daemon.procprobe import PsutilProbe
 from agentcoord.daemon.startup import Phases, write_failure
 from agentcoord.daemon.statefmt import ensure_format
+from agentcoord.daemon.toolset import build_registry
 from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import (
     AgentCoordError,
@@ -42,6 +41,9 @@ from agentcoord.errors import (
     DaemonAlreadyRunning,
     StateFormatError,
 )
+from agentcoord.kernel.files import write_private
+from agentcoord.kernel.httpserver import HttpServer
+from agentcoord.kernel.natsremote import host_qualifier
 from agentcoord.stores.agentsource import StoreAgents
 from agentcoord.stores.objects.directory import StoreDirectory
 from agentcoord.stores.objects.records import (
@@ -52,7 +54,6 @@ from agentcoord.stores.objects.records import (
 from agentcoord.stores.objects.registry_records import StoreAgentRecords, StoreJobRecords
 from agentcoord.stores.objects.serve import open_store
 from agentcoord.stores.objects.tables import LiveCells
-from agentcoord.tools.registry import default_registry
 
 __all__ = ["prepare_dirs", "serve"]
 
@@ -284,7 +285,7 @@ async def _close_with_deadline(stack: contextlib.AsyncExitStack) -> None:
 
 
 async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> App:
-    from agentcoord.daemon.natsremote import redact
+    from agentcoord.kernel.natsremote import redact
 
     nats_hint = (  # the URL as shown everywhere else: without its password
         f"is the NATS server at {redact(cfg.nats_url)} up and reachable?"
@@ -420,7 +421,7 @@ async def _start(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) 
     )
     phases.begin("the listeners", 3, "the socket dir or the HTTP port is in the way")
     install_sections(app)
-    core = McpCore(default_registry(), app, cfg.tools_page_size)
+    core = McpCore(build_registry(app), app, cfg.tools_page_size)
     http = await _http_listener(cfg, stack, HttpRoutes(app, core))
     host = cfg.http_host if ":" not in cfg.http_host else f"[{cfg.http_host}]"
     addr = f"{host}:{http.port}"
@@ -469,7 +470,7 @@ async def _connect_external(cfg: Config, app: App) -> Any:
     """Connect to ``cfg.nats_url``; only the redacted URL is kept, logged or shown."""
     import nats.errors
 
-    from agentcoord.daemon.natsremote import nats_target
+    from agentcoord.kernel.natsremote import nats_target
 
     target = nats_target(cfg)
     app.nats_url = target.display

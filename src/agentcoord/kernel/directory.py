@@ -10,7 +10,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from agentcoord.daemon.ancestry import session_agent_stem
+from agentcoord.kernel.ancestry import session_agent_stem
 
 __all__ = [
     "AgentDirectory",

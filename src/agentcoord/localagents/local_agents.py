@@ -19,9 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.daemon.caller import Caller
-from agentcoord.daemon.directory import RunnerInfo
 from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound
+from agentcoord.kernel.caller import Caller
+from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.localagents import httpjobs
 from agentcoord.localagents._errors import DispatchFailed
 from agentcoord.localagents.index import PackageIndex

@@ -19,17 +19,17 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentcoord.errors import ConfigError
 
 if TYPE_CHECKING:
     import ssl
 
-    from agentcoord.config import Config
-
 __all__ = [
     "MAX_REPLICAS",
+    "NatsSettings",
     "NatsTarget",
     "check_nats_config",
     "host_qualifier",
@@ -62,6 +62,32 @@ class NatsTarget:
     servers: list[str]
     display: str
     options: dict[str, Any] = field(default_factory=dict)
+
+
+class NatsSettings(Protocol):
+    """The settings read here (:class:`agentcoord.config.Config` has them): the kernel names
+    what it needs instead of importing the config module above it."""
+
+    @property
+    def nats_url(self) -> str | None: ...
+    @property
+    def nats_replicas(self) -> int: ...
+    @property
+    def nats_user(self) -> str | None: ...
+    @property
+    def nats_password(self) -> str | None: ...
+    @property
+    def nats_nkey_seed(self) -> Path | None: ...
+    @property
+    def nats_creds(self) -> Path | None: ...
+    @property
+    def nats_tls_ca(self) -> Path | None: ...
+    @property
+    def nats_tls_cert(self) -> Path | None: ...
+    @property
+    def nats_tls_key(self) -> Path | None: ...
+    @property
+    def host_id(self) -> str | None: ...
 
 
 def split_seeds(url: str) -> list[str]:
@@ -130,7 +156,7 @@ def _check_file(key: str, path: os.PathLike[str] | None) -> None:
         raise ConfigError(f"{key}: cannot read {os.fspath(path)}: {exc.strerror}") from None
 
 
-def check_nats_config(cfg: Config) -> None:
+def check_nats_config(cfg: NatsSettings) -> None:
     """Refuse bad NATS settings with a message naming the config key (called by load_config)."""
     if not 1 <= cfg.nats_replicas <= MAX_REPLICAS:
         raise ConfigError(f"nats_replicas must be between 1 and {MAX_REPLICAS}")
@@ -167,7 +193,7 @@ def check_nats_config(cfg: Config) -> None:
         _check_file(key, getattr(cfg, key))
 
 
-def _tls_context(cfg: Config, seeds: list[str]) -> ssl.SSLContext | None:
+def _tls_context(cfg: NatsSettings, seeds: list[str]) -> ssl.SSLContext | None:
     import ssl  # only when connecting: load_config (every CLI command) imports this module
     from urllib.parse import urlsplit
 
@@ -185,7 +211,7 @@ def _tls_context(cfg: Config, seeds: list[str]) -> ssl.SSLContext | None:
     return ctx
 
 
-def nats_target(cfg: Config) -> NatsTarget:
+def nats_target(cfg: NatsSettings) -> NatsTarget:
     """Seed URLs and ``nats.connect`` options for ``cfg.nats_url`` (checked already)."""
     assert cfg.nats_url, "nats_target is for an external server"
     seeds = split_seeds(cfg.nats_url)
@@ -203,7 +229,7 @@ def nats_target(cfg: Config) -> NatsTarget:
     return NatsTarget(servers=seeds, display=redact(",".join(seeds)), options=options)
 
 
-def host_qualifier(cfg: Config, hostname: str | None = None) -> str | None:
+def host_qualifier(cfg: NatsSettings, hostname: str | None = None) -> str | None:
     """The suffix that keeps session agent names unique across hosts sharing one NATS:
     ``host_id``, else the hostname made subject-safe; None with the embedded server."""
     if not cfg.nats_url:
