@@ -56,7 +56,7 @@ ListenStream=%t/agentcoord/agentcoord.sock
 FileDescriptorName=agentcoord.sock
 SocketMode=0600
 DirectoryMode=0700
-Service=agentcoord.systemd_units
+Service=agentcoord.service
 
 [Install]
 WantedBy=sockets.target
@@ -112,7 +112,7 @@ def install_user_units(env: Mapping[str, str], *, enable: bool = True) -> Instal
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (
-        ("agentcoord.systemd_units", SERVICE_UNIT),
+        ("agentcoord.service", SERVICE_UNIT),
         ("agentcoord.socket", SOCKET_UNIT),
     ):
         path = target / name
@@ -137,9 +137,9 @@ def install_user_units(env: Mapping[str, str], *, enable: bool = True) -> Instal
 def remove_user_units(env: Mapping[str, str]) -> InstallReport:
     """Disable and delete both units."""
     target = unit_dir(env)
-    ok, why = _systemctl("disable", "--now", "agentcoord.socket", "agentcoord.systemd_units")
+    ok, why = _systemctl("disable", "--now", "agentcoord.socket", "agentcoord.service")
     removed = []
-    for name in ("agentcoord.systemd_units", "agentcoord.socket"):
+    for name in ("agentcoord.service", "agentcoord.socket"):
         path = target / name
         if path.exists():
             path.unlink()

@@ -38,7 +38,7 @@ def test_watchdog_interval_parsing() -> None:
 
 def test_unit_files_match_embedded_copies() -> None:
     """systemd/*.service|socket are the same texts `agentcoord install` writes."""
-    assert (ROOT / "systemd" / "agentcoord.systemd_units").read_text() == SERVICE_UNIT
+    assert (ROOT / "systemd" / "agentcoord.service").read_text() == SERVICE_UNIT
     assert (ROOT / "systemd" / "agentcoord.socket").read_text() == SOCKET_UNIT
 
 
@@ -46,10 +46,10 @@ def test_unit_files_match_embedded_copies() -> None:
 def test_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
     """The unit files (ExecStart filled in) pass `systemd-analyze verify`."""
     exe = shutil.which("agentcoord") or sys.executable
-    (tmp_path / "agentcoord.systemd_units").write_text(SERVICE_UNIT.replace("@AGENTCOORD@", exe))
+    (tmp_path / "agentcoord.service").write_text(SERVICE_UNIT.replace("@AGENTCOORD@", exe))
     (tmp_path / "agentcoord.socket").write_text(SOCKET_UNIT)
     out = subprocess.run(
-        ["systemd-analyze", "verify", "agentcoord.socket", "agentcoord.systemd_units"],
+        ["systemd-analyze", "verify", "agentcoord.socket", "agentcoord.service"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -111,11 +111,11 @@ def test_install_user_writes_and_removes_units(tmp_path: Path) -> None:
     out = subprocess.run([*run, "--no-enable"], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     unit_dir = tmp_path / "cfg" / "systemd" / "user"
-    service = (unit_dir / "agentcoord.systemd_units").read_text()
+    service = (unit_dir / "agentcoord.service").read_text()
     assert "ExecStart=" in service
     assert "@AGENTCOORD@" not in service
     assert (unit_dir / "agentcoord.socket").exists()
     out = subprocess.run([*run, "--remove"], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    assert not (unit_dir / "agentcoord.systemd_units").exists()
+    assert not (unit_dir / "agentcoord.service").exists()
     assert not (unit_dir / "agentcoord.socket").exists()
