@@ -11,10 +11,10 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from agentcoord.errors import AgentCoordError, IdentityError, NotFound
@@ -23,9 +23,11 @@ from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
 
 if TYPE_CHECKING:
-    from agentcoord.daemon.app import App
+    from nats.aio.client import Client as NatsClient
 
-__all__ = ["COOKIE", "ConsoleRoutes", "root_page"]
+    from agentcoord.console.sections import ConsoleSections
+
+__all__ = ["COOKIE", "ConsoleRoutes", "HumanAuth", "root_page"]
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +66,28 @@ def _cookie(headers: dict[str, str]) -> str | None:
     return None
 
 
+class HumanAuth(Protocol):
+    """Who calls over TCP (the daemon's identity resolver): the console serves the human only."""
+
+    async def from_tcp(
+        self, peer: tuple[str, int], local: tuple[str, int], bearer: str | None
+    ) -> Caller: ...
+
+
 class ConsoleRoutes:
     """Handles every path under ``/console``."""
 
-    def __init__(self, app: App) -> None:
-        self._app = app
+    def __init__(
+        self,
+        auth: HumanAuth,
+        status: Callable[[], dict[str, Any]],
+        sections: ConsoleSections,
+        nc: NatsClient,
+    ) -> None:
+        self._auth = auth
+        self._status = status
+        self._sections = sections
+        self._nc = nc
         self._page = (resources.files("agentcoord.console") / "static" / "index.html").read_bytes()
 
     async def _human(self, req: HttpRequest) -> Caller | None:
@@ -77,7 +96,7 @@ class ConsoleRoutes:
         if not token:
             return None
         try:
-            caller = await self._app.identity.from_tcp(req.conn.peer, req.conn.local, token)
+            caller = await self._auth.from_tcp(req.conn.peer, req.conn.local, token)
         except IdentityError:
             return None
         # The console's own decisions are audited as coming from the console.
@@ -123,7 +142,7 @@ class ConsoleRoutes:
     async def _login(self, req: HttpRequest) -> HttpResponse:
         token = (req.query.get("token") or [""])[0]
         try:
-            caller = await self._app.identity.from_tcp(req.conn.peer, req.conn.local, token)
+            caller = await self._auth.from_tcp(req.conn.peer, req.conn.local, token)
         except IdentityError:
             caller = None
         if caller is None or caller.kind != "human":
@@ -134,8 +153,8 @@ class ConsoleRoutes:
     async def snapshot(self, with_audit: bool = False) -> dict[str, Any]:
         """Every section the daemon's parts contribute, plus the daemon's status; the recent
         audit only on request (the page loads it once, then follows the live stream)."""
-        out: dict[str, Any] = {"status": self._app.status()}
-        for name, provider in self._app.console_sections.items():
+        out: dict[str, Any] = {"status": self._status()}
+        for name, provider in self._sections.providers.items():
             if name == "audit" and not with_audit:
                 continue
             try:
@@ -153,10 +172,8 @@ class ConsoleRoutes:
             answer = body["answer"]
         except (ValueError, KeyError, TypeError):
             return json_response(400, b'{"error":"body must be {\\"answer\\": ...}"}')
-        if self._app.prompt_answerer is None:
-            return json_response(503, b'{"error":"prompts are not available"}')
         try:
-            await self._app.prompt_answerer(unquote(prompt_id), answer, human)
+            await self._sections.answer(unquote(prompt_id), answer, human)
         except NotFound as exc:
             return json_response(404, json.dumps({"error": str(exc)}).encode())
         except AgentCoordError as exc:
@@ -164,9 +181,7 @@ class ConsoleRoutes:
         return json_response(200, b'{"answered":true}')
 
     async def _events(self) -> HttpResponse:
-        nc = self._app.nc
-        if nc is None:
-            return HttpResponse(503, b"no NATS connection\n")
+        nc = self._nc
         queue: asyncio.Queue[bytes] = asyncio.Queue(_SSE_QUEUE)
 
         async def on_msg(msg: Any) -> None:

@@ -1,47 +1,74 @@
-"""What each part of the daemon shows in the console, registered once at start-up."""
+"""What each part of the daemon shows in the console, read from the services it is built with."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.eventtext import render_event
 
 if TYPE_CHECKING:
-    from agentcoord.daemon.app import App
+    from agentcoord.daemon.messaging import Messaging  # moves to agentcoord.messaging
     from agentcoord.kernel.caller import Caller
+    from agentcoord.localagents import LocalAgents
+    from agentcoord.stores.agentsource import AgentSource
+    from agentcoord.stores.audit import AuditLog
+    from agentcoord.stores.kv import ClaimStore, FocusStore
 
-__all__ = ["install_sections"]
+__all__ = ["ConsoleSections"]
+
+Section = Callable[[], Awaitable[Any]]
 
 
-def install_sections(app: App) -> None:
-    """Register the console sections and the prompt answerer for the parts ``app`` has."""
-    claim_store, focus, agent_source, local = app.claims, app.focus, app.agents, app.local_agents
+class ConsoleSections:
+    """The console's sections (agents, claims, channels, prompts, waits, audit) and its one
+    write: the human answering a prompt."""
 
-    if claim_store is not None:
+    def __init__(
+        self,
+        *,
+        claims: ClaimStore,
+        focus: FocusStore,
+        agents: AgentSource,
+        local_agents: LocalAgents,
+        messaging: Messaging,
+        audit: AuditLog,
+    ) -> None:
+        self._claims = claims
+        self._focus = focus
+        self._agents = agents
+        self._local = local_agents
+        self._messaging = messaging
+        self._audit = audit
+        self.providers: dict[str, Section] = {
+            "claims": self.claims,
+            "agents": self.agents,
+            "waits": self.waits,
+            "audit": self.audit,
+            "prompts": self.prompts,
+            "channels": self.channels,
+        }
 
-        async def claims() -> list[dict[str, Any]]:
-            return [
-                {
-                    "resource_key": key,
-                    "agent": h.agent,
-                    "mode": h.mode,
-                    "expires_at": time.strftime("%H:%M:%S", time.localtime(h.expires)),
-                    "purpose": h.purpose,
-                }
-                for key, h in claim_store.check("")
-            ]
+    async def claims(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "resource_key": key,
+                "agent": h.agent,
+                "mode": h.mode,
+                "expires_at": time.strftime("%H:%M:%S", time.localtime(h.expires)),
+                "purpose": h.purpose,
+            }
+            for key, h in self._claims.check("")
+        ]
 
-        app.console_sections["claims"] = claims
-
-    async def agents() -> list[dict[str, Any]]:
+    async def agents(self) -> list[dict[str, Any]]:
         held: dict[str, list[str]] = {}
-        if claim_store is not None:
-            for key, h in claim_store.check(""):
-                held.setdefault(h.agent, []).append(key)
+        for key, h in self._claims.check(""):
+            held.setdefault(h.agent, []).append(key)
         rows = []
-        for row in await agent_source.list_agents() if agent_source is not None else []:
-            f = focus.get(row["name"]) if focus is not None else None
+        for row in await self._agents.list_agents():
+            f = self._focus.get(row["name"])
             rows.append(
                 {
                     "name": row["name"],
@@ -54,72 +81,57 @@ def install_sections(app: App) -> None:
                     "reason": row.get("reason", ""),
                 }
             )
-        if local is not None:
-            await local.refresh_sessions()
-            rows += [
-                {"name": r["agent_id"], "status": r["effective_status"], "focus": "", "claims": []}
-                for r in local.merged(limit=200)
-            ]
+        await self._local.refresh_sessions()
+        rows += [
+            {"name": r["agent_id"], "status": r["effective_status"], "focus": "", "claims": []}
+            for r in self._local.merged(limit=200)
+        ]
         return rows
 
-    app.console_sections["agents"] = agents
-
-    messaging = app.messaging
-
-    async def waits() -> list[dict[str, Any]]:
+    async def waits(self) -> list[dict[str, Any]]:
         """Who waits on whom: open prompts, pending handoffs, recent claim contention."""
-        out: list[dict[str, Any]] = []
-        if messaging is not None:
-            out += [
-                {"waiter": p.agent, "on": "you", "kind": f"prompt {p.id}", "since": p.created_at}
-                for p in await messaging.prompts.list(open_only=True)
-            ]
-            out += [
-                {"waiter": o.from_agent, "on": o.to_agent, "kind": f"handoff {o.task}"}
-                for o in messaging.offers.pending()
-            ]
-        if claim_store is not None:
-            out += [
-                {"waiter": agent, "on": holder, "kind": f"claim {key}", "since": when}
-                for agent, key, holder, when in claim_store.contention()
-            ]
+        m = self._messaging
+        out: list[dict[str, Any]] = [
+            {"waiter": p.agent, "on": "you", "kind": f"prompt {p.id}", "since": p.created_at}
+            for p in await m.prompts.list(open_only=True)
+        ]
+        out += [
+            {"waiter": o.from_agent, "on": o.to_agent, "kind": f"handoff {o.task}"}
+            for o in m.offers.pending()
+        ]
+        out += [
+            {"waiter": agent, "on": holder, "kind": f"claim {key}", "since": when}
+            for agent, key, holder, when in self._claims.contention()
+        ]
         return out
 
-    app.console_sections["waits"] = waits
-    audit_log = app.audit
-    if audit_log is not None:
+    async def audit(self) -> list[dict[str, Any]]:
+        rows = []
+        for e in await self._audit.query(limit=50):
+            row = {"type": e.type, "agent": e.agent, "ts": e.as_dict()["ts"], "data": e.data}
+            rows.append({**row, "text": render_event(row)})  # the CLI's line, as is
+        return rows
 
-        async def audit() -> list[dict[str, Any]]:
-            rows = []
-            for e in await audit_log.query(limit=50):
-                row = {"type": e.type, "agent": e.agent, "ts": e.as_dict()["ts"], "data": e.data}
-                rows.append({**row, "text": render_event(row)})  # the CLI's line, as is
-            return rows
+    async def prompts(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": p.id,
+                "kind": p.kind,
+                "from": p.agent,
+                "question": p.question,
+                "context": p.context,
+                "choices": p.choices,
+                "since": p.created_at,
+            }
+            for p in await self._messaging.prompts.list(open_only=True)
+        ]
 
-        app.console_sections["audit"] = audit
-    if messaging is not None:
-        from agentcoord.tools.humans import answer_prompt
+    async def channels(self) -> list[dict[str, Any]]:
+        now = time.time()
+        return [c.view(now) for c in await self._messaging.channels.list()]
 
-        async def prompts() -> list[dict[str, Any]]:
-            return [
-                {
-                    "id": p.id,
-                    "kind": p.kind,
-                    "from": p.agent,
-                    "question": p.question,
-                    "context": p.context,
-                    "choices": p.choices,
-                    "since": p.created_at,
-                }
-                for p in await messaging.prompts.list(open_only=True)
-            ]
+    async def answer(self, prompt_id: str, value: Any, human: Caller) -> None:
+        """The human's answer from the console (the same path as the answer_prompt tool)."""
+        from agentcoord.tools.humans import answer_prompt  # moves to agentcoord.messaging
 
-        async def channels() -> list[dict[str, Any]]:
-            now = time.time()
-            return [c.view(now) for c in await messaging.channels.list()]
-
-        async def answer(prompt_id: str, value: Any, human: Caller) -> None:
-            await answer_prompt(messaging, prompt_id, str(value), human)
-
-        app.console_sections.update(prompts=prompts, channels=channels)
-        app.prompt_answerer = answer
+        await answer_prompt(self._messaging, prompt_id, str(value), human)

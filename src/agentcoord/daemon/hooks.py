@@ -1,7 +1,8 @@
 """Daemon side of the Claude Code hooks: one handler per event, given the resolved caller.
 
-Tool families contribute handlers (claims deny writes, messaging injects inbox messages) by
-adding to :class:`HookHandlers`; outputs follow Claude Code's hook JSON (FACTS.md "Hooks").
+:class:`Hooks` is built with the services its handlers read (claims deny writes, messaging
+injects inbox messages, the directory ends sessions); outputs follow Claude Code's hook JSON
+(FACTS.md "Hooks").
 """
 
 from __future__ import annotations
@@ -9,20 +10,36 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.kernel.caller import Caller
 
 if TYPE_CHECKING:
-    from agentcoord.daemon.app import App
+    from agentcoord.kernel.directory import AgentDirectory
+    from agentcoord.localagents.session_end import SessionWatch
+    from agentcoord.daemon.messaging import Messaging  # moves to agentcoord.messaging
+    from agentcoord.stores.kv import ClaimStore, FocusStore
 
-__all__ = ["HookHandlers", "additional_context", "deny_tool", "run_hook_event"]
+__all__ = ["HookDeps", "HookHandlers", "Hooks", "additional_context", "deny_tool"]
 
 log = logging.getLogger(__name__)
 
 # event -> handlers; each returns a fragment (context text, or a decision) or None
-HookFn = Callable[["App", Caller, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+HookFn = Callable[["HookDeps", Caller, dict[str, Any]], Awaitable[dict[str, Any] | None]]
 HookHandlers = dict[str, list[HookFn]]
+
+
+@dataclass(frozen=True)
+class HookDeps:
+    """What the hook handlers read."""
+
+    claims: ClaimStore
+    focus: FocusStore
+    messaging: Messaging
+    directory: AgentDirectory
+    sessions: SessionWatch
+
 
 _EVENT_NAMES = {
     "session-start": "SessionStart",
@@ -52,7 +69,9 @@ def deny_tool(reason: str) -> dict[str, Any]:
     }
 
 
-async def _identify(app: App, caller: Caller, payload: dict[str, Any]) -> dict[str, Any] | None:
+async def _identify(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
     text = (
         f"agentcoord: you are agent `{caller.agent}` on this machine's coordination daemon "
         "(MCP server agent-coord). Claim files before editing them; check your inbox."
@@ -72,11 +91,13 @@ def file_claim_keys(path: str, cwd: str | None) -> set[str]:
     return keys | {f"file:{k}" for k in keys}
 
 
-async def _guard_writes(app: App, caller: Caller, payload: dict[str, Any]) -> dict[str, Any] | None:
+async def _guard_writes(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
     """PreToolUse on Write/Edit/MultiEdit: deny when another agent holds a write claim."""
-    claims = app.claims
+    claims = deps.claims
     tool_input = payload.get("tool_input")
-    if claims is None or not isinstance(tool_input, dict):
+    if not isinstance(tool_input, dict):
         return None
     path = tool_input.get("file_path") or tool_input.get("path")
     if not isinstance(path, str) or not path:
@@ -85,7 +106,7 @@ async def _guard_writes(app: App, caller: Caller, payload: dict[str, Any]) -> di
     wanted = file_claim_keys(path, cwd)
     for key, holder in claims.check(""):
         if key in wanted and holder.mode == "write" and holder.agent != caller.agent:
-            focus = app.focus.get(holder.agent) if app.focus is not None else None
+            focus = deps.focus.get(holder.agent)
             intent = holder.purpose or (focus.intent if focus else "")
             why = f" ({intent})" if intent else ""
             return {
@@ -96,11 +117,11 @@ async def _guard_writes(app: App, caller: Caller, payload: dict[str, Any]) -> di
 
 
 async def _inbox_context(
-    app: App, caller: Caller, payload: dict[str, Any]
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
     """UserPromptSubmit/PostToolUse: hand pending messages to the model as context."""
-    messaging = app.messaging
-    if messaging is None or caller.kind == "human":
+    messaging = deps.messaging
+    if caller.kind == "human":
         return None
     from agentcoord import wire
 
@@ -118,16 +139,18 @@ async def _inbox_context(
     return {"context": "agentcoord messages for you:\n" + "\n".join(lines)}
 
 
-async def _end_session(app: App, caller: Caller, payload: dict[str, Any]) -> dict[str, Any] | None:
+async def _end_session(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
     """SessionEnd: the session's Agent ends at once (docs/localagents.md "Session lifetime")."""
     why = payload.get("reason")
     if caller.kind != "session" or why in _PROCESS_GOES_ON:
         return None
     reason = f"SessionEnd hook ({why})" if isinstance(why, str) and why else "SessionEnd hook"
-    ended = await app.identity.directory.end_session(caller.agent, reason)
-    if ended == "removed" and app.sessions is not None:
+    ended = await deps.directory.end_session(caller.agent, reason)
+    if ended == "removed":
         # It never took part (docs/localagents.md): nothing of it is kept, queued mail neither.
-        await app.sessions.drop(caller.agent)
+        await deps.sessions.drop(caller.agent)
     return None
 
 
@@ -141,29 +164,37 @@ def default_handlers() -> HookHandlers:
     }
 
 
-async def run_hook_event(
-    app: App, handlers: HookHandlers, caller: Caller, event: str, payload: dict[str, Any]
-) -> dict[str, Any] | None:
-    """Run every handler for ``event``; a deny wins, context texts are joined."""
-    name = _EVENT_NAMES.get(event)
-    if name is None:
+class Hooks:
+    """The daemon's hook handlers over their services; :meth:`run` answers one event."""
+
+    def __init__(self, deps: HookDeps, handlers: HookHandlers | None = None) -> None:
+        self._deps = deps
+        self._handlers = default_handlers() if handlers is None else handlers
+
+    async def run(
+        self, caller: Caller, event: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Run every handler for ``event``; a deny wins, context texts are joined."""
+        name = _EVENT_NAMES.get(event)
+        if name is None:
+            return None
+        if caller.kind == "session" and name != "SessionEnd":
+            # A session that runs hooks is a real one (a health check runs none): keep it at
+            # its end.
+            await self._deps.directory.mark_used(caller.agent)
+        texts: list[str] = []
+        for handler in self._handlers.get(event, []):
+            try:
+                fragment = await handler(self._deps, caller, payload)
+            except Exception:  # a broken hook must never block the user's session
+                log.exception("hook %s handler failed", event)
+                continue
+            if not fragment:
+                continue
+            if "deny" in fragment:
+                return deny_tool(str(fragment["deny"]))
+            if fragment.get("context"):
+                texts.append(str(fragment["context"]))
+        if texts and name != "PreToolUse" and name != "Stop":
+            return additional_context(name, "\n\n".join(texts))
         return None
-    if caller.kind == "session" and name != "SessionEnd":
-        # A session that runs hooks is a real one (a health check runs none): keep it at its end.
-        await app.identity.directory.mark_used(caller.agent)
-    texts: list[str] = []
-    for handler in handlers.get(event, []):
-        try:
-            fragment = await handler(app, caller, payload)
-        except Exception:  # a broken hook must never block the user's session
-            log.exception("hook %s handler failed", event)
-            continue
-        if not fragment:
-            continue
-        if "deny" in fragment:
-            return deny_tool(str(fragment["deny"]))
-        if fragment.get("context"):
-            texts.append(str(fragment["context"]))
-    if texts and name != "PreToolUse" and name != "Stop":
-        return additional_context(name, "\n\n".join(texts))
-    return None

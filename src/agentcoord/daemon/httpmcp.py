@@ -14,9 +14,10 @@ import logging
 from typing import Any
 
 from agentcoord.console.routes import ConsoleRoutes, root_page
-from agentcoord.daemon.app import App
+from agentcoord.daemon.identity import IdentityResolver
 from agentcoord.daemon.mcp import SUPPORTED_PROTOCOLS, McpCore, McpSession
 from agentcoord.daemon.origin import host_allowed, origin_allowed
+from agentcoord.daemon.status import DaemonStatus
 from agentcoord.errors import IdentityError, ProtocolError
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
@@ -37,12 +38,19 @@ def _rpc_error(status: int, code: int, message: str) -> HttpResponse:
 class HttpRoutes:
     """The request handler given to :class:`agentcoord.kernel.httpserver.HttpServer`."""
 
-    def __init__(self, app: App, core: McpCore) -> None:
-        self._app = app
+    def __init__(
+        self,
+        identity: IdentityResolver,
+        status: DaemonStatus,
+        core: McpCore,
+        console: ConsoleRoutes,
+    ) -> None:
+        self._identity = identity
+        self._status = status
         self._core = core
         self._sessions: collections.OrderedDict[str, McpSession] = collections.OrderedDict()
         self._sessionless: dict[str, McpSession] = {}
-        self._console = ConsoleRoutes(app)
+        self._console = console
 
     async def __call__(self, req: HttpRequest) -> HttpResponse:
         if not host_allowed(req.headers.get("host")):
@@ -51,7 +59,7 @@ class HttpRoutes:
             return HttpResponse(403, b"forbidden: Origin is not on loopback\n")
         path = req.path
         if path == "/healthz":
-            ok, why = self._app.healthy()
+            ok, why = self._status.healthy()
             return HttpResponse(200 if ok else 503, (why + "\n").encode() if not ok else b"ok")
         if path == "/" and req.method == "GET":
             return root_page()  # a pointer to the console, not a bare 404
@@ -73,9 +81,7 @@ class HttpRoutes:
         if isinstance(cached, Caller):
             return cached
         # The body tells the audit what a refused caller was after (daemon/identity.py).
-        caller = await self._app.identity.from_tcp(
-            req.conn.peer, req.conn.local, bearer, body=req.body
-        )
+        caller = await self._identity.from_tcp(req.conn.peer, req.conn.local, bearer, body=req.body)
         req.conn.values[key] = caller
         return caller
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
-from agentcoord.daemon.hooks import run_hook_event
 from agentcoord.errors import IdentityMismatch, ProtocolError, ToolError
 from agentcoord.humanproof import attempt_of
 from agentcoord.kernel.caller import Caller
@@ -36,7 +35,9 @@ from agentcoord.tools._base import Tool
 from agentcoord.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from agentcoord.daemon.app import App
+    from agentcoord.daemon.hooks import Hooks
+    from agentcoord.daemon.identity import IdentityResolver
+    from agentcoord.daemon.status import DaemonStatus
 
 __all__ = ["ACCESS_DENIED", "LATEST_PROTOCOL", "SUPPORTED_PROTOCOLS", "McpCore", "McpSession"]
 
@@ -70,9 +71,18 @@ class McpSession:
 class McpCore:
     """Answers MCP methods for any transport."""
 
-    def __init__(self, registry: ToolRegistry, app: App, page_size: int = 100) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        identity: IdentityResolver,
+        status: DaemonStatus,
+        hooks: Hooks,
+        page_size: int = 100,
+    ) -> None:
         self._registry = registry
-        self._app = app
+        self._identity = identity
+        self._status = status
+        self._hooks = hooks
         self._page_size = max(1, page_size)
 
     async def handle_payload(self, value: Any, session: McpSession) -> Any:
@@ -119,10 +129,8 @@ class McpCore:
         if session.caller.kind == "anonymous":
             # Not an agent, not proven to be the human: nothing, not even the handshake, so
             # a client learns at once why (DESIGN.md "Identity and trust").
-            self._app.identity.refused_anonymous(session.caller, method, req.params)
-            raise ProtocolError(
-                ACCESS_DENIED, f"Access denied: {self._app.identity.not_identified}"
-            )
+            self._identity.refused_anonymous(session.caller, method, req.params)
+            raise ProtocolError(ACCESS_DENIED, f"Access denied: {self._identity.not_identified}")
         if method == "initialize":
             return self._initialize(req.params, session)
         if method == "ping":
@@ -132,15 +140,13 @@ class McpCore:
         if method == "tools/call":
             return await self._tools_call(req.params, session)
         if method == "agentcoord/status":  # vendor method for ``agentcoord status``
-            return self._app.status()
+            return self._status.status()
         if method == "agentcoord/hook":  # vendor method for ``agentcoord hook EVENT``
             event = req.params.get("event")
             payload = req.params.get("payload")
             if not isinstance(event, str) or not isinstance(payload, dict):
                 raise ProtocolError(INVALID_PARAMS, "agentcoord/hook needs event and payload")
-            output = await run_hook_event(
-                self._app, self._app.hooks, session.caller, event, payload
-            )
+            output = await self._hooks.run(session.caller, event, payload)
             return {"output": output}
         raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
@@ -183,17 +189,17 @@ class McpCore:
         refusal = self._registry.refusal(name, session.caller.kind)
         if refusal is not None:  # unlisted to agents, and still refused if called anyway
             _, _, prompt = attempt_of({"method": "tools/call", "params": params})
-            self._app.identity.refused(session.caller, name, "human-only", prompt=prompt)
+            self._identity.refused(session.caller, name, "human-only", prompt=prompt)
             return {"content": [{"type": "text", "text": refusal}], "isError": True}
         if session.caller.kind == "session":  # a session that calls a tool is kept when it ends
-            await self._app.identity.directory.mark_used(session.caller.agent)
+            await self._identity.directory.mark_used(session.caller.agent)
         try:
             args = check_arguments(tool.input_schema, params.get("arguments"))
             result = await tool.handler(session.caller, args)
         except ToolError as exc:
             # An agent naming the human as itself.
-            if isinstance(exc, IdentityMismatch) and exc.claimed == self._app.identity.human:
-                self._app.identity.refused(session.caller, name, "borrowed-name")
+            if isinstance(exc, IdentityMismatch) and exc.claimed == self._identity.human:
+                self._identity.refused(session.caller, name, "borrowed-name")
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcoord.daemon.app import App
+from agentcoord.daemon.identity import IdentityResolver
+from agentcoord.daemon.status import Connections
 from agentcoord.daemon.hangup import cancel_on_hangup
 from agentcoord.daemon.mcp import ACCESS_DENIED, McpCore, McpSession
 from agentcoord.daemon.procprobe import peer_cred
@@ -59,7 +60,8 @@ class UnixListener:
         self,
         path: Path,
         core: McpCore,
-        app: App,
+        identity: IdentityResolver,
+        connections: Connections,
         max_frame: int,
         *,
         inherited: socket.socket | None = None,
@@ -67,7 +69,8 @@ class UnixListener:
         self._path = path
         self._inherited = inherited  # socket activation: systemd owns the socket file
         self._core = core
-        self._app = app
+        self._identity = identity
+        self._connections = connections
         self._max_frame = max_frame
         self._server: asyncio.Server | None = None
         self._conns: dict[asyncio.Task[Any], _Conn] = {}
@@ -140,7 +143,7 @@ class UnixListener:
             return
         conn = _Conn()
         self._conns[task] = conn
-        self._app.unix_connections += 1
+        self._connections.unix += 1
         try:
             await self._serve_conn(reader, writer, conn)
         except ConnectionError:
@@ -149,7 +152,7 @@ class UnixListener:
             log.exception("unix connection failed")
         # A CancelledError (the daemon stopping) propagates: this task ends cancelled.
         finally:
-            self._app.unix_connections -= 1
+            self._connections.unix -= 1
             del self._conns[task]
             writer.close()
             with contextlib.suppress(Exception):
@@ -171,7 +174,7 @@ class UnixListener:
 
         try:
             try:
-                caller = await self._app.identity.from_unix(cred)
+                caller = await self._identity.from_unix(cred)
             except IdentityError as exc:
                 log.warning("refused unix peer pid %s uid %s: %s", cred.pid, cred.uid, exc)
                 await self._refuse(reader, send, str(exc))
@@ -183,7 +186,7 @@ class UnixListener:
             await self._session(reader, sock, session, send, conn)
         finally:
             # A refused login with nothing after it is audited now (daemon/identity.py).
-            self._app.identity.hung_up(session.caller)
+            self._identity.hung_up(session.caller)
 
     async def _session(
         self,
@@ -246,7 +249,7 @@ class UnixListener:
         params = value.get("params")
         token = params.get("token") if isinstance(params, dict) else None
         try:
-            session.caller = self._app.identity.login(session.caller, token)
+            session.caller = self._identity.login(session.caller, token)
         except IdentityError as exc:
             log.warning("refused human login from pid %s: %s", session.caller.pid, exc)
             return error_response(reply_id, ProtocolError(ACCESS_DENIED, f"Access denied: {exc}"))

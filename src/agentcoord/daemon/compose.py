@@ -1,0 +1,366 @@
+"""The composition root: every service built once, in dependency order, on one exit stack
+(docs/architecture.md "Services").
+
+Order: the object store and nats-server (together), our NATS client, the audit stream; then
+claims, focus, local agents and messaging (together); the operator, desktop notices and the
+session watch; last the listeners (HTTP, then the unix socket), so a client that finds
+``http.addr`` finds a daemon that serves. The stack closes them backwards: the listeners
+stop accepting first. Each step is a named, bounded phase (:mod:`.startup`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentcoord.config import DEFAULT_HTTP_ADDR, Config
+from agentcoord.console.routes import ConsoleRoutes
+from agentcoord.console.sections import ConsoleSections
+from agentcoord.daemon.hooks import HookDeps, Hooks
+from agentcoord.daemon.httpmcp import HttpRoutes
+from agentcoord.daemon.identity import IdentityResolver, TokenStore
+from agentcoord.daemon.mcp import McpCore
+from agentcoord.daemon.natsd import NatsSupervisor
+from agentcoord.daemon.natslink import NatsLink, js_timeout
+from agentcoord.daemon.natsusers import ScopedNatsSupervisor
+from agentcoord.daemon.procprobe import PsutilProbe
+from agentcoord.daemon.services import Services
+from agentcoord.daemon.startup import Phases
+from agentcoord.daemon.status import Connections, DaemonStatus
+from agentcoord.daemon.toolset import build_registry
+from agentcoord.daemon.unix import UnixListener
+from agentcoord.errors import ConfigError
+from agentcoord.kernel.files import write_private
+from agentcoord.kernel.httpserver import HttpServer
+from agentcoord.kernel.natsremote import host_qualifier
+from agentcoord.stores.agentsource import StoreAgents
+from agentcoord.stores.objects.directory import StoreDirectory
+from agentcoord.stores.objects.records import (
+    StoreChannelRecords,
+    StorePromptRecords,
+    StoreTaskRecords,
+)
+from agentcoord.stores.objects.registry_records import StoreAgentRecords, StoreJobRecords
+from agentcoord.stores.objects.serve import open_store
+from agentcoord.stores.objects.tables import LiveCells
+
+if TYPE_CHECKING:
+    from agentcoord.agentops import AgentOps
+    from agentcoord.daemon.messaging import Messaging  # moves to agentcoord.messaging
+    from agentcoord.localagents import LocalAgents
+    from agentcoord.stores.audit import AuditLog
+    from agentcoord.stores.objects.backend import ObjectBackend
+
+__all__ = ["Daemon", "compose"]
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    """A started daemon: its services and what the listeners report."""
+
+    def __init__(self, services: Services, status: DaemonStatus) -> None:
+        self.services = services
+        self.status = status
+
+
+def _js_phase(cfg: Config) -> float:
+    """Bound of a phase of JetStream requests: one request's timeout and a retry's worth."""
+    return js_timeout(cfg) + 2
+
+
+async def compose(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> Daemon:
+    """Build and start every service on ``stack``; the listeners last."""
+    services = await _services(cfg, stack, phases)
+    phases.begin("the listeners", 3, "the socket dir or the HTTP port is in the way")
+    status = await _listeners(services, stack)
+    phases.mark("listeners")
+    log.info("started in %s", phases.summary())
+    return Daemon(services, status)
+
+
+async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> Services:
+    from agentcoord.kernel.natsremote import redact
+
+    nats_hint = (  # the URL as shown everywhere else: without its password
+        f"is the NATS server at {redact(cfg.nats_url)} up and reachable?"
+        if cfg.nats_url
+        else f"the log has nats-server's last lines; check {cfg.state_dir / 'nats'}"
+    )
+    phases.begin(
+        "the object store and nats-server", 6, f"{nats_hint}; check {cfg.state_dir} (disk space)"
+    )
+    tokens = TokenStore(cfg.state_dir / "tokens.json")
+    # The human's bearer token for HTTP (CLI, console login link), kept 0600 in the state dir.
+    tokens.ensure_file(cfg.state_dir / "human.token", f"human:{cfg.user}")
+    # Independent parts start together (start-up is a goal: ready <= 300 ms): the object store
+    # (SQLite with its kubectl API, or a real Kubernetes API server: docs/store.md; nothing
+    # below knows which) and NATS (embedded server, then our client).
+    supervisor: NatsSupervisor | None = None
+    ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
+    live = LiveCells(ns)  # kubectl's Agent table reads the focus view, bound below (tables.py)
+    async with asyncio.TaskGroup() as tg:
+        objects = tg.create_task(open_store(cfg, stack, live=live))
+        if not cfg.nats_url:
+            # The supervisor also renders per-agent NATS users (natsusers.py; docs/messaging.md
+            # "Direct NATS access (per-agent users)").
+            started = tg.create_task(
+                stack.enter_async_context(
+                    ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
+                )
+            )
+    store = objects.result()
+    if not cfg.nats_url:
+        supervisor = started.result()
+    phases.mark("store+nats-server")
+    phases.begin("the NATS client", 5 if not cfg.nats_url else 10, nats_hint)
+    host = host_qualifier(cfg)  # claim holders' and session agents' host
+    directory = StoreDirectory(store, ns, host=host)
+    identity = IdentityResolver(
+        uid=os.getuid(),
+        user=cfg.user,
+        claude_dir=cfg.claude_dir,
+        probe=PsutilProbe(),
+        # session agents are Agent objects, named host-qualified with nats_url
+        # (docs/one-host-to-many.md "What runs where")
+        directory=directory,
+        tokens=tokens,
+    )
+    nats = await stack.enter_async_context(NatsLink(cfg, supervisor))
+    phases.mark("nats client")
+    phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
+
+    from agentcoord.daemon.messaging import Messaging
+    from agentcoord.localagents import LocalAgents
+    from agentcoord.stores.audit import AuditLog
+    from agentcoord.stores.kv import ClaimStore, FocusStore
+
+    nc = nats.client
+    js = nc.jetstream(timeout=js_timeout(cfg))
+    r = cfg.nats_replicas
+    # The audit stream first: claims, focus and messaging report into it (docs/claims.md).
+    audit = await stack.enter_async_context(
+        AuditLog(js, replicas=r, max_age=cfg.audit_max_age, max_bytes=cfg.audit_max_bytes)
+    )
+    identity.audit = audit  # refused attempts to act as the human (docs/security.md)
+    access = supervisor if isinstance(supervisor, ScopedNatsSupervisor) else None
+    phases.begin(
+        "claims, focus, local agents and messaging", _js_phase(cfg) + 3, f"JetStream: {nats_hint}"
+    )
+    async with asyncio.TaskGroup() as tg:
+        claims_t = tg.create_task(
+            stack.enter_async_context(ClaimStore(js, audit, replicas=r, host=host))
+        )
+        focus_t = tg.create_task(stack.enter_async_context(FocusStore(js, audit, replicas=r)))
+        # Local agents (docs/localagents.md): the package index watcher and local jobs.
+        local_t = tg.create_task(
+            stack.enter_async_context(
+                LocalAgents.from_config(
+                    cfg,
+                    runners=identity.runners,
+                    base_env=dict(os.environ),
+                    records=StoreAgentRecords(store, ns),
+                    tasks=StoreJobRecords(store, ns),
+                )
+            )
+        )
+        # Messaging (docs/messaging.md): JetStream inboxes, channels, handoff offers, prompts.
+        messaging_t = tg.create_task(
+            stack.enter_async_context(
+                Messaging(
+                    nc,
+                    channels=StoreChannelRecords(store, ns),
+                    prompts=StorePromptRecords(store, ns),
+                    tasks=StoreTaskRecords(store, ns),
+                    access=access,
+                    nats_url=nats.url,
+                    audit_log=audit,
+                    replicas=r,
+                    js_timeout=js_timeout(cfg),
+                    retention=_inbox_retention(cfg),
+                )
+            )
+        )
+    claims, focus = claims_t.result(), focus_t.result()
+    live.provide("focus", lambda name: getattr(focus.get(name), "intent", None))
+    local, messaging = local_t.result(), messaging_t.result()
+    phases.mark("claims, focus, audit, local agents, messaging")
+    phases.begin("the operator and session watch", 5, "the store or nats-server stalled")
+    # AgentProfiles drive every start (docs/profiles.md); the default profile is created on
+    # first start.
+    await local.attach_launcher(store, nc=nc, bus=messaging.bus, namespace=ns)
+    # The Agent controller (adopts or reaps runners first), ask and send_message
+    # (docs/ask-and-operator.md): entered after local agents and messaging, so it stops its
+    # runners first.
+    operator = await _operator(cfg, stack, store, identity, local, messaging, audit)
+    # A desktop notification for each new prompt, where notify-send exists (README
+    # "What the human gets").
+    from agentcoord.daemon.desktop import DesktopNotifier
+
+    await stack.enter_async_context(DesktopNotifier(nc))
+    # Session agents end with their claude process; ended ones go after the retention.
+    from agentcoord.localagents.session_end import SessionWatch
+
+    forget = (messaging.bus.drop_inbox, focus.forget)
+    sessions = await stack.enter_async_context(
+        SessionWatch(store, directory, ns, retention=cfg.session_retention, forget=forget)
+    )
+    return Services(
+        config=cfg,
+        identity=identity,
+        nats=nats,
+        store=store,
+        audit=audit,
+        claims=claims,
+        focus=focus,
+        agents=StoreAgents(store, ns),
+        messaging=messaging,
+        local_agents=local,
+        operator=operator,
+        sessions=sessions,
+    )
+
+
+async def _operator(
+    cfg: Config,
+    stack: contextlib.AsyncExitStack,
+    store: ObjectBackend,
+    identity: IdentityResolver,
+    local: LocalAgents,
+    messaging: Messaging,
+    audit: AuditLog,
+) -> AgentOps:
+    """The operator (docs/ask-and-operator.md "The operator")."""
+    from agentcoord.agentops import AgentController, AgentOps
+    from agentcoord.agentops.checkpoints import BundleRetention, prune
+
+    controller = await stack.enter_async_context(
+        AgentController(
+            store=store,
+            runners=identity.runners,
+            spec=local.spec,
+            sandbox=local.sandbox,
+            state_dir=cfg.state_dir,
+            runtime_dir=cfg.runtime_dir,
+            claude_dir=cfg.claude_dir,
+            base_env=dict(os.environ),
+            audit=audit,
+            user=cfg.user,
+            namespace=cfg.kube_namespace,
+            launcher=local.launcher,
+        )
+    )
+    kept = BundleRetention(keep=cfg.checkpoint_keep, max_bytes=cfg.checkpoint_max_bytes)
+    operator = AgentOps(controller, messaging=messaging, local_agents=local, bundle_retention=kept)
+    if (cfg.state_dir / "checkpoints").is_dir():  # limits changed since, or older state
+        await prune(store, cfg.kube_namespace, cfg.state_dir, kept)
+    return operator
+
+
+def _inbox_retention(cfg: Config) -> dict[str, Any]:
+    """The message stream's limits (docs/reliability.md "State retention")."""
+    return {
+        "max_age": cfg.inbox_max_age,
+        "max_msgs": cfg.inbox_max_msgs,
+        "max_bytes": cfg.inbox_max_bytes,
+    }
+
+
+async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonStatus:
+    """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
+    cfg = s.config
+    connections = Connections(http_addr=cfg.http_addr)
+    status = DaemonStatus(s, connections)
+    hooks = Hooks(
+        HookDeps(
+            claims=s.claims,
+            focus=s.focus,
+            messaging=s.messaging,
+            directory=s.identity.directory,
+            sessions=s.sessions,
+        )
+    )
+    core = McpCore(build_registry(s), s.identity, status, hooks, cfg.tools_page_size)
+    sections = ConsoleSections(
+        claims=s.claims,
+        focus=s.focus,
+        agents=s.agents,
+        local_agents=s.local_agents,
+        messaging=s.messaging,
+        audit=s.audit,
+    )
+    console = ConsoleRoutes(s.identity, status.status, sections, s.nats.client)
+    http = await _http_listener(cfg, stack, HttpRoutes(s.identity, status, core, console))
+    host = cfg.http_host if ":" not in cfg.http_host else f"[{cfg.http_host}]"
+    addr = f"{host}:{http.port}"
+    connections.http_addr = addr
+    connections.http = lambda: http.open_connections
+    inherited = _inherited_socket(cfg)
+    await stack.enter_async_context(
+        UnixListener(
+            cfg.socket_path,
+            core,
+            s.identity,
+            connections,
+            cfg.max_request_bytes,
+            inherited=inherited,
+        )
+    )
+    stack.callback(http.stop_accepting)  # at stop both listeners drain at once (STYLE.md 5)
+    # Last: clients take http.addr to mean "the daemon serves", the unix socket included.
+    write_private(cfg.http_addr_file, addr + "\n", durable=False)
+    stack.callback(_unlink, cfg.http_addr_file)
+    return status
+
+
+async def _http_listener(
+    cfg: Config, stack: contextlib.AsyncExitStack, routes: HttpRoutes
+) -> HttpServer:
+    """The loopback HTTP listener. When the default port is taken (a second daemon with its
+    own dirs, README "Where things live"), another free port is used and written to
+    ``http.addr`` (what every client reads); a port the user chose is never replaced."""
+    try:
+        return await stack.enter_async_context(
+            HttpServer(routes, cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes)
+        )
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        if cfg.http_addr != DEFAULT_HTTP_ADDR:
+            raise ConfigError(
+                f"HTTP address {cfg.http_addr} is in use (another agentcoord daemon, or another "
+                "program): choose a free one with --http-addr HOST:PORT (or :0 for any free port)"
+            ) from None
+    server = await stack.enter_async_context(
+        HttpServer(routes, cfg.http_host, 0, max_body=cfg.max_request_bytes)
+    )
+    log.warning(
+        "%s is in use (another daemon?): serving HTTP on port %d instead (see %s)",
+        DEFAULT_HTTP_ADDR,
+        server.port,
+        cfg.http_addr_file,
+    )
+    return server
+
+
+def _inherited_socket(cfg: Config) -> socket.socket | None:
+    """The unix socket systemd passed us (agentcoord.socket), if any."""
+    for fd, name in cfg.listen_fds:
+        if name in ("agentcoord.sock", "unknown"):
+            sock = socket.socket(fileno=fd)
+            if sock.family == socket.AF_UNIX:
+                log.info("using the socket passed by systemd (fd %d)", fd)
+                return sock
+            sock.detach()
+    return None
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()

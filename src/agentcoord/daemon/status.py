@@ -1,0 +1,63 @@
+"""What ``agentcoord status``, ``/healthz`` and the console say about the running daemon."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentcoord import __version__
+
+if TYPE_CHECKING:
+    from agentcoord.daemon.services import Services
+
+__all__ = ["Connections", "DaemonStatus"]
+
+
+@dataclass
+class Connections:
+    """The listeners' side: open connections (the unix listener counts its own; HTTP asks its
+    server) and the HTTP address bound, known once the listener is up."""
+
+    http_addr: str
+    unix: int = 0
+    http: Callable[[], int] = field(default=lambda: 0)
+
+
+class DaemonStatus:
+    """Health and status of one daemon, read from its services when asked."""
+
+    def __init__(self, services: Services, connections: Connections) -> None:
+        self._s = services
+        self._connections = connections
+        self._started_monotonic = time.monotonic()
+
+    def healthy(self) -> tuple[bool, str]:
+        return self._s.nats.healthy()
+
+    def status(self) -> dict[str, Any]:
+        s, cfg = self._s, self._s.config
+        ok, why = self.healthy()
+        sup = s.nats.supervisor
+        return {
+            "version": __version__,
+            "pid": os.getpid(),
+            "uptime_s": round(time.monotonic() - self._started_monotonic, 3),
+            "healthy": ok,
+            "health": why,
+            "nats_url": s.nats.url,
+            "nats_pid": sup.pid if sup else None,
+            "nats_restarts": sup.restarts if sup else 0,
+            "state_dir": str(cfg.state_dir),
+            "store_path": (
+                str(cfg.state_dir / "objects.db")
+                if cfg.store == "sqlite"
+                else f"kubernetes {cfg.kubeconfig} ns={cfg.kube_namespace}"
+            ),
+            "socket": str(cfg.socket_path),
+            "http_addr": self._connections.http_addr,
+            "connections": {"unix": self._connections.unix, "http": self._connections.http()},
+            "local_agents": s.local_agents.describe(),
+        }
