@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from nats.js import api
 
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores._jsretry import connection_of
 from agentcoord.stores.kv._keys import escape_key
 
@@ -96,7 +97,7 @@ class AuditLog:
         self._idle = asyncio.Event()  # set when nothing is pending or being stored
         self._idle.set()
         self._subjects: dict[tuple[str, str], str] = {}  # (type, agent) -> subject, bounded
-        self._writer: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("audit")
         self.failed = 0  # appends that could not be stored (each one is logged)
 
     async def __aenter__(self) -> AuditLog:
@@ -110,7 +111,8 @@ class AuditLog:
             num_replicas=self._replicas,
         )
         await self._create_stream(config)
-        self._writer = asyncio.get_running_loop().create_task(self._write(), name="audit-writer")
+        await self._tasks.__aenter__()
+        self._tasks.spawn(self._write(), name="audit-writer")
         return self
 
     async def _create_stream(self, config: Any) -> None:
@@ -126,10 +128,8 @@ class AuditLog:
                 await self._idle.wait()
         except TimeoutError:
             log.error("audit: %d events not stored at shutdown", len(self._pending))
-        if self._writer is not None:
-            self._writer.cancel("closing")
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
+        finally:
+            await self._tasks.__aexit__(None, None, None)  # cancels the writer, waits for it
 
     def emit(self, type_: str, agent: str, **data: Any) -> None:
         body = {"type": type_, "agent": agent, "ts": time.time(), "data": data}

@@ -9,13 +9,13 @@ A process is named by ``(pid, create_time)`` so a recycled pid is never mistaken
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentcoord._lazy import on_first_use
+from agentcoord.kernel.tasks import TaskSet
 
 if TYPE_CHECKING:
     import psutil
@@ -49,20 +49,22 @@ class ProcessWatch:
         self._on_exit = on_exit
         self._fds: dict[ProcKey, int] = {}
         self._polled: set[ProcKey] = set()
+        self._tasks = TaskSet("process watch")  # the poller, where there is no pidfd
         self._poller: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def __aenter__(self) -> ProcessWatch:
         self._loop = asyncio.get_running_loop()
+        await self._tasks.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._poller is not None:
-            self._poller.cancel("closing")
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
-        for key in list(self._fds):
-            self._forget(key)
+        try:
+            await self._tasks.__aexit__(None, None, None)  # cancels the poller, waits for it
+        finally:
+            self._poller = None
+            for key in list(self._fds):
+                self._forget(key)
 
     def watching(self, key: ProcKey) -> bool:
         return key in self._fds or key in self._polled
@@ -76,7 +78,7 @@ class ProcessWatch:
         if pidfd_open is None:
             self._polled.add(key)
             if self._poller is None:
-                self._poller = self._loop.create_task(self._poll(), name="claims-procpoll")
+                self._poller = self._tasks.spawn(self._poll(), name="claims-procpoll")
             return
         try:
             fd = pidfd_open(key[0])

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from nats.js import api
 
 from agentcoord.errors import ToolError
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores._jspub import AckedPublisher
 from agentcoord.stores._jsretry import connection_of
 from agentcoord.stores.kv import _natskv, _rules
@@ -134,7 +135,7 @@ class ClaimStore:
         self._procs = ProcessWatch(self._exits.put_nowait)
         self._watcher: Any = None
         self._pub: AckedPublisher | None = None  # the claim path's writes (stores/_jspub.py)
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = TaskSet("claims")
         # (wanting agent, key) -> (holder agent, when): recent contention, for "who waits
         # on whom"; cleared when the agent gets the key.
         self._contention: dict[tuple[str, str], tuple[str, float]] = {}
@@ -155,12 +156,12 @@ class ClaimStore:
             await self._procs.__aenter__()
             self._pub = await AckedPublisher(*connection_of(self._js)).__aenter__()
             self._watcher = await self._subscribe_view()
-            loop = asyncio.get_running_loop()
             # Serve nothing before the view holds every live claim (after a restart too).
             async with asyncio.timeout(_SYNC_TIMEOUT):
                 await self._synced.wait()
-            self._tasks.append(loop.create_task(self._reap_loop(), name="claims-reaper"))
-            self._tasks.append(loop.create_task(self._exit_loop(), name="claims-exits"))
+            await self._tasks.__aenter__()
+            self._tasks.spawn(self._reap_loop(), name="claims-reaper")
+            self._tasks.spawn(self._exit_loop(), name="claims-exits")
             for key in set(self.processes()):
                 self._procs.watch(key)
         except BaseException:
@@ -169,17 +170,15 @@ class ClaimStore:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for task in reversed(self._tasks):
-            task.cancel("closing")
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        if self._watcher is not None:
-            with contextlib.suppress(Exception):
-                await self._watcher.unsubscribe()
-        if self._pub is not None:
-            await self._pub.__aexit__(None, None, None)
-        await self._procs.__aexit__(None, None, None)
+        try:
+            await self._tasks.__aexit__(None, None, None)  # cancels the loops, waits for them
+        finally:
+            if self._watcher is not None:
+                with contextlib.suppress(Exception):
+                    await self._watcher.unsubscribe()
+            if self._pub is not None:
+                await self._pub.__aexit__(None, None, None)
+            await self._procs.__aexit__(None, None, None)
 
     # ---- queries -------------------------------------------------------------------------
 

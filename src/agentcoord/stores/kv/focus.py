@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from nats.js import api
 
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores.kv import _natskv
 from agentcoord.stores.kv._keys import escape_key
 
@@ -147,7 +148,7 @@ class FocusStore:
         self._ordered: list[Focus] | None = None  # the view by recency, rebuilt after changes
         self._revs: dict[str, int] = {}
         self._synced = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("focus")
 
     async def __aenter__(self) -> FocusStore:
         await _natskv.ensure_bucket(
@@ -155,18 +156,22 @@ class FocusStore:
         )
         self._kv = await self._js.key_value(BUCKET)
         self._watcher = await self._kv.watchall()
-        self._task = asyncio.get_running_loop().create_task(self._watch(), name="focus-watch")
-        await self._synced.wait()
+        await self._tasks.__aenter__()
+        self._tasks.spawn(self._watch(), name="focus-watch")
+        try:
+            await self._synced.wait()
+        except BaseException:  # cancelled by start-up's bound: stop the watch again
+            await self.__aexit__(None, None, None)
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel("closing")
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        if self._watcher is not None:
-            with contextlib.suppress(Exception):
-                await self._watcher.stop()
+        try:
+            await self._tasks.__aexit__(None, None, None)  # cancels the watch, waits for it
+        finally:
+            if self._watcher is not None:
+                with contextlib.suppress(Exception):
+                    await self._watcher.stop()
 
     async def annotate(
         self,

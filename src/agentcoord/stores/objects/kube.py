@@ -33,6 +33,7 @@ from lightkube.core.generic_client import ALL_NS
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import CascadeType, PatchType
 
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores.objects._kubeclient import field_pairs, label_pairs, plain, translate
 from agentcoord.stores.objects._mirror import Mirror, rv_of
 from agentcoord.stores.objects.errors import (
@@ -99,8 +100,8 @@ class KubeObjectStore:
             for plural, kind in KINDS.items()
         }
         self._client: Any = None
-        self._tasks: list[asyncio.Task[None]] = []
-        self._pumps: set[asyncio.Task[None]] = set()
+        # The informers and one pump per watch (docs/architecture.md "Tasks").
+        self._tasks = TaskSet("kubernetes object store")
         self._watchers: set[Watcher] = set()
         self._failed: dict[str, StoreError] = {}
 
@@ -120,10 +121,9 @@ class KubeObjectStore:
             config=config, timeout=httpx2.Timeout(10.0), trust_env=False, transport=self._transport
         )
         ready = {plural: asyncio.Event() for plural in KINDS}
-        self._tasks = [
-            asyncio.create_task(self._inform(plural, ready[plural]), name=f"kube-{plural}")
-            for plural in KINDS
-        ]
+        await self._tasks.__aenter__()
+        for plural in KINDS:
+            self._tasks.spawn(self._inform(plural, ready[plural]), name=f"kube-{plural}")
         try:
             async with asyncio.timeout(self.ready_timeout):
                 for event in ready.values():
@@ -153,19 +153,16 @@ class KubeObjectStore:
     async def __aexit__(self, *exc: object) -> None:
         for w in list(self._watchers):
             w.end()
-        tasks = [*self._tasks, *self._pumps]
-        for task in tasks:
-            task.cancel("object store closing")
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
-        if self._client is not None:
-            try:
-                await self._client.close()
-            except Exception:
-                log.warning("closing the Kubernetes client failed", exc_info=True)
-            self._client = None
+        try:
+            # Cancels the informers and the pumps, and waits for them.
+            await self._tasks.__aexit__(None, None, None)
+        finally:
+            if self._client is not None:
+                try:
+                    await self._client.close()
+                except Exception:
+                    log.warning("closing the Kubernetes client failed", exc_info=True)
+                self._client = None
 
     # -- the informer --------------------------------------------------------------------
 
@@ -441,7 +438,7 @@ class KubeObjectStore:
         lsel = labels if isinstance(labels, LabelSelector) else parse_labels(labels)
         fsel = fields if isinstance(fields, FieldSelector) else parse_fields(fields)
         w = Watcher(plural, namespace, lsel, fsel, self.watch_queue)
-        if self._client is None:
+        if self._client is None or not self._tasks.running:
             w.end()
             return w
         stream = self._client.watch(
@@ -451,10 +448,8 @@ class KubeObjectStore:
             fields=field_pairs(fsel),
             resource_version=str(since) if since else None,
         )
-        pump = asyncio.create_task(self._pump(w, stream), name=f"kube-watch-{plural}")
-        self._pumps.add(pump)
+        pump = self._tasks.spawn(self._pump(w, stream), name=f"kube-watch-{plural}")
         self._watchers.add(w)
-        pump.add_done_callback(self._pumps.discard)
 
         def closed(x: Watcher) -> None:
             self._watchers.discard(x)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores.objects._cache import Cache
 from agentcoord.stores.objects._ops import (
     Change,
@@ -115,7 +116,8 @@ class ObjectStore:
         self._queue: asyncio.Queue[_Op | None] = asyncio.Queue()
         self._gc_queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._db = SqliteFile(self.path)
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = TaskSet("object store")
+        self._writer_task: asyncio.Task[None] | None = None
         self._closing = False
         self.stats = _Stats()
 
@@ -129,10 +131,9 @@ class ObjectStore:
                 continue
             self._cache.remember(resource, json.loads(raw), raw)
         self._rv, self._compacted = rv, compacted
-        self._tasks = [
-            asyncio.create_task(self._writer(), name="objects-writer"),
-            asyncio.create_task(self._collector(), name="objects-gc"),
-        ]
+        await self._tasks.__aenter__()
+        self._writer_task = self._tasks.spawn(self._writer(), name="objects-writer")
+        self._tasks.spawn(self._collector(), name="objects-gc")
         self._gc_queue.put_nowait(None)  # sweep dependents orphaned by a crash
         if self._rv - self._compacted > 2 * self.retention:
             # A log kept under a larger retention (or before there was one) is cut to this
@@ -148,17 +149,18 @@ class ObjectStore:
     async def __aexit__(self, *exc: object) -> None:
         self._closing = True
         self._queue.put_nowait(None)
-        writer, collector = self._tasks or (None, None)
-        if collector is not None:
-            collector.cancel()
-        for task in (writer, collector):
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        for watchers in self._watchers.values():
-            for w in list(watchers):
-                w.end()
-        await self._db.close()
+        writer, self._writer_task = self._writer_task, None
+        try:
+            if writer is not None:
+                # The writer drains what is queued, then stops at the None.
+                await asyncio.wait([writer])
+        finally:
+            # Cancels the collector (and the writer, if this close was cancelled) and waits.
+            await self._tasks.__aexit__(None, None, None)
+            for watchers in self._watchers.values():
+                for w in list(watchers):
+                    w.end()
+            await self._db.close()
 
     # -- the writer ---------------------------------------------------------------------
 
