@@ -4,6 +4,7 @@ at module level, inside a function or under ``TYPE_CHECKING``, is an edge."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def imports(path: Path, known: set[str]) -> set[str]:
     return found
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
     files = list(source_files())
     known = {module_name(p) for p in files}

@@ -34,7 +34,7 @@ class Services:
     identity: IdentityResolver  # who calls, from the transport (DESIGN.md "Identity and trust")
     nats: NatsLink  # the embedded or external NATS server and our client
     store: ObjectBackend  # SQLite or Kubernetes objects (docs/store.md)
-    audit: AuditLog  # AGENT_EVENTS (docs/claims.md "Audit")
+    audit: AuditLog  # the AGENT_EVENTS stream (docs/claims.md "How it works")
     claims: ClaimStore  # TTL leases (docs/claims.md)
     focus: FocusStore  # intent annotations
     agents: AgentSource  # Agent rows for list_agents
