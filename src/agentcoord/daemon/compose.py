@@ -122,16 +122,6 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.begin("the NATS client", 5 if not cfg.nats_url else 10, nats_hint)
     host = host_qualifier(cfg)  # claim holders' and session agents' host
     directory = StoreDirectory(store, ns, host=host)
-    identity = IdentityResolver(
-        uid=os.getuid(),
-        user=cfg.user,
-        claude_dir=cfg.claude_dir,
-        probe=PsutilProbe(),
-        # session agents are Agent objects, named host-qualified with nats_url
-        # (docs/one-host-to-many.md "What runs where")
-        directory=directory,
-        tokens=tokens,
-    )
     nats = await stack.enter_async_context(NatsLink(cfg, supervisor))
     phases.mark("nats client")
     phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
@@ -148,7 +138,17 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     audit = await stack.enter_async_context(
         AuditLog(js, replicas=r, max_age=cfg.audit_max_age, max_bytes=cfg.audit_max_bytes)
     )
-    identity.audit = audit  # refused attempts to act as the human (docs/security.md)
+    identity = IdentityResolver(
+        uid=os.getuid(),
+        user=cfg.user,
+        claude_dir=cfg.claude_dir,
+        probe=PsutilProbe(),
+        # session agents are Agent objects, named host-qualified with nats_url
+        # (docs/one-host-to-many.md "What runs where")
+        directory=directory,
+        tokens=tokens,
+        audit=audit,  # refused attempts to act as the human (docs/security.md)
+    )
     access = supervisor if isinstance(supervisor, ScopedNatsSupervisor) else None
     phases.begin(
         "claims, focus, local agents and messaging", _js_phase(cfg) + 3, f"JetStream: {nats_hint}"

@@ -128,6 +128,7 @@ class IdentityResolver:
         probe: ProcessProbe,
         directory: AgentDirectory,
         tokens: TokenStore,
+        audit: AuditSink,
     ) -> None:
         self._uid = uid
         self._user = user
@@ -136,9 +137,7 @@ class IdentityResolver:
         self._directory = directory
         self._tokens = tokens
         self.runners: dict[tuple[int, float], RunnerInfo] = {}
-        # Where refusals are recorded: set once the audit stream is up (daemon/run.py);
-        # until then they are only logged.
-        self.audit: AuditSink | None = None
+        self.audit = audit  # where refusals are recorded (docs/security.md)
         self._refusals = RefusalLimiter()
         # pid -> (reason, token) of a refused login on an anonymous connection: recorded with
         # the request that follows it (the CLI sends both at once), or when it hangs up.
@@ -311,8 +310,6 @@ class IdentityResolver:
         if admitted is None:
             return
         log.warning("refused %s as the human: pid %s, %s, %s", what, caller.pid, how, reason)
-        if self.audit is None:
-            return
         fields: dict[str, Any] = {
             "what": what,
             "prompt": prompt,
