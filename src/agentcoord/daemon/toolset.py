@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from agentcoord.tools import a2a, agents, claims, discovery, handoff, humans, identity, lifecycle
 from agentcoord.tools import messaging as messaging_tools
@@ -13,6 +13,16 @@ from agentcoord.tools._base import Tool, ToolContext
 from agentcoord.tools.registry import ToolRegistry
 
 __all__ = ["build_registry"]
+
+T = TypeVar("T")
+
+
+def _need(service: T | None, what: str) -> T:
+    """``service``; the registry is built once every part has started (daemon/run.py), so a
+    missing one is a start-up bug, not a tool error."""
+    if service is None:
+        raise RuntimeError(f"{what} is not started; the tools cannot be built")
+    return service
 
 
 def _legacy(module: ModuleType, app: Any) -> list[Tool]:
@@ -31,7 +41,19 @@ def _legacy(module: ModuleType, app: Any) -> list[Tool]:
 
 def build_registry(app: Any) -> ToolRegistry:
     """Every tool family the daemon ships, in ``tools/list`` order."""
-    families: list[Tool] = [*identity.tools()]
-    for module in (discovery, claims, agents, messaging_tools, handoff, humans, a2a, lifecycle):
-        families += _legacy(module, app)
+    local_agents = _need(app.local_agents, "the local-agents service")
+    operator = _need(app.agentops, "the agent operator")
+    families: list[Tool] = [
+        *identity.tools(),
+        *discovery.tools(
+            _need(app.agents, "the agent list"), _need(app.focus, "agent focus"), local_agents
+        ),
+        *claims.tools(_need(app.claims, "claims"), _need(app.audit, "the audit log")),
+        *agents.tools(local_agents),
+        *_legacy(messaging_tools, app),
+        *_legacy(handoff, app),
+        *_legacy(humans, app),
+        *a2a.tools(operator),
+        *lifecycle.tools(operator),
+    ]
     return ToolRegistry(families, human_only=humans.HUMAN_ONLY)

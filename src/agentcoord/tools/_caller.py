@@ -1,18 +1,21 @@
-"""Shared checks for tools that act as the caller."""
+"""Shared checks for tools that act as the caller (DESIGN.md "Identity and trust")."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from agentcoord.errors import IdentityMismatch
+from agentcoord.kernel.caller import Caller
 from agentcoord.tools._base import ToolContext
 
 __all__ = ["acting_agent"]
 
 
-def acting_agent(ctx: ToolContext, args: dict[str, Any], *keys: str) -> str:
-    """The caller's id; an ``agent``/``from`` argument that names someone else is an error."""
-    me = ctx.caller.agent
+def acting_agent(caller: Caller | ToolContext, args: dict[str, Any], *keys: str) -> str:
+    """The caller's id; an ``agent``/``from`` argument that names someone else is an error.
+
+    Takes the caller (a ToolContext too while some modules still take one)."""
+    me = (caller.caller if isinstance(caller, ToolContext) else caller).agent
     for key in keys or ("agent", "from"):
         claimed = args.get(key)
         if claimed and claimed != me:

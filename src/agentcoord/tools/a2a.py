@@ -7,37 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from agentcoord.agentops import AgentOps
-from agentcoord.tools._acting import running
-from agentcoord.tools._base import Tool, ToolContext, obj_schema
+from agentcoord.kernel.caller import Caller
+from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
 
-__all__ = ["TOOLS", "ops"]
+__all__ = ["tools"]
 
 _S: dict[str, Any] = {"type": "string"}
 _TEXT: dict[str, Any] = {"type": "string", "maxLength": 100_000}
 _TIMEOUT: dict[str, Any] = {"type": "number", "minimum": 0.1, "maximum": 3600}
-
-
-def ops(ctx: ToolContext) -> AgentOps:
-    return running(ctx.app.agentops, "the agent operator")
-
-
-async def _send_message(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    acting_agent(ctx, args, "from")
-    return await ops(ctx).deliver(ctx.caller, args["agent"], args["text"], wait=False, timeout=0)
-
-
-async def _ask(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    acting_agent(ctx, args, "from")
-    timeout = float(args.get("timeout_secs", 600))
-    return await ops(ctx).deliver(
-        ctx.caller, args["agent"], args["text"], wait=True, timeout=timeout
-    )
-
-
-async def _reply(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    me = acting_agent(ctx, args, "from")
-    return ops(ctx).inbox.reply(me, args["ask"], args["text"])
 
 
 def _render_sent(r: dict[str, Any]) -> str:
@@ -58,28 +36,48 @@ def _render_ask(r: dict[str, Any]) -> str:
     return f"{head}:\n{r['answer']}"
 
 
-TOOLS = [
-    Tool(
-        "send_message",
-        "Prompt another agent (name) and return at once; it works on it in its own session. "
-        "A sleeping agent is woken.",
-        obj_schema(("agent", "text"), agent=_S, text=_TEXT, **{"from": _S}),
-        _send_message,
-        _render_sent,
-    ),
-    Tool(
-        "ask",
-        "Prompt another agent and wait for its turn to end; returns its final answer. "
-        "An interactive session gets it in its inbox and answers with reply.",
-        obj_schema(("agent", "text"), agent=_S, text=_TEXT, timeout_secs=_TIMEOUT, **{"from": _S}),
-        _ask,
-        _render_ask,
-    ),
-    Tool(
-        "reply",
-        "Answer an ask that reached your inbox (ask = its correlation_id).",
-        obj_schema(("ask", "text"), ask=_S, text=_TEXT, **{"from": _S}),
-        _reply,
-        lambda r: f"replied to {r['to']}",
-    ),
-]
+def tools(operator: AgentOps) -> list[Tool]:
+    """send_message, ask and reply over the daemon's agent operator."""
+
+    async def send_message(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        acting_agent(caller, args, "from")
+        return await operator.deliver(caller, args["agent"], args["text"], wait=False, timeout=0)
+
+    async def ask(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        acting_agent(caller, args, "from")
+        timeout = float(args.get("timeout_secs", 600))
+        return await operator.deliver(
+            caller, args["agent"], args["text"], wait=True, timeout=timeout
+        )
+
+    async def reply(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        me = acting_agent(caller, args, "from")
+        return operator.inbox.reply(me, args["ask"], args["text"])
+
+    return [
+        Tool(
+            "send_message",
+            "Prompt another agent (name) and return at once; it works on it in its own session. "
+            "A sleeping agent is woken.",
+            obj_schema(("agent", "text"), agent=_S, text=_TEXT, **{"from": _S}),
+            send_message,
+            _render_sent,
+        ),
+        Tool(
+            "ask",
+            "Prompt another agent and wait for its turn to end; returns its final answer. "
+            "An interactive session gets it in its inbox and answers with reply.",
+            obj_schema(
+                ("agent", "text"), agent=_S, text=_TEXT, timeout_secs=_TIMEOUT, **{"from": _S}
+            ),
+            ask,
+            _render_ask,
+        ),
+        Tool(
+            "reply",
+            "Answer an ask that reached your inbox (ask = its correlation_id).",
+            obj_schema(("ask", "text"), ask=_S, text=_TEXT, **{"from": _S}),
+            reply,
+            lambda r: f"replied to {r['to']}",
+        ),
+    ]

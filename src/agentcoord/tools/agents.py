@@ -12,10 +12,11 @@ import json
 from typing import Any
 
 from agentcoord.errors import ToolError
+from agentcoord.kernel.caller import Caller
 from agentcoord.localagents import LocalAgents
-from agentcoord.tools._base import Tool, ToolContext, obj_schema
+from agentcoord.tools._base import Tool, obj_schema
 
-__all__ = ["TOOLS"]
+__all__ = ["tools"]
 
 _S: dict[str, Any] = {"type": "string"}
 _ID: dict[str, Any] = {"type": "string", "maxLength": 128}
@@ -27,13 +28,6 @@ _JOB = {
     "wait": {"type": "boolean"},
     "file_path": _S,
 }
-
-
-def _service(ctx: ToolContext) -> LocalAgents:
-    service = getattr(ctx.app, "local_agents", None)
-    if service is None:
-        raise ToolError("the local-agents service is not running in this daemon")
-    return service  # type: ignore[no-any-return]
 
 
 def _json_arg(args: dict[str, Any], key: str, kind: type) -> Any:
@@ -51,49 +45,6 @@ def _json_arg(args: dict[str, Any], key: str, kind: type) -> Any:
     if not isinstance(value, kind):
         raise ToolError(f"`{key}` must be a JSON {'array' if kind is list else 'object'}")
     return value
-
-
-async def _register(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    args = dict(args)
-    args["capabilities"] = [str(c) for c in _json_arg(args, "capabilities", list)]
-    args["metadata"] = _json_arg(args, "metadata", dict)
-    return {"success": True, "agent": await _service(ctx).register(args, ctx.caller)}
-
-
-async def _deregister(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    removed = await _service(ctx).deregister(args["agent_id"], ctx.caller)
-    return {"success": removed, "agent_id": args["agent_id"], "removed": removed}
-
-
-async def _heartbeat(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    meta = _json_arg(args, "metadata", dict)
-    agent = await _service(ctx).heartbeat(
-        args["agent_id"], args.get("status", "online"), meta, ctx.caller
-    )
-    return {"success": True, "agent": agent}
-
-
-async def _discover(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    service = _service(ctx)
-    await service.refresh_sessions()
-    return service.discover(args.get("status"))
-
-
-async def _run(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    return await _service(ctx).run_agent(args, ctx.caller)
-
-
-async def _dispatch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    return await _service(ctx).dispatch(args, ctx.caller)
-
-
-async def _profiles(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    """The AgentProfiles starts can use, each with what is missing on this machine
-    (docs/profiles.md)."""
-    launcher = _service(ctx).launcher
-    if launcher is None:
-        raise ToolError("profiles are not available in this daemon")
-    return {"profiles": await launcher.listing()}
 
 
 def _render_profiles(result: dict[str, Any]) -> str:
@@ -133,68 +84,107 @@ def _render_job(result: dict[str, Any]) -> str:
     return head
 
 
-TOOLS = [
-    Tool(
-        "register_agent",
-        "Register or update an HTTP agent for discovery and dispatch (idempotent).",
-        obj_schema(
-            ("agent_id",),
-            agent_id=_ID,
-            agent_name=_S,
-            agent_type=_S,
-            capabilities={"type": ["array", "string"]},
-            endpoint=_S,
-            metadata={"type": ["object", "string"]},
-            heartbeat_ttl={"type": "integer", "minimum": 1, "maximum": 86400},
-            transport={"type": "string", "enum": ["http", "local"]},
+def tools(local_agents: LocalAgents) -> list[Tool]:
+    """The registry and dispatch tools over the local-agents service (docs/localagents.md)."""
+
+    async def register(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        args = dict(args)
+        args["capabilities"] = [str(c) for c in _json_arg(args, "capabilities", list)]
+        args["metadata"] = _json_arg(args, "metadata", dict)
+        return {"success": True, "agent": await local_agents.register(args, caller)}
+
+    async def deregister(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        removed = await local_agents.deregister(args["agent_id"], caller)
+        return {"success": removed, "agent_id": args["agent_id"], "removed": removed}
+
+    async def heartbeat(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        meta = _json_arg(args, "metadata", dict)
+        agent = await local_agents.heartbeat(
+            args["agent_id"], args.get("status", "online"), meta, caller
+        )
+        return {"success": True, "agent": agent}
+
+    async def discover(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        await local_agents.refresh_sessions()
+        return local_agents.discover(args.get("status"))
+
+    async def run(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await local_agents.run_agent(args, caller)
+
+    async def dispatch(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await local_agents.dispatch(args, caller)
+
+    async def profiles(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        """The AgentProfiles starts can use, each with what is missing on this machine
+        (docs/profiles.md)."""
+        launcher = local_agents.launcher  # attached at start-up, before the tools serve
+        if launcher is None:
+            raise ToolError("profiles are not available in this daemon")
+        return {"profiles": await launcher.listing()}
+
+    return [
+        Tool(
+            "register_agent",
+            "Register or update an HTTP agent for discovery and dispatch (idempotent).",
+            obj_schema(
+                ("agent_id",),
+                agent_id=_ID,
+                agent_name=_S,
+                agent_type=_S,
+                capabilities={"type": ["array", "string"]},
+                endpoint=_S,
+                metadata={"type": ["object", "string"]},
+                heartbeat_ttl={"type": "integer", "minimum": 1, "maximum": 86400},
+                transport={"type": "string", "enum": ["http", "local"]},
+            ),
+            register,
+            _render_agent,
         ),
-        _register,
-        _render_agent,
-    ),
-    Tool(
-        "deregister_agent",
-        "Remove a registered agent.",
-        obj_schema(("agent_id",), agent_id=_ID),
-        _deregister,
-    ),
-    Tool(
-        "heartbeat_agent",
-        "Refresh a registered agent's heartbeat; status online or degraded; metadata is merged.",
-        obj_schema(
-            ("agent_id",),
-            agent_id=_ID,
-            status={"type": "string", "enum": ["online", "degraded"]},
-            metadata={"type": ["object", "string"]},
+        Tool(
+            "deregister_agent",
+            "Remove a registered agent.",
+            obj_schema(("agent_id",), agent_id=_ID),
+            deregister,
         ),
-        _heartbeat,
-        _render_agent,
-    ),
-    Tool(
-        "discover_local_agents",
-        "Local AgentiHub package agents on this machine (online or idle, never offline).",
-        obj_schema(status={"type": "string", "enum": ["online", "idle"]}),
-        _discover,
-        _render_discover,
-    ),
-    Tool(
-        "run_agent",
-        "Send a task to one agent by id; local agents are cold-started in a sandbox.",
-        obj_schema(("agent_id", "task"), agent_id=_ID, **_JOB),
-        _run,
-        _render_job,
-    ),
-    Tool(
-        "dispatch_to_agent",
-        "Send a task to the best agent advertising a capability (warm, with capacity, first).",
-        obj_schema(("capability", "task"), capability=_S, **_JOB),
-        _dispatch,
-        _render_job,
-    ),
-    Tool(
-        "list_profiles",
-        "AgentProfiles (backend, MCP servers, model, limits) that started agents run with.",
-        obj_schema(),
-        _profiles,
-        _render_profiles,
-    ),
-]
+        Tool(
+            "heartbeat_agent",
+            "Refresh a registered agent's heartbeat; status online or degraded; "
+            "metadata is merged.",
+            obj_schema(
+                ("agent_id",),
+                agent_id=_ID,
+                status={"type": "string", "enum": ["online", "degraded"]},
+                metadata={"type": ["object", "string"]},
+            ),
+            heartbeat,
+            _render_agent,
+        ),
+        Tool(
+            "discover_local_agents",
+            "Local AgentiHub package agents on this machine (online or idle, never offline).",
+            obj_schema(status={"type": "string", "enum": ["online", "idle"]}),
+            discover,
+            _render_discover,
+        ),
+        Tool(
+            "run_agent",
+            "Send a task to one agent by id; local agents are cold-started in a sandbox.",
+            obj_schema(("agent_id", "task"), agent_id=_ID, **_JOB),
+            run,
+            _render_job,
+        ),
+        Tool(
+            "dispatch_to_agent",
+            "Send a task to the best agent advertising a capability (warm, with capacity, first).",
+            obj_schema(("capability", "task"), capability=_S, **_JOB),
+            dispatch,
+            _render_job,
+        ),
+        Tool(
+            "list_profiles",
+            "AgentProfiles (backend, MCP servers, model, limits) that started agents run with.",
+            obj_schema(),
+            profiles,
+            _render_profiles,
+        ),
+    ]

@@ -6,9 +6,11 @@ from __future__ import annotations
 import datetime as dt
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentcoord.errors import InvalidArguments
+from agentcoord.kernel.caller import Caller
+from agentcoord.stores.audit import AuditLog
 from agentcoord.stores.kv import (
     ClaimStore,
     Contention,
@@ -18,19 +20,16 @@ from agentcoord.stores.kv import (
     parse_mode,
 )
 from agentcoord.stores.kv._procwatch import ProcKey, proc_key
-from agentcoord.tools._acting import running
-from agentcoord.tools._base import Tool, ToolContext, obj_schema
+from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
 
-if TYPE_CHECKING:
-    from agentcoord.stores.audit import AuditLog
-
-__all__ = ["TOOLS", "claim_row"]
+__all__ = ["tools"]
 
 _STR: dict[str, Any] = {"type": "string"}
 _AGENT: dict[str, Any] = {"type": "string", "description": "optional; must be you"}
 _KEY: dict[str, Any] = {"type": "string", "maxLength": 512}
 _TOKEN: dict[str, Any] = {"type": "integer", "minimum": 1, "description": "from claim"}
+_LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
 
 
 def _iso(ts: float) -> str:
@@ -44,7 +43,7 @@ def _iso(ts: float) -> str:
     return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(secs))}.{micros // 1000:03d}+00:00"
 
 
-def claim_row(key: str, h: Holder) -> dict[str, Any]:
+def _claim_row(key: str, h: Holder) -> dict[str, Any]:
     """One claim as the tools show it (seed 000's row plus token, purpose, acquired_at)."""
     row: dict[str, Any] = {
         "resource_key": key,
@@ -60,10 +59,6 @@ def claim_row(key: str, h: Holder) -> dict[str, Any]:
     return row
 
 
-def _store(ctx: ToolContext) -> ClaimStore:
-    return running(ctx.app.claims, "claims")
-
-
 def _ttl(args: dict[str, Any], default: float | None) -> float | None:
     text = args.get("ttl")
     if not text:
@@ -74,34 +69,13 @@ def _ttl(args: dict[str, Any], default: float | None) -> float | None:
     return seconds
 
 
-def _holder_process(ctx: ToolContext) -> ProcKey | None:
+def _holder_process(caller: Caller) -> ProcKey | None:
     """The process whose exit releases the caller's claims: a session's ``claude``, a runner's
     peer; a human's CLI call is short-lived, so human claims are bound to no process."""
-    caller = ctx.caller
     pid = caller.session_pid if caller.kind == "session" else None
     if caller.kind == "runner":
         pid = caller.pid
     return proc_key(pid) if pid else None
-
-
-async def _claim(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    agent = acting_agent(ctx, args)
-    store = _store(ctx)
-    mode = parse_mode(args.get("mode") or "write")
-    ttl = _ttl(args, store.policy.default_ttl)
-    assert ttl is not None
-    key = args["resource_key"]
-    out = await store.claim(
-        agent, key, mode, ttl, purpose=args.get("purpose", ""), proc=_holder_process(ctx)
-    )
-    if isinstance(out, Contention):
-        return {"acquired": False, "holder": claim_row(key, out.holder)}
-    return {
-        "acquired": True,
-        "revision": out.revision,
-        "token": out.holder.token,
-        "claim": claim_row(key, out.holder),
-    }
 
 
 def _render_claim(r: dict[str, Any]) -> str:
@@ -116,35 +90,6 @@ def _render_claim(r: dict[str, Any]) -> str:
         f"not acquired: {h['resource_key']} is held by {h['agent']} ({h['mode']})"
         f" until {h['expires_at']}"
     )
-
-
-async def _release(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    agent = acting_agent(ctx, args)
-    released = await _store(ctx).release(agent, args["resource_key"], args["token"])
-    return {"released": released}
-
-
-async def _renew(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    agent = acting_agent(ctx, args)
-    key = args["resource_key"]
-    holder = await _store(ctx).renew(agent, key, args["token"], _ttl(args, None))
-    return {"renewed": True, "claim": claim_row(key, holder)}
-
-
-async def _heartbeat(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    agent = acting_agent(ctx, args)
-    store = _store(ctx)
-    keys = await store.heartbeat(agent)
-    return {
-        "renewed": keys,
-        "grace": format_duration(store.policy.heartbeat_grace),
-    }
-
-
-async def _check_claims(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    rows = _store(ctx).check(args.get("prefix", ""), args.get("holder", ""))
-    limit = args.get("limit", 200)
-    return {"claims": [claim_row(k, h) for k, h in rows[:limit]], "total": len(rows)}
 
 
 def _render_claims(r: dict[str, Any]) -> str:
@@ -178,76 +123,118 @@ def parse_since(text: str, now: float | None = None) -> float:
     return stamp.timestamp()
 
 
-async def _audit(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    log: AuditLog = running(ctx.app.audit, "the audit log")
-    since = parse_since(args["since"]) if args.get("since") else None
-    events = await log.query(
-        since=since,
-        agent=args.get("actor", ""),
-        type_=args.get("type", "").upper(),
-        limit=args.get("limit", 100),
-    )
-    return {"events": [e.as_dict() for e in events]}
-
-
 def _render_audit(r: dict[str, Any]) -> str:
     from agentcoord.eventtext import render_event  # the one rendering of an event
 
     return "\n".join(render_event(e) for e in r["events"]) or "no events"
 
 
-_LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
+def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
+    """The claim tools over the claim store, and the audit query over the audit log."""
 
-TOOLS = [
-    Tool(
-        "claim",
-        "Lease a resource key before touching it. mode: write (exclusive, default), read "
-        "(shared), intent (advisory). ttl: Go duration, default 5m. Returns a token for "
-        "release/renew, or the holder.",
-        obj_schema(
-            ("resource_key",),
-            resource_key=_KEY,
-            mode={"type": "string", "enum": ["write", "read", "intent"]},
-            ttl=_STR,
-            purpose=_STR,
-            agent=_AGENT,
+    async def claim(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        agent = acting_agent(caller, args)
+        mode = parse_mode(args.get("mode") or "write")
+        ttl = _ttl(args, claims.policy.default_ttl)
+        assert ttl is not None
+        key = args["resource_key"]
+        out = await claims.claim(
+            agent, key, mode, ttl, purpose=args.get("purpose", ""), proc=_holder_process(caller)
+        )
+        if isinstance(out, Contention):
+            return {"acquired": False, "holder": _claim_row(key, out.holder)}
+        return {
+            "acquired": True,
+            "revision": out.revision,
+            "token": out.holder.token,
+            "claim": _claim_row(key, out.holder),
+        }
+
+    async def release(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        agent = acting_agent(caller, args)
+        released = await claims.release(agent, args["resource_key"], args["token"])
+        return {"released": released}
+
+    async def renew(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        agent = acting_agent(caller, args)
+        key = args["resource_key"]
+        holder = await claims.renew(agent, key, args["token"], _ttl(args, None))
+        return {"renewed": True, "claim": _claim_row(key, holder)}
+
+    async def heartbeat(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        agent = acting_agent(caller, args)
+        keys = await claims.heartbeat(agent)
+        return {
+            "renewed": keys,
+            "grace": format_duration(claims.policy.heartbeat_grace),
+        }
+
+    async def check_claims(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        rows = claims.check(args.get("prefix", ""), args.get("holder", ""))
+        limit = args.get("limit", 200)
+        return {"claims": [_claim_row(k, h) for k, h in rows[:limit]], "total": len(rows)}
+
+    async def audit_query(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        since = parse_since(args["since"]) if args.get("since") else None
+        events = await audit.query(
+            since=since,
+            agent=args.get("actor", ""),
+            type_=args.get("type", "").upper(),
+            limit=args.get("limit", 100),
+        )
+        return {"events": [e.as_dict() for e in events]}
+
+    return [
+        Tool(
+            "claim",
+            "Lease a resource key before touching it. mode: write (exclusive, default), read "
+            "(shared), intent (advisory). ttl: Go duration, default 5m. Returns a token for "
+            "release/renew, or the holder.",
+            obj_schema(
+                ("resource_key",),
+                resource_key=_KEY,
+                mode={"type": "string", "enum": ["write", "read", "intent"]},
+                ttl=_STR,
+                purpose=_STR,
+                agent=_AGENT,
+            ),
+            claim,
+            _render_claim,
         ),
-        _claim,
-        _render_claim,
-    ),
-    Tool(
-        "release",
-        "Drop your claim on a key (needs its token).",
-        obj_schema(("resource_key", "token"), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
-        _release,
-    ),
-    Tool(
-        "renew",
-        "Extend your claim on a key (needs its token); ttl defaults to the claim's own.",
-        obj_schema(
-            ("resource_key", "token"), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=_AGENT
+        Tool(
+            "release",
+            "Drop your claim on a key (needs its token).",
+            obj_schema(("resource_key", "token"), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
+            release,
         ),
-        _renew,
-    ),
-    Tool(
-        "heartbeat",
-        "Renew all your claims; send every 30s. After one heartbeat, 2m of silence releases them.",
-        obj_schema(agent=_AGENT),
-        _heartbeat,
-    ),
-    Tool(
-        "check_claims",
-        "Live claims whose key starts with prefix (all when empty), optionally one holder's.",
-        obj_schema(prefix=_STR, holder=_STR, limit=_LIMIT),
-        _check_claims,
-        _render_claims,
-    ),
-    Tool(
-        "audit",
-        "Audit events, newest last. since: duration ago (1h) or ISO time; actor: an agent; "
-        "type e.g. CLAIM_RELEASED.",
-        obj_schema(since=_STR, actor=_STR, type=_STR, limit=_LIMIT),
-        _audit,
-        _render_audit,
-    ),
-]
+        Tool(
+            "renew",
+            "Extend your claim on a key (needs its token); ttl defaults to the claim's own.",
+            obj_schema(
+                ("resource_key", "token"), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=_AGENT
+            ),
+            renew,
+        ),
+        Tool(
+            "heartbeat",
+            "Renew all your claims; send every 30s. "
+            "After one heartbeat, 2m of silence releases them.",
+            obj_schema(agent=_AGENT),
+            heartbeat,
+        ),
+        Tool(
+            "check_claims",
+            "Live claims whose key starts with prefix (all when empty), optionally one holder's.",
+            obj_schema(prefix=_STR, holder=_STR, limit=_LIMIT),
+            check_claims,
+            _render_claims,
+        ),
+        Tool(
+            "audit",
+            "Audit events, newest last. since: duration ago (1h) or ISO time; actor: an agent; "
+            "type e.g. CLAIM_RELEASED.",
+            obj_schema(since=_STR, actor=_STR, type=_STR, limit=_LIMIT),
+            audit_query,
+            _render_audit,
+        ),
+    ]

@@ -7,40 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from agentcoord.errors import InvalidArguments
+from agentcoord.kernel.caller import Caller
+from agentcoord.localagents import LocalAgents
 from agentcoord.stores.agentsource import AgentSource
 from agentcoord.stores.kv import Focus, FocusStore
 from agentcoord.stores.objects.errors import BadRequest
 from agentcoord.stores.objects.selectors import parse_labels
-from agentcoord.tools._acting import running
-from agentcoord.tools._base import Tool, ToolContext, obj_schema
+from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
 
-__all__ = ["TOOLS", "match_selector"]
+__all__ = ["tools"]
 
 _STR: dict[str, Any] = {"type": "string"}
 _LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 500}
-
-
-def _focus(ctx: ToolContext) -> FocusStore:
-    return running(ctx.app.focus, "agent focus")
-
-
-def _agents(ctx: ToolContext) -> AgentSource:
-    return running(ctx.app.agents, "the agent list")
-
-
-async def _annotate(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    agent = acting_agent(ctx, args)
-    # Whole-record write (seed 000): fields left out are cleared.
-    await _focus(ctx).annotate(
-        agent,
-        args.get("intent", ""),
-        tuple(args.get("files", ())),
-        tuple(args.get("symbols", ())),
-        tuple(args.get("concepts", ())),
-    )
-    return {"ok": True, "agent": agent}
 
 
 def _focus_row(f: Focus) -> dict[str, Any]:
@@ -52,22 +32,12 @@ def _focus_row(f: Focus) -> dict[str, Any]:
     }
 
 
-async def _find_agents(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Seed 000 (``query`` over focus) and seed 001 (``capability`` routing) in one tool."""
-    query, capability = args.get("query", ""), args.get("capability", "")
-    if not query and not capability:
-        raise InvalidArguments("`query` or `capability` is required")
-    limit = args.get("limit", 20)
-    out: dict[str, Any] = {"matches": []}
-    if query:
-        found = _focus(ctx).find(query, limit)
-        out["matches"] = [{"agent": f.agent, **_focus_row(f), "score": s} for f, s in found]
-    if capability:
-        local = ctx.app.local_agents
-        if local is not None:
-            await local.refresh_sessions()  # the process walk runs off the event loop
-        out["agents"] = local.find(capability, limit) if local is not None else []
-    return out
+def _match_selector(labels: dict[str, str], selector: str) -> bool:
+    """Kubernetes label selectors, equality and set-based (``a=b,c in (x,y),!d``)."""
+    try:
+        return parse_labels(selector).matches(labels)
+    except BadRequest as exc:
+        raise InvalidArguments(f"bad selector {selector!r}: {exc}") from None
 
 
 def _render_find(r: dict[str, Any]) -> str:
@@ -84,55 +54,6 @@ def _render_find(r: dict[str, Any]) -> str:
     return "\n".join(lines) or "no agent matches"
 
 
-def match_selector(labels: dict[str, str], selector: str) -> bool:
-    """Kubernetes label selectors, equality and set-based (``a=b,c in (x,y),!d``)."""
-    try:
-        return parse_labels(selector).matches(labels)
-    except BadRequest as exc:
-        raise InvalidArguments(f"bad selector {selector!r}: {exc}") from None
-
-
-def _with_focus(ctx: ToolContext, row: dict[str, Any]) -> dict[str, Any]:
-    focus = _focus(ctx).get(row["name"]) if ctx.app.focus is not None else None
-    return {**row, "focus": _focus_row(focus) if focus else None}
-
-
-async def _list_agents(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Session agents (seed 000 rows) merged with registered and local agents (seed 001 rows,
-    with ``effective_status``); agent_type/capability filters only match the latter."""
-    selector, phase = args.get("selector", ""), args.get("status", "")
-    agent_type, capability = args.get("agent_type", ""), args.get("capability", "")
-    limit = args.get("limit", 100)
-    # Live agents by default; ended sessions on request: status "ended", or "all" for every
-    # agent (docs/localagents.md "Session lifetime").
-    everything = phase.lower() == "all"
-    if everything:
-        phase = ""
-    rows: list[dict[str, Any]] = []
-    if not agent_type and not capability:
-        rows = [
-            _with_focus(ctx, r)
-            for r in await _agents(ctx).list_agents()
-            if match_selector(r.get("labels", {}), selector)
-            and (
-                r.get("phase", "").lower() == phase.lower()
-                if phase
-                else everything or r.get("phase") != "Ended"
-            )
-        ]
-    local = ctx.app.local_agents
-    if local is not None and not selector and phase.lower() != "ended":
-        await local.refresh_sessions()
-        merged = local.merged(
-            agent_type=agent_type or None,
-            capability=capability or None,
-            status=phase or None,
-            limit=limit,
-        )
-        rows += [{"name": r["agent_id"], "phase": r["effective_status"], **r} for r in merged]
-    return {"agents": rows[:limit]}
-
-
 def _render_list(r: dict[str, Any]) -> str:
     if not r["agents"]:
         return "no agents"
@@ -147,51 +68,115 @@ def _render_list(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def _get_agent(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    name = args.get("name") or args.get("agent_id")
-    if not name:
-        raise InvalidArguments("`name` is required")
-    row = await _agents(ctx).get_agent(name)
-    if row is not None:
-        return {"found": True, "agent": _with_focus(ctx, row)}
-    local = ctx.app.local_agents
-    record = None
-    if local is not None:
-        await local.refresh_sessions()
-        record = local.get(name)
-    if record is not None:  # seed 001: registered first, then a computed local agent
-        return {"found": True, "agent": {"name": record["agent_id"], **record}}
-    return {"found": False}  # seed 000: a missing agent is not an error
+def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> list[Tool]:
+    """The discovery tools over the agent rows, the focus view and the local agents."""
 
+    def with_focus(row: dict[str, Any]) -> dict[str, Any]:
+        f = focus.get(row["name"])
+        return {**row, "focus": _focus_row(f) if f else None}
 
-TOOLS = [
-    Tool(
-        "annotate",
-        "Publish your current focus for find_agents. Whole-record write: omitted fields clear.",
-        obj_schema(
-            intent=_STR, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
+    async def annotate(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        agent = acting_agent(caller, args)
+        # Whole-record write (seed 000): fields left out are cleared.
+        await focus.annotate(
+            agent,
+            args.get("intent", ""),
+            tuple(args.get("files", ())),
+            tuple(args.get("symbols", ())),
+            tuple(args.get("concepts", ())),
+        )
+        return {"ok": True, "agent": agent}
+
+    async def find_agents(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        """Seed 000 (``query`` over focus) and seed 001 (``capability`` routing) in one tool."""
+        query, capability = args.get("query", ""), args.get("capability", "")
+        if not query and not capability:
+            raise InvalidArguments("`query` or `capability` is required")
+        limit = args.get("limit", 20)
+        out: dict[str, Any] = {"matches": []}
+        if query:
+            found = focus.find(query, limit)
+            out["matches"] = [{"agent": f.agent, **_focus_row(f), "score": s} for f, s in found]
+        if capability:
+            await local_agents.refresh_sessions()  # the process walk runs off the event loop
+            out["agents"] = local_agents.find(capability, limit)
+        return out
+
+    async def list_agents(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        """Session agents (seed 000 rows) merged with registered and local agents (seed 001
+        rows, with ``effective_status``); agent_type/capability filters only match the latter."""
+        selector, phase = args.get("selector", ""), args.get("status", "")
+        agent_type, capability = args.get("agent_type", ""), args.get("capability", "")
+        limit = args.get("limit", 100)
+        # Live agents by default; ended sessions on request: status "ended", or "all" for every
+        # agent (docs/localagents.md "Session lifetime").
+        everything = phase.lower() == "all"
+        if everything:
+            phase = ""
+        rows: list[dict[str, Any]] = []
+        if not agent_type and not capability:
+            rows = [
+                with_focus(r)
+                for r in await agents.list_agents()
+                if _match_selector(r.get("labels", {}), selector)
+                and (
+                    r.get("phase", "").lower() == phase.lower()
+                    if phase
+                    else everything or r.get("phase") != "Ended"
+                )
+            ]
+        if not selector and phase.lower() != "ended":
+            await local_agents.refresh_sessions()
+            merged = local_agents.merged(
+                agent_type=agent_type or None,
+                capability=capability or None,
+                status=phase or None,
+                limit=limit,
+            )
+            rows += [{"name": r["agent_id"], "phase": r["effective_status"], **r} for r in merged]
+        return {"agents": rows[:limit]}
+
+    async def get_agent(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        name = args.get("name") or args.get("agent_id")
+        if not name:
+            raise InvalidArguments("`name` is required")
+        row = await agents.get_agent(name)
+        if row is not None:
+            return {"found": True, "agent": with_focus(row)}
+        await local_agents.refresh_sessions()
+        record = local_agents.get(name)
+        if record is not None:  # seed 001: registered first, then a computed local agent
+            return {"found": True, "agent": {"name": record["agent_id"], **record}}
+        return {"found": False}  # seed 000: a missing agent is not an error
+
+    return [
+        Tool(
+            "annotate",
+            "Publish your current focus for find_agents. Whole-record write: omitted fields clear.",
+            obj_schema(
+                intent=_STR, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
+            ),
+            annotate,
         ),
-        _annotate,
-    ),
-    Tool(
-        "find_agents",
-        "Who works on what (query: keywords over focus) or who can do what (capability tag).",
-        obj_schema(query=_STR, capability=_STR, limit=_LIMIT),
-        _find_agents,
-        _render_find,
-    ),
-    Tool(
-        "list_agents",
-        "Agents: sessions, registered and local; live ones unless status is ended or all. "
-        "selector a=b,c!=d; status; agent_type; capability.",
-        obj_schema(selector=_STR, status=_STR, agent_type=_STR, capability=_STR, limit=_LIMIT),
-        _list_agents,
-        _render_list,
-    ),
-    Tool(
-        "get_agent",
-        "One agent by name with its focus; found:false when unknown.",
-        obj_schema(name=_STR, agent_id=_STR),
-        _get_agent,
-    ),
-]
+        Tool(
+            "find_agents",
+            "Who works on what (query: keywords over focus) or who can do what (capability tag).",
+            obj_schema(query=_STR, capability=_STR, limit=_LIMIT),
+            find_agents,
+            _render_find,
+        ),
+        Tool(
+            "list_agents",
+            "Agents: sessions, registered and local; live ones unless status is ended or all. "
+            "selector a=b,c!=d; status; agent_type; capability.",
+            obj_schema(selector=_STR, status=_STR, agent_type=_STR, capability=_STR, limit=_LIMIT),
+            list_agents,
+            _render_list,
+        ),
+        Tool(
+            "get_agent",
+            "One agent by name with its focus; found:false when unknown.",
+            obj_schema(name=_STR, agent_id=_STR),
+            get_agent,
+        ),
+    ]
