@@ -1,9 +1,12 @@
 """The embedded nats-server: configured, started, watched and restarted by the daemon.
 
 Readiness comes from the child's own log line ("Server is ready"), never a sleep; its output is
-drained into our log; it dies with the daemon (PR_SET_PDEATHSIG) so a SIGKILLed daemon leaves no
-orphan holding the JetStream store; if it dies on its own it is restarted on the same port with
-backoff, so clients reconnect to the same URL (STYLE.md 7).
+drained into our log; it dies with the daemon (PR_SET_PDEATHSIG, set before exec by
+``setpriv --pdeathsig KILL``: :func:`~agentcoord.localagents.sandbox.exec_prefix`, never by Python
+code between fork and exec in this threaded process) so a SIGKILLed daemon leaves no orphan
+holding the JetStream store; if it dies on its own it is restarted on the same port with
+backoff, so clients reconnect to the same URL (STYLE.md 7). Its drain and watch tasks live in
+the supervisor's task set (docs/architecture.md "Tasks").
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -23,6 +25,8 @@ from pathlib import Path
 
 from agentcoord.errors import NatsStartError
 from agentcoord.kernel.natsbin import find_nats_server
+from agentcoord.kernel.tasks import TaskSet
+from agentcoord.localagents.sandbox import exec_prefix
 
 __all__ = ["NatsSupervisor"]
 
@@ -30,7 +34,6 @@ log = logging.getLogger(__name__)
 
 _READY = re.compile(rb"Server is ready")
 _LISTEN = re.compile(rb"Listening for client connections on ([\d.]+):(\d+)")
-_PR_SET_PDEATHSIG = 1
 _START_TIMEOUT = 10.0
 
 
@@ -47,13 +50,12 @@ def _child_env(parent: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 class NatsSupervisor:
-    """Async context manager owning one nats-server child and its watcher task."""
+    """Async context manager owning one nats-server child and its watcher task.
+
+    Its tasks (the watcher, each child's output drain) belong to one :class:`TaskSet`,
+    entered for the supervisor's lifetime in ``__aenter__`` and left last in ``__aexit__``.
+    """
 
     def __init__(self, state_dir: Path, binary: Path | None = None, sync: str = "2m") -> None:
         self._dir = state_dir / "nats"
@@ -69,6 +71,7 @@ class NatsSupervisor:
         self._proc: asyncio.subprocess.Process | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=40)
         self._ready = asyncio.Event()
+        self._tasks = TaskSet("nats supervisor")
         self._watch: asyncio.Task[None] | None = None
         self._drain: asyncio.Task[None] | None = None
         self._stopping = False
@@ -120,31 +123,33 @@ class NatsSupervisor:
         conf = self._write_config()
         self._ready.clear()
         self._tail.clear()
-        self._proc = await asyncio.create_subprocess_exec(
+        # Forked from the loop's thread (asyncio does), which the death signal follows.
+        self._proc = proc = await asyncio.create_subprocess_exec(
+            *exec_prefix(),
             str(binary),
             "-c",
             str(conf),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
             env=_child_env(os.environ),
             # Its own process group: a Ctrl-C or a group-wide SIGTERM reaches the daemon, which
             # then stops NATS in order, instead of NATS dying under a daemon still serving.
             start_new_session=True,
         )
-        self._drain = asyncio.create_task(self._drain_output(self._proc), name="nats-drain")
+        self._drain = self._tasks.spawn(self._drain_output(proc), name="nats-drain")
         try:
             async with asyncio.timeout(_START_TIMEOUT):
-                ready = asyncio.create_task(self._ready.wait())
-                died = asyncio.create_task(self._proc.wait())
-                _done, _ = await asyncio.wait({ready, died}, return_when=asyncio.FIRST_COMPLETED)
-                for task in (ready, died):
-                    task.cancel()
+                async with asyncio.TaskGroup() as tg:  # whichever comes first: ready or exit
+                    ready = tg.create_task(self._ready.wait(), name="nats-ready")
+                    died = tg.create_task(proc.wait(), name="nats-died")
+                    await asyncio.wait({ready, died}, return_when=asyncio.FIRST_COMPLETED)
+                    for task in (ready, died):
+                        task.cancel()
                 if not self._ready.is_set():
                     await self._drain
                     raise NatsStartError(
-                        f"nats-server exited with code {self._proc.returncode} during start",
+                        f"nats-server exited with code {proc.returncode} during start",
                         list(self._tail),
                     )
         except TimeoutError:
@@ -152,7 +157,7 @@ class NatsSupervisor:
             raise NatsStartError(
                 "nats-server did not become ready in time", list(self._tail)
             ) from None
-        log.info("nats-server ready on %s (pid %d)", self.url, self._proc.pid)
+        log.info("nats-server ready on %s (pid %d)", self.url, proc.pid)
         self.up.set()
 
     async def _drain_output(self, proc: asyncio.subprocess.Process) -> None:
@@ -195,8 +200,13 @@ class NatsSupervisor:
                     backoff = min(backoff * 2, 5.0)
 
     async def __aenter__(self) -> NatsSupervisor:
-        await self._start_once()
-        self._watch = asyncio.create_task(self._watch_loop(), name="nats-watch")
+        await self._tasks.__aenter__()
+        try:
+            await self._start_once()
+        except BaseException:
+            await self._tasks.__aexit__(None, None, None)
+            raise
+        self._watch = self._tasks.spawn(self._watch_loop(), name="nats-watch")
         return self
 
     async def _kill(self) -> None:
@@ -223,4 +233,5 @@ class NatsSupervisor:
         if self._drain is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._drain, 1)
+        await self._tasks.__aexit__(None, None, None)
         self.up.clear()

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Coroutine, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from agentcoord.localagents.profiles import (
     shim_server,
     strip_owned_flags,
 )
-from agentcoord.localagents.sandbox import Limits, Sandbox, child_setup, claude_guarded
+from agentcoord.localagents.sandbox import Limits, Sandbox, claude_guarded, exec_prefix
 from agentcoord.localagents.turns import Mailbox, StatusFn, TurnsOutcome, converse
 
 __all__ = [
@@ -225,6 +225,8 @@ def _spawn(
     stream-json turns, else stdout straight into the job log.
 
     Called on the loop thread on purpose: PR_SET_PDEATHSIG follows the thread that forked.
+    The death signal and the rlimits are set by :func:`~agentcoord.localagents.sandbox.exec_prefix`
+    before the runner (or bwrap) starts, never between fork and exec in this threaded process.
     """
     job_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     claude_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -242,7 +244,8 @@ def _spawn(
             path.mkdir(parents=True, exist_ok=True)
     # The runtime and state dirs are masked inside; the runner's shim needs only the socket,
     # and the runner its MCP config from the job dir (sandbox.py, DESIGN.md "Local agents").
-    argv = sandbox.argv(
+    argv = exec_prefix(limits)
+    argv += sandbox.argv(
         plan.argv,
         package=package,
         env=env,
@@ -265,7 +268,6 @@ def _spawn(
             cwd=package,
             env=env,
             start_new_session=True,
-            preexec_fn=child_setup(limits),
         )
 
 
@@ -337,38 +339,17 @@ async def run_local(
             turns = TurnsOutcome(results=[parsed] if parsed else [], turns=1)
             return _outcome(proc, timed_out, turns, started, job_dir)
         stdin, stdout = await _pipes(proc)
-        talk = asyncio.create_task(
-            converse(
-                agent=runner_info.agent,
-                prompt=prompt,
-                stdin=stdin,
-                stdout=stdout,
-                log_path=job_dir / "stdout",
-                mailbox=mailbox,
-                status=status or _no_status,
-                kill=lambda: _kill_group(proc),
-            ),
-            name=f"runner-{proc.pid}",
+        conversation = converse(
+            agent=runner_info.agent,
+            prompt=prompt,
+            stdin=stdin,
+            stdout=stdout,
+            log_path=job_dir / "stdout",
+            mailbox=mailbox,
+            status=status or _no_status,
+            kill=lambda: _kill_group(proc),
         )
-        try:
-            done, _ = await asyncio.wait({talk}, timeout=plan.timeout_s)
-            if not done:
-                timed_out = True
-                log.warning(
-                    "runner %d for %s timed out; killing its group", proc.pid, runner_info.agent
-                )
-                await _kill_group(proc)
-            turns = await talk
-        finally:
-            if not talk.done():  # cancelled (daemon stopping): never leave it behind
-                await asyncio.shield(_kill_group(proc))
-                # With the runner gone its stdout ends and the conversation winds down by itself,
-                # putting undelivered messages back; cut it off only if that takes too long.
-                try:
-                    async with asyncio.timeout(_KILL_GRACE_S):
-                        await asyncio.shield(talk)
-                except (TimeoutError, asyncio.CancelledError, Exception):
-                    talk.cancel()
+        turns, timed_out = await _talk(proc, conversation, plan.timeout_s, runner_info.agent)
         if not await _wait_exit(proc, _KILL_GRACE_S):
             await _kill_group(proc)
     finally:
@@ -377,6 +358,44 @@ async def run_local(
         if key is not None:
             runners.pop(key, None)
     return _outcome(proc, timed_out, turns, started, job_dir)
+
+
+async def _talk(
+    proc: subprocess.Popen[bytes],
+    conversation: Coroutine[Any, Any, TurnsOutcome],
+    timeout: float,
+    agent: str,
+) -> tuple[TurnsOutcome, bool]:
+    """Hold the conversation with a stream-json runner until it ends or ``timeout`` passes
+    (the runner's group is killed then): (its turns, whether it timed out). The conversation
+    runs in this call's task group, so it never outlives the call."""
+    timed_out = False
+    try:
+        async with asyncio.TaskGroup() as tg:
+            talk = tg.create_task(conversation, name=f"runner-{proc.pid}")
+            try:
+                done, _ = await asyncio.wait({talk}, timeout=timeout)
+                if not done:
+                    timed_out = True
+                    log.warning("runner %d for %s timed out; killing its group", proc.pid, agent)
+                    await _kill_group(proc)
+                return await talk, timed_out
+            finally:
+                if not talk.done():  # cancelled (daemon stopping): never leave it behind
+                    await asyncio.shield(_kill_group(proc))
+                    # With the runner gone its stdout ends and the conversation winds down by
+                    # itself, putting undelivered messages back; cut it off only if that takes
+                    # too long (the group then waits for the cancelled task).
+                    try:
+                        async with asyncio.timeout(_KILL_GRACE_S):
+                            await asyncio.shield(talk)
+                    except (TimeoutError, asyncio.CancelledError, Exception):
+                        talk.cancel()
+    except BaseExceptionGroup as group:
+        # The conversation's own error, as the callers handle it (an OSError on its pipes).
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
 
 
 async def _run_oneshot(proc: subprocess.Popen[bytes], timeout: float, agent: str) -> bool:
