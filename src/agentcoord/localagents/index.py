@@ -8,7 +8,6 @@ the package it touched, so a new ``CLAUDE.md`` shows within tens of milliseconds
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import threading
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents.manifest import Manifest, read_package_manifest
 from agentcoord.localagents.paths import is_safe_agent_id, package_dir
 
@@ -52,7 +52,8 @@ class PackageIndex:
         self._packages: dict[str, Package] = {}
         self._changed = asyncio.Condition()
         self._stop = threading.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("package index")
+        self._task: asyncio.Task[None] | None = None  # the watch, while there is one
         self.generation = 0  # bumped on every applied change (tests and benches wait on it)
         self.watching = False
 
@@ -124,10 +125,15 @@ class PackageIndex:
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> PackageIndex:
         if self.hub is not None and self.hub.is_dir():
-            self._task = asyncio.create_task(self._watch(), name="package-index-watch")
+            await self._tasks.__aenter__()
+            self._task = self._tasks.spawn(self._watch(), name="package-index-watch")
             # Watch first, then scan: a package created in between is seen by one or the other.
-            async with self._changed:
-                await self._changed.wait_for(self._ready_or_failed)
+            try:
+                async with self._changed:
+                    await self._changed.wait_for(self._ready_or_failed)
+            except BaseException:  # cancelled by start-up's bound: stop the watch again
+                await self.__aexit__(None, None, None)
+                raise
         else:
             self.rescan()
         return self
@@ -142,10 +148,12 @@ class PackageIndex:
         tb: TracebackType | None,
     ) -> None:
         self._stop.set()
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        try:
+            if task is not None:
+                await asyncio.wait([task])  # the stop event ends the watch between steps
+        finally:
+            await self._tasks.__aexit__(None, None, None)
 
     async def _notify(self) -> None:
         async with self._changed:

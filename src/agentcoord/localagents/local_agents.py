@@ -9,7 +9,6 @@ in :meth:`LocalAgents._local_package`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import shlex
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents import httpjobs
 from agentcoord.localagents._errors import DispatchFailed
 from agentcoord.localagents.index import PackageIndex
@@ -103,7 +103,7 @@ class LocalAgents:
         self.index = PackageIndex(hub if enabled else None)
         self._wait_deadline_s = wait_deadline_s
         self._clock = clock
-        self._jobs: set[asyncio.Task[Any]] = set()
+        self._jobs = TaskSet("local agents")  # the wait=false local jobs
         # one pooled HTTP client for every registered agent's job endpoint, closed on exit
         self.http = httpjobs.JobClient()
         # Profiles drive every start (docs/profiles.md); set by attach_launcher once the store
@@ -176,6 +176,7 @@ class LocalAgents:
     async def __aenter__(self) -> LocalAgents:
         await self.http.__aenter__()
         await self.index.__aenter__()
+        await self._jobs.__aenter__()
         if self.enabled and self.sandbox.bwrap is None:
             log.warning("local agents: %s", self.sandbox.mode)
         return self
@@ -186,15 +187,13 @@ class LocalAgents:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        for task in list(self._jobs):
-            task.cancel("daemon stopping")
-        for task in list(self._jobs):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
         try:
-            await self.index.__aexit__(exc_type, exc, tb)
+            await self._jobs.__aexit__(None, None, None)  # cancels the jobs, waits for them
         finally:
-            await self.http.__aexit__(exc_type, exc, tb)  # after the jobs that used it
+            try:
+                await self.index.__aexit__(exc_type, exc, tb)
+            finally:
+                await self.http.__aexit__(exc_type, exc, tb)  # after the jobs that used it
 
     def describe(self) -> dict[str, Any]:
         """Status for ``agentcoord status`` (and doctor): flag, hub, packages, sandbox."""
@@ -203,7 +202,7 @@ class LocalAgents:
             "agentihub_dir": str(self.hub) if self.hub else None,
             "packages": len(self.index),
             "watching": self.index.watching,
-            "running_jobs": len(self._jobs),
+            "running_jobs": len(self._jobs.live()),
             **self.sandbox.describe(),
         }
 
@@ -484,9 +483,7 @@ class LocalAgents:
 
         if args.get("wait"):
             return await job()
-        bg = asyncio.create_task(job(), name=f"local-job-{task.job_id}")
-        self._jobs.add(bg)
-        bg.add_done_callback(self._jobs.discard)
+        self._jobs.spawn(job(), name=f"local-job-{task.job_id}")
         return task.as_dict()
 
     async def _run_http(

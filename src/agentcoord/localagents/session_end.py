@@ -30,6 +30,7 @@ from typing import Any
 
 from agentcoord._pidfd import wait_pid
 from agentcoord.kernel.directory import SessionKey
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.directory import ENDED, PROC_LABEL, StoreDirectory, parse_proc
 from agentcoord.stores.objects.errors import Expired, StoreError
@@ -94,30 +95,22 @@ class SessionWatch:
         self._waiters: dict[str, tuple[SessionKey, asyncio.Task[None]]] = {}
         self._deadlines: dict[str, float] = {}  # ended agent -> when it is removed (wall clock)
         self._changed = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._running: set[asyncio.Task[None]] = set()  # every waiter, until it is done
+        # The watch, the retention timer and one waiter per live session.
+        self._tasks = TaskSet("session watch")
 
     async def __aenter__(self) -> SessionWatch:
         objs, rv = await self._store.list("agents", self._ns, self._directory.selector)
-        loop = asyncio.get_running_loop()
-        self._tasks = [
-            loop.create_task(self._watch(objs, rv), name="session-watch"),
-            loop.create_task(self._sweep(), name="session-retention"),
-        ]
+        await self._tasks.__aenter__()
+        self._tasks.spawn(self._watch(objs, rv), name="session-watch")
+        self._tasks.spawn(self._sweep(), name="session-retention")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        tasks = [*self._tasks, *self._running]
-        for task in tasks:
-            task.cancel("daemon stopping")
-        for task in tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
-            except Exception:  # logged, not raised (STYLE.md 5)
-                log.exception("session watch task %s failed", task.get_name())
-        self._waiters.clear()
+        try:
+            # Cancels every task and waits; one that failed was logged when it did (STYLE.md 5).
+            await self._tasks.__aexit__(None, None, None)
+        finally:
+            self._waiters.clear()
 
     # -- the watch ---------------------------------------------------------------------------
 
@@ -167,12 +160,8 @@ class SessionWatch:
             if current is not None and current[0] == key:
                 return
             self._stop_waiting(name)
-            task = asyncio.get_running_loop().create_task(
-                self._wait(name, key), name=f"session-exit-{name}"
-            )
+            task = self._tasks.spawn(self._wait(name, key), name=f"session-exit-{name}")
             self._waiters[name] = (key, task)
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
             return
         self._stop_waiting(name)
         self._set_deadline(name, _ended_at(obj) + self._retention if phase == ENDED else None)

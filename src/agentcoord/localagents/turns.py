@@ -193,9 +193,13 @@ async def converse(
         out.results.append(value)
         turn_done.set()
 
-    reader = asyncio.create_task(_read_results(stdout, log_path, on_result), name="runner-out")
+    async def read() -> None:
+        try:
+            await _read_results(stdout, log_path, on_result)
+        except Exception:  # the run goes on to its end; its log says what was lost
+            log.warning("reading the runner output of %s failed", agent, exc_info=True)
+
     pump = _Pump(mailbox, agent) if mailbox is not None else None
-    pump_task = asyncio.create_task(pump.run(), name="runner-inbox") if pump else None
 
     async def send_turn(text: str, focus: str) -> bool:
         out.turns += 1
@@ -215,52 +219,64 @@ async def converse(
         await kill()
         return True
 
+    # Every task of the conversation lives in this group: none outlives the run, not even
+    # when the run is cancelled (docs/architecture.md "Tasks").
     try:
-        alive = await send_turn(prompt, _focus(prompt))
-        while alive and not reader.done():
-            waits = [asyncio.ensure_future(turn_done.wait()), reader]
-            if pump is not None:
-                waits.append(asyncio.ensure_future(pump.changed.wait()))
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for w in waits:
-                if w is not reader and not w.done():
-                    w.cancel()
-            if await stopped():
-                break
-            if pump is not None:
-                pump.changed.clear()
-            if not turn_done.is_set():
-                continue  # a message arrived mid-turn: it waits for the turn to end
-            turn_done.clear()
-            if pump is not None and not pump.pending and pump.drain is None:
-                await pump.sweep()  # anything sent before this turn ended is delivered now
-                if await stopped():
-                    break
-            if pump is not None and pump.drain is not None:
-                out.control, out.control_from = "drain", pump.drain.sender
-                break
-            if pump is None or not pump.pending:
-                break  # the work is done and nobody wrote: end the run
-            batch, pump.pending = pump.pending, []
-            senders = ", ".join(dict.fromkeys(m.sender for m in batch))
-            focus = f"reading {len(batch)} message(s) from {senders}"
-            alive = await send_turn(render_messages(batch), focus)
-            if alive:
-                out.delivered += [m.seq for m in batch]
-            else:
-                pump.pending = batch + pump.pending  # the runner is gone: they go back
-    finally:
+        async with asyncio.TaskGroup() as tg:
+            reader = tg.create_task(read(), name="runner-out")
+            pump_task = tg.create_task(pump.run(), name="runner-inbox") if pump else None
+            try:
+                alive = await send_turn(prompt, _focus(prompt))
+                while alive and not reader.done():
+                    waits = [tg.create_task(turn_done.wait()), reader]
+                    if pump is not None:
+                        waits.append(tg.create_task(pump.changed.wait()))
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                    for w in waits:
+                        if w is not reader and not w.done():
+                            w.cancel()
+                    if await stopped():
+                        break
+                    if pump is not None:
+                        pump.changed.clear()
+                    if not turn_done.is_set():
+                        continue  # a message arrived mid-turn: it waits for the turn to end
+                    turn_done.clear()
+                    if pump is not None and not pump.pending and pump.drain is None:
+                        await pump.sweep()  # anything sent before this turn ended is delivered now
+                        if await stopped():
+                            break
+                    if pump is not None and pump.drain is not None:
+                        out.control, out.control_from = "drain", pump.drain.sender
+                        break
+                    if pump is None or not pump.pending:
+                        break  # the work is done and nobody wrote: end the run
+                    batch, pump.pending = pump.pending, []
+                    senders = ", ".join(dict.fromkeys(m.sender for m in batch))
+                    focus = f"reading {len(batch)} message(s) from {senders}"
+                    alive = await send_turn(render_messages(batch), focus)
+                    if alive:
+                        out.delivered += [m.seq for m in batch]
+                    else:
+                        pump.pending = batch + pump.pending  # the runner is gone: they go back
+            finally:
+                with contextlib.suppress(Exception):
+                    stdin.close()  # the runner ends after the turn in progress
+                if pump is not None and pump_task is not None:
+                    pump.finish()
+                    with contextlib.suppress(Exception):
+                        await pump_task  # lets the last long-poll end, so no pull is left behind
+                with contextlib.suppress(Exception):
+                    await reader
+    except BaseExceptionGroup as group:
+        # The children catch their own errors, so the group holds only the loop's: raise it
+        # as it came, as callers (run_local) expect.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+    if pump is not None and pump.pending and mailbox is not None:
         with contextlib.suppress(Exception):
-            stdin.close()  # the runner ends after the turn in progress
-        if pump is not None and pump_task is not None:
-            pump.finish()
-            with contextlib.suppress(Exception):
-                await pump_task  # lets the last long-poll end, so no pull is left behind
-        with contextlib.suppress(Exception):
-            await reader
-        if pump is not None and pump.pending and mailbox is not None:
-            with contextlib.suppress(Exception):
-                await mailbox.give_back(pump.pending)
+            await mailbox.give_back(pump.pending)
     return out
 
 
