@@ -3,13 +3,14 @@ docs/ask-and-operator.md).
 
 :mod:`.rules` (pure: depth, cycles, rules, linked sessions, reconcile decisions),
 :mod:`.checkpoints` (git WIP bundles, content-addressed blobs), :mod:`.controller` (Agent
-objects -> runner processes), :mod:`.asks` (send_message/ask), :mod:`.lifecycle` (spawn,
-cancel, checkpoint, resume, merge).
+objects -> runner processes), :mod:`.ops` (the facade: send_message/ask), :mod:`.asks` (asks
+waiting in an interactive session's inbox), :mod:`.lifecycle` (spawn, cancel, checkpoint,
+resume, merge).
 """
 
 from __future__ import annotations
 
-from agentcoord.agentops.asks import AgentOps
 from agentcoord.agentops.controller import AgentController
+from agentcoord.agentops.ops import AgentOps
 
 __all__ = ["AgentController", "AgentOps"]

@@ -126,8 +126,8 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.mark("nats client")
     phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
 
-    from agentcoord.daemon.messaging import Messaging
     from agentcoord.localagents import LocalAgents
+    from agentcoord.messaging import Messaging, NoAgentUsers
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
@@ -178,7 +178,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
                     channels=StoreChannelRecords(store, ns),
                     prompts=StorePromptRecords(store, ns),
                     tasks=StoreTaskRecords(store, ns),
-                    access=access,
+                    access=access if access is not None else NoAgentUsers(),
                     nats_url=nats.url,
                     audit_log=audit,
                     replicas=r,

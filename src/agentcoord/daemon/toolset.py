@@ -42,7 +42,7 @@ def _legacy(module: ModuleType, app: Any) -> list[Tool]:
 def build_registry(app: Any) -> ToolRegistry:
     """Every tool family the daemon ships, in ``tools/list`` order."""
     local_agents = _need(app.local_agents, "the local-agents service")
-    operator = _need(app.agentops, "the agent operator")
+    operator = _need(app.operator, "the agent operator")
     families: list[Tool] = [
         *identity.tools(),
         *discovery.tools(
@@ -50,9 +50,9 @@ def build_registry(app: Any) -> ToolRegistry:
         ),
         *claims.tools(_need(app.claims, "claims"), _need(app.audit, "the audit log")),
         *agents.tools(local_agents),
-        *_legacy(messaging_tools, app),
-        *_legacy(handoff, app),
-        *_legacy(humans, app),
+        *messaging_tools.tools(_need(app.messaging, "messaging")),
+        *handoff.tools(_need(app.messaging, "messaging")),
+        *humans.tools(_need(app.messaging, "messaging")),
         *a2a.tools(operator),
         *lifecycle.tools(operator),
     ]
