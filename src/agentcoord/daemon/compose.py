@@ -41,12 +41,12 @@ from agentcoord.kernel.httpserver import HttpServer
 from agentcoord.kernel.natsremote import host_qualifier
 from agentcoord.stores.agentsource import StoreAgents
 from agentcoord.stores.objects.directory import StoreDirectory
-from agentcoord.stores.objects.records import (
+from agentcoord.stores.objects.repository import (
     StoreChannelRecords,
     StorePromptRecords,
     StoreTaskRecords,
 )
-from agentcoord.stores.objects.registry_records import StoreAgentRecords, StoreJobRecords
+from agentcoord.stores.objects.repository import StoreAgentRecords, StoreJobRecords
 from agentcoord.stores.objects.serve import open_store
 from agentcoord.stores.objects.tables import LiveCells
 

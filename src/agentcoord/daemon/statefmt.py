@@ -19,7 +19,7 @@ from agentcoord.kernel.files import write_private
 
 __all__ = ["FORMAT", "FORMAT_FILE", "ensure_format", "read_format"]
 
-FORMAT = 1
+FORMAT = 2
 FORMAT_FILE = "format.json"
 
 # Files a daemon creates before it writes anything of substance: their presence alone does
@@ -34,8 +34,18 @@ def _from_0(state_dir: Path) -> None:
     claims view now replays an empty bucket at any sequence.)"""
 
 
+def _from_1(state_dir: Path) -> None:
+    """1 -> 2: records are their objects' spec and status (docs/store.md "Records are
+    objects"); format 1 kept each whole in one annotation. The objects are not rewritten here:
+    the repository reads that annotation for the fields an object's spec/status lack and drops
+    it at its next write of the object, which also covers objects a Kubernetes API server holds
+    (``--store kubernetes``), out of this dir's reach. The step is the version itself: a
+    format-1 daemon would not see a record written without the annotation, so it must refuse
+    this dir rather than lose them."""
+
+
 # MIGRATIONS[n] takes format n to n + 1.
-MIGRATIONS: tuple[Callable[[Path], None], ...] = (_from_0,)
+MIGRATIONS: tuple[Callable[[Path], None], ...] = (_from_0, _from_1)
 assert len(MIGRATIONS) == FORMAT
 
 

@@ -1,8 +1,10 @@
 """Registered agents and dispatch jobs as records, behind small Protocols.
 
 Seed 001's :class:`AgentRecord` shape, and an :class:`AgentTaskRecord` per job. Both persist
-through a Protocol so the object store (Agent and AgentTask objects) can take over; until then
-:class:`JsonFileRecords` keeps them in one 0600 JSON file each under the state dir.
+through a Protocol: the daemon keeps them as Agent and AgentTask objects, read from their spec
+and status (:mod:`agentcoord.stores.objects.repository`, docs/store.md "Records are objects").
+:class:`JsonFileRecords` (one 0600 JSON file each) is what a :class:`LocalAgents` built without
+records uses, as a unit test does.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ R = TypeVar("R", AgentRecord, AgentTaskRecord)
 
 
 class AgentRecords(Protocol):
-    """Where registered agents live (Agent objects: stores/objects/records.py). Reads are
+    """Where registered agents live (Agent objects: stores/objects/repository.py). Reads are
     synchronous (the store serves them from memory); writes wait for the commit."""
 
     async def upsert(self, record: AgentRecord) -> None: ...
@@ -96,7 +98,7 @@ class AgentRecords(Protocol):
 
 
 class TaskRecords(Protocol):
-    """Where dispatch jobs live (AgentTask objects: stores/objects/records.py)."""
+    """Where dispatch jobs live (AgentTask objects: stores/objects/repository.py)."""
 
     async def upsert(self, record: AgentTaskRecord) -> None: ...
     def get(self, key: str) -> AgentTaskRecord | None: ...

@@ -1,29 +1,26 @@
 """Record seams for AgentChannel, HumanPrompt and AgentTask (DESIGN.md "Planes").
 
-These objects belong to the Kubernetes-compatible object store. Messaging needs only a few
-operations on them, so each is a small ``Protocol`` with an in-memory implementation here; the
-store backs the same Protocols (each operation is one compare-and-set there). Operations are
-semantic (``answer``, ``add_participants``) rather than whole-object updates, so the store can
-apply them atomically on the current resourceVersion.
+These records are objects of the Kubernetes-compatible object store: each record is read from
+its object's spec and status (:mod:`agentcoord.stores.objects.repository`, docs/store.md
+"Records are objects"). Messaging needs only a few operations on them, so each is a small
+``Protocol``. Operations are semantic (``answer``, ``add_participants``) rather than
+whole-object updates, so the store applies them as a compare-and-set on the current
+resourceVersion, re-applied after a 409.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
-from agentcoord.errors import NotFound, ToolError
+from agentcoord.errors import ToolError
 
 __all__ = [
     "AlreadyAnswered",
     "ChannelPhase",
     "ChannelRecord",
     "ChannelRecords",
-    "MemoryChannelRecords",
-    "MemoryPromptRecords",
-    "MemoryTaskRecords",
     "PromptRecord",
     "PromptRecords",
     "TaskRecord",
@@ -82,43 +79,6 @@ class ChannelRecords(Protocol):
     async def list(self) -> list[ChannelRecord]: ...
 
 
-class MemoryChannelRecords:
-    """ChannelRecords in a dict; each operation is atomic on the event loop (no awaits)."""
-
-    def __init__(self) -> None:
-        self._by_name: dict[str, ChannelRecord] = {}
-
-    def _get(self, name: str) -> ChannelRecord:
-        rec = self._by_name.get(name)
-        if rec is None:
-            raise NotFound(f"channel {name} does not exist")
-        return rec
-
-    async def get(self, name: str) -> ChannelRecord | None:
-        rec = self._by_name.get(name)
-        return copy.deepcopy(rec) if rec else None
-
-    async def create(self, rec: ChannelRecord) -> tuple[ChannelRecord, bool]:
-        existing = self._by_name.get(rec.name)
-        if existing is not None:
-            return copy.deepcopy(existing), False
-        self._by_name[rec.name] = copy.deepcopy(rec)
-        return copy.deepcopy(rec), True
-
-    async def add_participants(self, name: str, agents: list[str]) -> ChannelRecord:
-        rec = self._get(name)
-        rec.participants += [a for a in agents if a not in rec.participants]
-        return copy.deepcopy(rec)
-
-    async def set_phase(self, name: str, phase: ChannelPhase) -> ChannelRecord:
-        rec = self._get(name)
-        rec.phase = phase
-        return copy.deepcopy(rec)
-
-    async def list(self) -> list[ChannelRecord]:
-        return [copy.deepcopy(r) for r in self._by_name.values()]
-
-
 # -- HumanPrompt -----------------------------------------------------------------------------
 
 
@@ -155,35 +115,6 @@ class PromptRecords(Protocol):
         ...
 
 
-class MemoryPromptRecords:
-    def __init__(self) -> None:
-        self._by_id: dict[str, PromptRecord] = {}
-
-    async def create(self, rec: PromptRecord) -> PromptRecord:
-        if rec.id in self._by_id:
-            raise ToolError(f"prompt {rec.id} already exists")
-        self._by_id[rec.id] = copy.deepcopy(rec)
-        return copy.deepcopy(rec)
-
-    async def get(self, prompt_id: str) -> PromptRecord | None:
-        rec = self._by_id.get(prompt_id)
-        return copy.deepcopy(rec) if rec else None
-
-    async def list(self, *, open_only: bool = True) -> list[PromptRecord]:
-        recs = sorted(self._by_id.values(), key=lambda r: r.created_at)
-        return [copy.deepcopy(r) for r in recs if r.phase == "Open" or not open_only]
-
-    async def answer(self, prompt_id: str, answer: Any, by: str) -> PromptRecord:
-        rec = self._by_id.get(prompt_id)
-        if rec is None:
-            raise NotFound(f"prompt {prompt_id} does not exist")
-        if rec.phase != "Open":
-            raise AlreadyAnswered(f"prompt {prompt_id} is already answered")
-        rec.phase, rec.answer, rec.answered_by = "Answered", answer, by
-        rec.answered_at = time.time()
-        return copy.deepcopy(rec)
-
-
 # -- AgentTask -------------------------------------------------------------------------------
 
 
@@ -210,28 +141,3 @@ class TaskRecords(Protocol):
         ...
 
     async def get(self, name: str) -> TaskRecord | None: ...
-
-
-class MemoryTaskRecords:
-    def __init__(self) -> None:
-        self._by_name: dict[str, TaskRecord] = {}
-
-    async def record_handoff(
-        self, *, offer: str, task: str, from_agent: str, to_agent: str, context: dict[str, Any]
-    ) -> TaskRecord:
-        name = f"{to_agent}-{offer}".replace(":", "-")
-        rec = self._by_name.get(name)
-        if rec is None:
-            rec = TaskRecord(
-                name=name,
-                objective=task,
-                assigned_agent=to_agent,
-                lineage={"handedOffFrom": {"agent": from_agent, "task": task, "offer": offer}},
-                handoff=dict(context),
-            )
-            self._by_name[name] = rec
-        return copy.deepcopy(rec)
-
-    async def get(self, name: str) -> TaskRecord | None:
-        rec = self._by_name.get(name)
-        return copy.deepcopy(rec) if rec else None
