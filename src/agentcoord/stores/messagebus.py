@@ -6,6 +6,10 @@ pull consumer whose filter subjects are its inbox, the broadcast subject and the
 part in; one consumer means one stream order, hence order per sender. The consumer is created
 before the first message to the agent is published, starting after the stream's last sequence,
 so nothing sent to an agent that is not listening is lost and nothing older is replayed.
+Joining a channel later adds its subject to the filter; a consumer that is behind the stream
+would then also deliver the channel's earlier posts, so the join records the stream's last
+sequence for that subject in the consumer's metadata (it survives restarts and is shared by
+every daemon on the NATS) and reads drop that subject's messages at or below it.
 
 Reads pull with our own request loop rather than nats-py's ``fetch`` so every pull request ends
 (batch filled, 404 or 408) before its reply subject goes away: a lingering pull would capture
@@ -63,6 +67,7 @@ _ACK_WAIT_S = 5.0  # an unconfirmed message is redelivered after this
 _DELIVERY_WAIT_S = 1.0  # how long send waits for a live reader to take a message
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_:@-][A-Za-z0-9_:@+=-]{0,127}$")
 _CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+_JOINED = "agentcoord.joined."  # consumer metadata key prefix: subject -> stream seq at join
 
 
 def check_agent_id(agent: str) -> str:
@@ -134,6 +139,8 @@ class MessageBus:
         self._js_timeout = js_timeout
         self._js: Any = None
         self._ready: dict[str, set[str]] = {}  # agent -> its consumer's filter subjects
+        # agent -> subject -> the stream's last seq when the subject joined its filter
+        self._joined: dict[str, dict[str, int]] = {}
         self._setup_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._read_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._acked: dict[str, int] = {}  # agent -> highest stream seq acknowledged
@@ -198,6 +205,7 @@ class MessageBus:
                 subjects = set(info.config.filter_subjects or [])
                 if info.config.filter_subject:
                     subjects.add(info.config.filter_subject)
+                self._joined[agent] = _join_marks(info.config.metadata)
                 floor = info.ack_floor.stream_seq if info.ack_floor else 0
                 if info.delivered and info.delivered.stream_seq > floor:
                     await self._restart_after(name, info.config, floor)
@@ -265,7 +273,7 @@ class MessageBus:
             with contextlib.suppress(NotFoundError):
                 await self._js.delete_consumer(STREAM, consumer_name(agent))
             await self._js.purge_stream(STREAM, subject=inbox_subject(agent))
-            for state in (self._ready, self._acked, self._held, self._handed):
+            for state in (self._ready, self._acked, self._held, self._handed, self._joined):
                 state.pop(agent, None)
         # The agent is gone: so are its locks (held above; no one else waits on a removed
         # agent's inbox), else every removed session would leave two behind.
@@ -273,7 +281,8 @@ class MessageBus:
         self._read_locks.pop(agent, None)
 
     async def subscribe_subjects(self, agent: str, subjects: list[str]) -> None:
-        """Add subjects (channels) to ``agent``'s consumer; messages after now reach it."""
+        """Add subjects (channels) to ``agent``'s consumer; messages after now reach it,
+        earlier ones on those subjects do not (their join mark, above)."""
         await self.ensure_inbox(agent)
         async with self._setup_locks[agent]:
             current = self._ready[agent]
@@ -283,14 +292,25 @@ class MessageBus:
             info = await self._js.consumer_info(STREAM, consumer_name(agent))
             config = info.config
             # Another host's daemon on the same NATS may have added channels since we cached;
-            # keep them.
-            wanted |= set(config.filter_subjects or ())
+            # keep them, and their marks.
+            had = set(config.filter_subjects or ())
             if config.filter_subject:
-                wanted.add(config.filter_subject)
+                had.add(config.filter_subject)
+            marks = _join_marks(config.metadata)
+            floor = info.ack_floor.stream_seq if info.ack_floor else 0
+            marks = {s: seq for s, seq in marks.items() if seq > floor}  # nothing left below
+            new = wanted - had
+            if new:
+                last = (await self._js.stream_info(STREAM)).state.last_seq
+                marks.update(dict.fromkeys(new, last))
+            wanted |= had
             config.filter_subject = None
             config.filter_subjects = sorted(wanted)
+            others = {k: v for k, v in (config.metadata or {}).items() if not k.startswith(_JOINED)}
+            config.metadata = {**others, **{_JOINED + s: str(seq) for s, seq in marks.items()}}
             await self._js.add_consumer(STREAM, config)
             self._ready[agent] = wanted
+            self._joined[agent] = marks
 
     # -- publishing --------------------------------------------------------------------------
 
@@ -304,6 +324,11 @@ class MessageBus:
         # nothing, so the publish is sent again.
         ack = await while_electing(lambda: self._js.publish(subject, data, headers=headers))
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    def _before_join(self, agent: str, msg: Any) -> bool:
+        """Whether ``msg`` was posted on a subject before ``agent`` joined it."""
+        mark = self._joined.get(agent, {}).get(msg.subject)
+        return mark is not None and msg.metadata.sequence.stream <= mark
 
     def _given(self, agent: str) -> int:
         return max(self._acked.get(agent, 0), self._handed.get(agent, 0))
@@ -348,6 +373,9 @@ class MessageBus:
                 if kept:
                     return kept
             raw = await self._pull(agent, limit, None)
+            if raw and after is None and wait > 0 and all(self._before_join(agent, m) for m in raw):
+                await self._take(agent, raw)  # only posts from before a join: wait for news
+                raw = []
             if not raw and wait <= 0 and await self._pending(agent):
                 # A no_wait pull can race a just-stored message under load (the consumer's
                 # view lags the stream's ack); the consumer's own count is authoritative.
@@ -406,11 +434,12 @@ class MessageBus:
             if seq in held:  # redelivered after ack_wait: keep the newest delivery to ack
                 held[seq] = (m, held[seq][1])
                 continue
-            try:
-                rec: Received | None = Received(seq, m.subject, wire.decode(m.data))
-            except ValueError:
-                log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
-                rec = None
+            rec: Received | None = None  # held, never returned, confirmed with the rest
+            if not self._before_join(agent, m):
+                try:
+                    rec = Received(seq, m.subject, wire.decode(m.data))
+                except ValueError:
+                    log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
             held[seq] = (m, rec)
             if rec is not None:
                 out.append(rec)
@@ -432,6 +461,8 @@ class MessageBus:
             if seq <= floor:
                 continue  # a redelivery of something already returned
             floor = seq
+            if self._before_join(agent, m):
+                continue  # posted before the agent joined that channel
             try:
                 out.append(Received(seq, m.subject, wire.decode(m.data)))
             except ValueError:
@@ -492,3 +523,12 @@ class MessageBus:
         finally:
             del self._pulls[consumer]
         return out
+
+
+def _join_marks(metadata: dict[str, str] | None) -> dict[str, int]:
+    """The join marks kept in a consumer's metadata (subject -> stream seq)."""
+    marks = {}
+    for key, value in (metadata or {}).items():
+        if key.startswith(_JOINED) and value.isdigit():
+            marks[key[len(_JOINED) :]] = int(value)
+    return marks
