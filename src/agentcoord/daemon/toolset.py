@@ -3,13 +3,11 @@ nothing else (docs/architecture.md "Tools")."""
 
 from __future__ import annotations
 
-import dataclasses
-from types import ModuleType
 from typing import Any, TypeVar
 
 from agentcoord.tools import a2a, agents, claims, discovery, handoff, humans, identity, lifecycle
 from agentcoord.tools import messaging as messaging_tools
-from agentcoord.tools._base import Tool, ToolContext
+from agentcoord.tools._base import Tool
 from agentcoord.tools.registry import ToolRegistry
 
 __all__ = ["build_registry"]
@@ -18,25 +16,11 @@ T = TypeVar("T")
 
 
 def _need(service: T | None, what: str) -> T:
-    """``service``; the registry is built once every part has started (daemon/run.py), so a
-    missing one is a start-up bug, not a tool error."""
+    """``service``; the registry is built once every part has started (daemon/compose.py), so
+    a missing one is a start-up bug, not a tool error."""
     if service is None:
         raise RuntimeError(f"{what} is not started; the tools cannot be built")
     return service
-
-
-def _legacy(module: ModuleType, app: Any) -> list[Tool]:
-    """Transitional: a module still exporting ``TOOLS`` with handlers of (ctx, args)."""
-    out = []
-    for tool in module.TOOLS:
-        old = tool.handler
-
-        async def handler(caller: Any, args: dict[str, Any], _old: Any = old) -> dict[str, Any]:
-            result: dict[str, Any] = await _old(ToolContext(caller, app), args)
-            return result
-
-        out.append(dataclasses.replace(tool, handler=handler))
-    return out
 
 
 def build_registry(app: Any) -> ToolRegistry:

@@ -6,16 +6,13 @@ from typing import Any
 
 from agentcoord.errors import IdentityMismatch
 from agentcoord.kernel.caller import Caller
-from agentcoord.tools._base import ToolContext
 
 __all__ = ["acting_agent"]
 
 
-def acting_agent(caller: Caller | ToolContext, args: dict[str, Any], *keys: str) -> str:
-    """The caller's id; an ``agent``/``from`` argument that names someone else is an error.
-
-    Takes the caller (a ToolContext too while some modules still take one)."""
-    me = (caller.caller if isinstance(caller, ToolContext) else caller).agent
+def acting_agent(caller: Caller, args: dict[str, Any], *keys: str) -> str:
+    """The caller's id; an ``agent``/``from`` argument that names someone else is an error."""
+    me = caller.agent
     for key in keys or ("agent", "from"):
         claimed = args.get(key)
         if claimed and claimed != me:
