@@ -1,0 +1,162 @@
+"""The death signal and rlimits of a started child, set before exec by ``exec_prefix``
+(util-linux's setpriv and prlimit, else the interpreter shim): the limits hold in the child,
+a SIGKILL of its parent takes it along, and the shim follows a parent already gone."""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentcoord.localagents.sandbox import Limits, exec_prefix, rlimit_caps, util_linux
+
+LIMITS = Limits(cpu_s=77, fsize_bytes=12345678, nofile=321)
+_ROWS = {
+    "cpu": "Max cpu time",
+    "fsize": "Max file size",
+    "nofile": "Max open files",
+    "core": "Max core file size",
+}
+
+# The daemon's part, in miniature: build the prefix (it names this process as the parent) and
+# start the command from the main thread, say the child's pid, and say so if the child exits
+# (a prefix that refused); then wait to be SIGKILLed by the test.
+_PARENT = f"""\
+import subprocess, sys
+from agentcoord.localagents.sandbox import Limits, exec_prefix
+prefix = exec_prefix({LIMITS!r}, with_util_linux=sys.argv[1] == "util-linux")
+child = subprocess.Popen([*prefix, *sys.argv[2:]], start_new_session=True)
+print(child.pid, flush=True)
+print("exited", child.wait(), flush=True)
+sys.stdin.read()
+"""
+
+
+def limits_of(pid: int) -> dict[str, tuple[str, str]]:
+    """(soft, hard) per prlimit resource name, from ``/proc/<pid>/limits``."""
+    rows = Path(f"/proc/{pid}/limits").read_text().splitlines()
+    out = {}
+    for name, label in _ROWS.items():
+        row = next(r for r in rows if r.startswith(label))
+        soft, hard = row[len(label) :].split()[:2]
+        out[name] = (soft, hard)
+    return out
+
+
+def exited_within(pid: int, timeout: float) -> bool:
+    """Wait on a pidfd (readable once ``pid`` has exited, zombie or reaped) for ``timeout``."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        return bool(ready)
+    finally:
+        os.close(fd)
+
+
+def expected(limits: Limits) -> dict[str, tuple[str, str]]:
+    """The limits as /proc shows them: each at most this process's hard limit."""
+    hard = {
+        "cpu": resource.RLIMIT_CPU,
+        "fsize": resource.RLIMIT_FSIZE,
+        "nofile": resource.RLIMIT_NOFILE,
+        "core": resource.RLIMIT_CORE,
+    }
+    wanted = {"cpu": limits.cpu_s, "fsize": limits.fsize_bytes, "nofile": limits.nofile, "core": 0}
+    out = {}
+    for name, value in wanted.items():
+        ceiling = resource.getrlimit(hard[name])[1]
+        cap = value if ceiling == resource.RLIM_INFINITY else min(value, ceiling)
+        out[name] = (str(cap), str(cap))
+    return out
+
+
+@pytest.fixture(params=["util-linux", "shim"])
+def way(request: pytest.FixtureRequest) -> str:
+    """exec_prefix both ways: setpriv + prlimit, and the interpreter shim."""
+    if request.param == "util-linux" and util_linux() is None:
+        pytest.skip("util-linux setpriv (--pdeathsig) or prlimit not installed")
+    return str(request.param)
+
+
+@pytest.fixture
+def started(way: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """A parent process that started a shell through exec_prefix: (parent, the child's pid),
+    once the shell has said it runs (past every step of the prefix)."""
+    command = ["sh", "-c", "echo running; exec sleep 61.803"]
+    with subprocess.Popen(
+        [sys.executable, "-c", _PARENT, way, *command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as parent:
+        assert parent.stdout is not None
+        # The child shares the parent's stdout: its line and the parent's, in either order.
+        lines = sorted(parent.stdout.readline().strip() for _ in range(2))
+        assert lines[1] == "running", lines
+        pid = int(lines[0])
+        try:
+            yield parent, pid
+        finally:
+            parent.kill()
+            if not exited_within(pid, 0):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_the_child_has_the_limits_from_its_first_instruction(
+    started: tuple[subprocess.Popen[str], int],
+) -> None:
+    """The started command runs with exactly the configured rlimits, soft and hard."""
+    _parent, pid = started
+    assert limits_of(pid) == expected(LIMITS)
+
+
+def test_the_child_dies_when_its_parent_is_sigkilled(
+    started: tuple[subprocess.Popen[str], int],
+) -> None:
+    """SIGKILL of the parent delivers SIGKILL to the child (PR_SET_PDEATHSIG) within 5 s."""
+    parent, pid = started
+    assert not exited_within(pid, 0)
+    parent.kill()
+    parent.wait()
+    assert exited_within(pid, 5), f"{pid} outlived its parent"
+
+
+def test_the_shim_follows_a_parent_that_is_already_gone() -> None:
+    """The shim exits without running the command when its parent is not the one that asked
+    (the daemon died before the death signal was set)."""
+    argv = exec_prefix(LIMITS, with_util_linux=False)
+    argv[argv.index(str(os.getpid()))] = "1"  # as if re-parented to init
+    done = subprocess.run([*argv, "sh", "-c", "echo ran"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (70, "")
+
+
+@pytest.mark.unit
+def test_caps_never_exceed_the_hard_limit() -> None:
+    """A limit above the daemon's hard limit is capped at it; an unlimited one is not."""
+    hard = {resource.RLIMIT_NOFILE: 100, resource.RLIMIT_CPU: resource.RLIM_INFINITY}
+    caps = dict(rlimit_caps(LIMITS, lambda which: hard.get(which, resource.RLIM_INFINITY)))
+    assert caps == {"cpu": 77, "fsize": 12345678, "nofile": 100, "core": 0}
+
+
+@pytest.mark.unit
+def test_util_linux_prefix_sets_the_signal_before_the_limits() -> None:
+    """With util-linux: setpriv --pdeathsig KILL first, then prlimit with soft = hard."""
+    if util_linux() is None:
+        pytest.skip("util-linux setpriv (--pdeathsig) or prlimit not installed")
+    setpriv, prlimit = util_linux() or ("", "")
+    argv = exec_prefix(LIMITS)
+    assert argv[:4] == [setpriv, "--pdeathsig", "KILL", "--"]
+    assert argv[4] == prlimit
+    assert argv[-1] == "--"
+    assert {"--cpu=77:77", "--fsize=12345678:12345678", "--core=0:0"} <= set(argv)
+    assert exec_prefix() == argv[:4]  # no limits asked: no prlimit
