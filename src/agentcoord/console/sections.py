@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.eventtext import render_event
 
 if TYPE_CHECKING:
-    from agentcoord.daemon.messaging import Messaging  # moves to agentcoord.messaging
     from agentcoord.kernel.caller import Caller
     from agentcoord.localagents import LocalAgents
+    from agentcoord.messaging import Messaging
     from agentcoord.stores.agentsource import AgentSource
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
@@ -132,6 +132,4 @@ class ConsoleSections:
 
     async def answer(self, prompt_id: str, value: Any, human: Caller) -> None:
         """The human's answer from the console (the same path as the answer_prompt tool)."""
-        from agentcoord.tools.humans import answer_prompt  # moves to agentcoord.messaging
-
-        await answer_prompt(self._messaging, prompt_id, str(value), human)
+        await self._messaging.humans.answer(prompt_id, str(value), human)

@@ -42,18 +42,19 @@ from agentcoord.kernel.natsremote import host_qualifier
 from agentcoord.stores.agentsource import StoreAgents
 from agentcoord.stores.objects.directory import StoreDirectory
 from agentcoord.stores.objects.repository import (
+    StoreAgentRecords,
     StoreChannelRecords,
+    StoreJobRecords,
     StorePromptRecords,
     StoreTaskRecords,
 )
-from agentcoord.stores.objects.repository import StoreAgentRecords, StoreJobRecords
 from agentcoord.stores.objects.serve import open_store
 from agentcoord.stores.objects.tables import LiveCells
 
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
-    from agentcoord.daemon.messaging import Messaging  # moves to agentcoord.messaging
     from agentcoord.localagents import LocalAgents
+    from agentcoord.messaging import Messaging
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.objects.backend import ObjectBackend
 

@@ -18,7 +18,7 @@ from agentcoord.kernel.caller import Caller
 if TYPE_CHECKING:
     from agentcoord.kernel.directory import AgentDirectory
     from agentcoord.localagents.session_end import SessionWatch
-    from agentcoord.daemon.messaging import Messaging  # moves to agentcoord.messaging
+    from agentcoord.messaging import Messaging
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
 __all__ = ["HookDeps", "HookHandlers", "Hooks", "additional_context", "deny_tool"]

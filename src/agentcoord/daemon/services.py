@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
     from agentcoord.config import Config
     from agentcoord.daemon.identity import IdentityResolver
-    from agentcoord.daemon.messaging import Messaging  # moves to agentcoord.messaging
     from agentcoord.daemon.natslink import NatsLink
     from agentcoord.localagents import LocalAgents
     from agentcoord.localagents.session_end import SessionWatch
+    from agentcoord.messaging import Messaging
     from agentcoord.stores.agentsource import AgentSource
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentcoord.kernel.caller import Caller
 
-if TYPE_CHECKING:
-    from agentcoord.daemon.app import App  # transitional, with ToolContext
-
-__all__ = ["Tool", "ToolContext", "ToolHandler", "obj_schema"]
+__all__ = ["Tool", "ToolHandler", "obj_schema"]
 
 ToolHandler = Callable[[Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -29,8 +26,7 @@ class Tool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    # Transitional: ToolHandler once every module builds its tools from its services.
-    handler: Callable[..., Awaitable[dict[str, Any]]]
+    handler: ToolHandler
     render: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False)
 
     def listing(self) -> dict[str, Any]:
@@ -48,11 +44,3 @@ def obj_schema(required: tuple[str, ...] = (), **props: dict[str, Any]) -> dict[
         schema["required"] = list(required)
     return schema
 
-
-@dataclass(frozen=True)
-class ToolContext:
-    """Transitional: the old handler argument (the caller and the whole daemon). Removed once
-    every tool module builds its tools from its own services."""
-
-    caller: Caller
-    app: App
