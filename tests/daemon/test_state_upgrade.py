@@ -1,6 +1,8 @@
 """A state dir made by release 0.1.0 (``fixtures/state-0.1.0.tar.gz``, made by
 ``make_state_fixture.py`` with that release's code) opens with this version, and keeps what it
-held: objects, the open prompt, the queued message, the channel, the checkpoint bundle."""
+held: objects, the open prompt, the queued message, the channel, the checkpoint bundle; its
+records, kept whole in an annotation then, move into spec and status (docs/store.md "Older
+objects")."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from agentcoord.daemon.statefmt import FORMAT, FORMAT_FILE, read_format
+from agentcoord.daemon.statefmt import FORMAT, FORMAT_FILE, ensure_format, read_format
+from agentcoord.errors import StateFormatError
 from tests.conftest import Daemon, make_env, write_kubeconfig
 from tests.tools.session_helpers import CALLS, own_call
 
@@ -125,3 +128,52 @@ def test_0_1_0_objects_are_read_by_kubectl(old_state: tuple[Daemon, dict[str, An
         timeout=60,
     )
     assert profile.returncode == 0, profile.stderr
+
+
+def test_format_1_moves_to_this_format_and_a_newer_one_is_refused(tmp_path: Path) -> None:
+    """A format-1 dir is stamped with this format; a dir of a newer format is refused."""
+    (tmp_path / FORMAT_FILE).write_text(json.dumps({"format": 1, "written_by": "0.1.1"}))
+    assert FORMAT == 2
+    assert ensure_format(tmp_path) == 1
+    assert read_format(tmp_path)[0] == FORMAT
+    (tmp_path / FORMAT_FILE).write_text(json.dumps({"format": FORMAT + 1, "written_by": "9"}))
+    with pytest.raises(StateFormatError, match="holds state format"):
+        ensure_format(tmp_path)
+
+
+def test_0_1_0_records_move_into_spec_and_status(old_state: tuple[Daemon, dict[str, Any]]) -> None:
+    """0.1.0's annotation records: a kubectl edit of the old channel's spec takes effect, and
+    answering the old prompt rewrites it with the answer in status and no record annotation."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    d, notes = old_state
+    d.start(timeout=10)
+    config = write_kubeconfig(d)
+    base = ["kubectl", "--kubeconfig", str(config), "--cache-dir", str(d.root / "kc")]
+
+    def kubectl(*args: str) -> str:
+        done = subprocess.run([*base, *args], env=d.env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    patch = {"spec": {"participants": ["v010-1", "v010-2", "v010-3"]}}
+    kubectl("patch", "agentchannel", notes["channel"], "--type", "merge", "-p", json.dumps(patch))
+    [chan] = [c for c in _ok(d, "list_channels")["channels"] if c["name"] == notes["channel"]]
+    assert sorted(chan["participants"]) == ["v010-1", "v010-2", "v010-3"]
+    assert chan["created_by"]  # from the 0.1.0 record: spec has no slot for it
+
+    [prompt_id] = notes["prompt_ids"]
+    answered = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "answer", prompt_id, "seen"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert answered.returncode == 0, answered.stderr
+    obj = json.loads(kubectl("get", "humanprompt", prompt_id, "-o", "json"))
+    assert obj["status"]["phase"] == "Answered"
+    assert obj["status"]["answer"] == {"value": "seen"}
+    annotations = obj["metadata"]["annotations"]
+    assert "fastverk.savvifi.com/record" not in annotations
+    assert "record.fastverk.savvifi.com/created-at" in annotations
