@@ -24,6 +24,7 @@ from agentcoord.stores.objects.repository import (
     StoreJobRecords,
     StorePromptRecords,
     StoreTaskRecords,
+    record_of,
 )
 from agentcoord.stores.records import AlreadyAnswered, ChannelRecord, PromptRecord, effective_phase
 
@@ -272,3 +273,14 @@ async def test_legacy_annotation_records_are_read_then_rewritten(store: ObjectSt
     assert LEGACY_RECORD_ANNOTATION not in obj["metadata"]["annotations"]
     assert obj["metadata"]["annotations"][NOTE_PREFIX + "registered-by"] == "agent:x"
     assert agents.get("alpha") == rec
+
+
+async def test_record_of_decodes_any_record_object(store: ObjectStore) -> None:
+    """record_of gives the record a stored object holds, and None for an object that is not
+    a record (a session Agent)."""
+    await StoreAgentRecords(store, NS).upsert(AgentRecord("api", endpoint="http://e"))
+    await store.create("agents", NS, {"metadata": {"name": "s"}, "spec": {"agentType": "session"}})
+    got = {o["metadata"]["name"]: record_of(o) for o in (await store.list("agents", NS))[0]}
+    assert got["s"] is None
+    assert isinstance(got["api"], AgentRecord)
+    assert got["api"].endpoint == "http://e"
