@@ -7,6 +7,12 @@ checkpoint to resume gets a main turn; every message to it runs as a turn in a l
 ("From A", reused while idle). ``status.phase`` follows the turns: Pending, Running, then
 Succeeded or Failed from the last turn's result JSON (Idle when it never had work).
 
+The controller works as a Kubernetes controller does (client-go's workqueue): a watch event
+only queues the Agent's name (:mod:`.workqueue`, deduplicated); a fixed number of workers take
+names, read the Agent as stored now and act on :func:`.rules.reconcile_action`. A name is never
+reconciled by two workers at once, and a reconcile that fails (the store busy, a start that
+raised) is logged and queued again after an exponential back-off, so no change is lost.
+
 Deleting the Agent is the stop signal: a finalizer holds the object until the controller has
 stopped the runners' process groups and written the outcome. Each live runner is recorded on
 the Agent (annotation ``fastverk.savvifi.com/runners``: pid, start time, job dir), so after a
@@ -24,7 +30,7 @@ import secrets
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Coroutine, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +62,10 @@ from agentcoord.agentops.rules import (
     reconcile_action,
 )
 from agentcoord.agentops.turns import ActiveTurns, RegisteringRunners, Turn, focus_of
+from agentcoord.agentops.workqueue import WorkQueue
 from agentcoord.errors import ToolError
 from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.profiles import (
     DEFAULT_PROFILE,
@@ -80,6 +88,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+WORKERS = 4  # Agents reconciled at once; one Agent is only ever reconciled by one of them
+RETRY_BASE_S = 0.1  # the first retry of a failed reconcile; doubling up to RETRY_MAX_S
+RETRY_MAX_S = 30.0
 
 
 class AgentController:
@@ -122,31 +134,41 @@ class AgentController:
         self._sessions: dict[str, list[LinkedSession]] = {}
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._handled: set[str] = set()  # uids of Agents whose first reconcile is done
+        self._uids: dict[str, str] = {}  # name -> uid of the Agent last reconciled
+        self._stopped: set[str] = set()  # uids whose runners the delete has stopped
         self._gone: dict[str, asyncio.Event] = {}
-        self._finalizing: set[str] = set()  # uids being finalized now
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._starting: dict[str, asyncio.Future[None]] = {}  # turn id -> its runner started
+        self._queue: WorkQueue[str] = WorkQueue(base_delay=RETRY_BASE_S, max_delay=RETRY_MAX_S)
+        # The watch, the workers, the turns and their bookkeeping (docs/architecture.md "Tasks").
+        self._tasks = TaskSet("agent controller")
         self._closing = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> AgentController:
-        await self._adopt_or_reap()
-        self._start_task(self._watch(), "agent-controller")
+        await self._tasks.__aenter__()
+        try:
+            await self._adopt_or_reap()
+        except BaseException:
+            await self._tasks.__aexit__(None, None, None)
+            raise
+        self._tasks.spawn(self._watch(), name="agent-controller-watch")
+        for n in range(WORKERS):
+            self._tasks.spawn(self._work(), name=f"agent-controller-worker-{n}")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self._closing = True
-        for task in list(self._tasks):
-            task.cancel("daemon stopping")
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        self._queue.shut_down()
+        # Cancels the watch, the workers and every turn (each stops its runner), and waits.
+        await self._tasks.__aexit__(None, None, None)
 
-    def _start_task(self, coro: Any, name: str) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None] | None:
+        """A task of the controller; None once it is closing (the coroutine is not run)."""
+        if not self._tasks.running:
+            coro.close()
+            return None
+        return self._tasks.spawn(coro, name=name)
 
     def emit(self, event: str, agent: str, **data: Any) -> None:
         if self._audit is not None:
@@ -200,7 +222,7 @@ class AgentController:
         self._runners[turn.key] = RunnerInfo(name, place.depth, place.chain)
         log.info("adopted runner %d of %s after a restart", turn.key[0], name)
         self.emit("RUNNER_ADOPTED", name, pid=turn.key[0], turn=turn.id)
-        turn.task = self._start_task(self._watch_adopted(turn), f"adopted-{turn.id}")
+        turn.task = self._spawn(self._watch_adopted(turn), f"adopted-{turn.id}")
 
     async def _watch_adopted(self, turn: Turn) -> None:
         """An adopted runner is not our child: wait on its pidfd, then read its output."""
@@ -228,9 +250,10 @@ class AgentController:
         self.emit("RUNNER_REAPED", name, pid=pid, turn=rec.get("turn"), phase=phase)
         log.info("reaped runner %d of %s: %s", pid, name, message)
 
-    # -- the reconcile loop ------------------------------------------------------------------
+    # -- the reconcile loop: watch -> work queue -> workers --------------------------------
 
     async def _watch(self) -> None:
+        """Queue the name of every Agent that changes; the workers do the rest."""
         while not self._closing:
             try:
                 watcher = await self.store.watch(
@@ -238,7 +261,8 @@ class AgentController:
                 )
                 async with watcher:
                     async for event in watcher:
-                        await self._on_event(event.type, event.object)
+                        if event.type != "BOOKMARK":
+                            self._queue.add(str(event.object["metadata"]["name"]))
             except Expired:
                 continue  # cut off: list again (ADDED events for what exists)
             except StoreError:
@@ -249,32 +273,68 @@ class AgentController:
             else:
                 return
 
-    async def _on_event(self, etype: str, obj: dict[str, Any]) -> None:
-        name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
-        if etype == "DELETED":
-            self._stop_agent_turns(name)
-            self._handled.discard(uid)
-            self._mark_gone(name)
+    async def _work(self) -> None:
+        """One worker: reconcile the names the queue hands out, one at a time."""
+        while (name := await self._queue.get()) is not None:
+            try:
+                await self._reconcile(name)
+            except Exception as exc:
+                retry = self._queue.failures(name) + 1
+                delay = self._queue.add_rate_limited(name)
+                log.warning(
+                    "reconciling agent %s failed (retry %d in %.1f s): %s",
+                    name,
+                    retry,
+                    delay,
+                    exc,
+                    exc_info=not isinstance(exc, StoreError),
+                    extra={"agent": name, "retry": retry},
+                )
+            else:
+                self._queue.forget(name)
+            finally:
+                self._queue.done(name)
+
+    async def _reconcile(self, name: str) -> None:
+        """Bring the Agent ``name`` as stored now to what it asks for; raise to be retried."""
+        try:
+            obj = await self.store.get("agents", self.ns, name)
+        except ObjectNotFound:
+            self._forget_agent(name)
             return
-        finalizers = obj["metadata"].get("finalizers") or []
-        if FINALIZER not in finalizers and not obj["metadata"].get("deletionTimestamp"):
+        meta = obj["metadata"]
+        if (meta.get("labels") or {}).get(MANAGED_LABEL) != "agentcoord":
+            return  # no longer managed: not ours to run
+        uid = str(meta["uid"])
+        if self._uids.get(name, uid) != uid:
+            self._forget_agent(name)  # deleted and made again under the same name
+        self._uids[name] = uid
+        finalizers = meta.get("finalizers") or []
+        if FINALIZER not in finalizers and not meta.get("deletionTimestamp"):
             # Created by hand (kubectl): hold it until its runners are stopped, too.
-            with contextlib.suppress(StoreError):
+            with contextlib.suppress(ObjectNotFound):
                 await self.store.patch(
                     "agents", self.ns, name, {"metadata": {"finalizers": [*finalizers, FINALIZER]}}
                 )
         live = sum(1 for t in self.turns.values() if t.agent == name)
         action = reconcile_action(obj, live_turns=live, handled=uid in self._handled)
         if action == "finalize":
-            if uid not in self._finalizing:
-                self._finalizing.add(uid)
-                self._start_task(self._finalize(obj), f"finalize-{name}")
+            await self._finalize(obj)
         elif action == "start":
+            await self._start_main(obj)
             self._handled.add(uid)
-            self._start_task(self._start_main(obj), f"start-{name}")
         elif action == "idle":
-            self._handled.add(uid)
             await self._w.set_status(name, "Idle", "no objective; waiting for messages")
+            self._handled.add(uid)
+
+    def _forget_agent(self, name: str) -> None:
+        """The Agent left the store: stop what may still run for it and say it is gone."""
+        self._stop_agent_turns(name)
+        uid = self._uids.pop(name, None)
+        if uid is not None:
+            self._handled.discard(uid)
+            self._stopped.discard(uid)
+        self._mark_gone(name)
 
     def _mark_gone(self, name: str) -> None:
         ev = self._gone.pop(name, None)
@@ -302,8 +362,25 @@ class AgentController:
         return tasks
 
     async def _finalize(self, obj: dict[str, Any]) -> None:
-        """Deleting: stop every runner of the agent, say so, then release the finalizer."""
+        """Deleting: stop every runner of the agent and say so (once), then release the
+        finalizer (retried until it is released)."""
         name, uid = obj["metadata"]["name"], obj["metadata"]["uid"]
+        if uid not in self._stopped:
+            await self._stop_runners(obj)
+            self._stopped.add(uid)
+        try:
+            await self._w.sync_runners(name, self.turns.values())
+            current = await self.store.get("agents", self.ns, name)
+            rest = [f for f in current["metadata"].get("finalizers") or [] if f != FINALIZER]
+            await self.store.patch(
+                "agents", self.ns, name, {"metadata": {"finalizers": rest or None}}
+            )
+        except ObjectNotFound:
+            pass  # gone already: the next reconcile forgets it
+        self._sessions.pop(name, None)
+
+    async def _stop_runners(self, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
         began = time.monotonic()
         pids = [t.key[0] for t in self.turns.values() if t.agent == name and t.key]
         # The sandboxed command runs in its own session inside bwrap: killing the runner's
@@ -311,9 +388,8 @@ class AgentController:
         # "stopped" means every process of the runner is gone.
         inside = await asyncio.to_thread(descendants, pids)
         tasks = self._stop_agent_turns(name)
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if tasks:
+            await asyncio.wait(tasks)
         await asyncio.to_thread(wait_gone, inside, 1.0)
         took = round((time.monotonic() - began) * 1000)
         message = (
@@ -333,15 +409,6 @@ class AgentController:
                     subresource="status",
                 )
         self.emit("AGENT_STOPPED", name, pids=pids, stopped_ms=took)
-        with contextlib.suppress(StoreError):
-            await self._w.sync_runners(name, self.turns.values())
-            current = await self.store.get("agents", self.ns, name)
-            rest = [f for f in current["metadata"].get("finalizers") or [] if f != FINALIZER]
-            await self.store.patch(
-                "agents", self.ns, name, {"metadata": {"finalizers": rest or None}}
-            )
-        self._sessions.pop(name, None)
-        self._finalizing.discard(uid)
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -365,7 +432,11 @@ class AgentController:
         return next((s.session_id for s in self._sessions_of(obj) if s.name == "main"), "")
 
     async def _start_main(self, obj: dict[str, Any]) -> None:
-        """The agent's first turn: its task's objective, or the resumed checkpoint's."""
+        """The agent's first turn: its task's objective, or the resumed checkpoint's.
+
+        Returns once the runner has started (or its turn has ended, with a status that says
+        how); raises what kept it from starting otherwise, the turn undone, so the worker
+        starts it again after a back-off."""
         name = obj["metadata"]["name"]
         spec = obj.get("spec") or {}
         try:
@@ -376,18 +447,48 @@ class AgentController:
         place = TurnPlace(int(spec.get("depth") or 1), (name,))
         turn = self._new_turn(name, place, session, resume, prompt)
         turn.focus = focus_of(prompt)
+        started = self._starting[turn.id] = asyncio.get_running_loop().create_future()
+        try:
+            task_name = (spec.get("ownerRef") or {}).get("name")
+            if task_name:
+                with contextlib.suppress(StoreError):
+                    await self.store.patch(
+                        "agenttasks",
+                        self.ns,
+                        task_name,
+                        {"status": {"phase": "Running"}},
+                        subresource="status",
+                    )
+            await self._launch(turn, cwd)
+        except BaseException:
+            self._undo_start(turn)
+            raise
+        try:
+            await started
+        except asyncio.CancelledError:
+            raise  # the controller is closing: the turn's task is cancelled with it
+        except Exception:
+            self._undo_start(turn)
+            raise
+        # Written once the runner runs: a start that failed leaves the Agent as it was, so
+        # no write of ours queues it again before its back-off is over.
         await self._w.save_sessions(name, self._sessions.get(name, []))
-        task_name = (spec.get("ownerRef") or {}).get("name")
-        if task_name:
-            with contextlib.suppress(StoreError):
-                await self.store.patch(
-                    "agenttasks",
-                    self.ns,
-                    task_name,
-                    {"status": {"phase": "Running"}},
-                    subresource="status",
-                )
-        await self._launch(turn, cwd)
+
+    def _undo_start(self, turn: Turn) -> None:
+        """A main turn whose runner never started: forget it and its session, as if the start
+        had not been tried (the Agent stays Pending for the retry)."""
+        self._starting.pop(turn.id, None)
+        self.turns.pop(turn.id, None)
+        self.active.remove(turn.agent, turn.id)
+        sessions = self._sessions.get(turn.agent, [])
+        if turn.session in sessions:
+            sessions.remove(turn.session)
+
+    def _runner_started(self, turn: Turn) -> None:
+        """The start of ``turn`` is over (its runner runs, or the turn ended)."""
+        fut = self._starting.pop(turn.id, None)
+        if fut is not None and not fut.done():
+            fut.set_result(None)
 
     async def _prepare_main(self, obj: dict[str, Any]) -> tuple[Path, LinkedSession, bool, str]:
         name = obj["metadata"]["name"]
@@ -489,11 +590,10 @@ class AgentController:
         if self._closing or task is None or task.done():
             return
         task.cancel(why)
-        self._start_task(self._after_abandon(turn, task, why), f"abandon-{turn.id}")
+        self._spawn(self._after_abandon(turn, task, why), f"abandon-{turn.id}")
 
     async def _after_abandon(self, turn: Turn, task: asyncio.Task[None], why: str) -> None:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+        await asyncio.wait([task])
         if not turn.done.done():  # cancelled before its runner started
             self._turn_finished(turn, None, None, cancelled=True)
         result = turn.done.result()
@@ -505,10 +605,14 @@ class AgentController:
         own = self.state_dir / "agents" / turn.agent / "work"
         if cwd == own and not (cwd / ".git").exists():  # never git-init a package dir
             await asyncio.to_thread(checkpoints.init_workdir, cwd, None, turn.agent)
-        turn.task = self._start_task(self._run_turn(turn, cwd), f"turn-{turn.id}")
+        turn.task = self._spawn(self._run_turn(turn, cwd), f"turn-{turn.id}")
+        if turn.task is None:
+            self._turn_finished(turn, None, None, cancelled=True)
+            raise ToolError("the daemon is stopping")
 
     def _on_runner_start(self, turn: Turn) -> None:
-        self._start_task(self._record_start(turn), f"record-{turn.id}")
+        self._runner_started(turn)
+        self._spawn(self._record_start(turn), f"record-{turn.id}")
 
     async def _record_start(self, turn: Turn) -> None:
         assert turn.key is not None
@@ -552,10 +656,29 @@ class AgentController:
             else with_session(self.spec, session_id=turn.session.session_id)
         )
         try:
+            result = await self._run_runner(turn, cwd, spec)
+        except asyncio.CancelledError:
+            self._turn_finished(turn, None, None, cancelled=True)
+            raise
+        except Exception as exc:
+            starting = self._starting.pop(turn.id, None)
+            if starting is not None and not starting.done() and turn.key is None:
+                # A main turn whose runner never started, for a reason nobody foresaw: the
+                # start raises it in its worker, which logs it and starts again later.
+                starting.set_exception(exc)
+                return
+            log.exception("turn %s of %s failed", turn.id, turn.agent)
+            result = self._turn_finished(turn, None, None, error=f"the runner failed: {exc}")
+        finally:
+            self._runner_started(turn)
+        await self._after_turn(turn, result)
+
+    async def _run_runner(self, turn: Turn, cwd: Path, spec: RunnerSpec) -> dict[str, Any]:
+        """Run the turn's runner to its end; how it ended (see :meth:`_turn_finished`)."""
+        try:
             plan = await self._plan(turn)
         except ProfileError as exc:  # a start that cannot happen fails with the reason
-            await self._after_turn(turn, self._turn_finished(turn, None, None, error=str(exc)))
-            return
+            return self._turn_finished(turn, None, None, error=str(exc))
         try:
             outcome = await run_local(
                 spec=spec,
@@ -571,16 +694,10 @@ class AgentController:
                 shim=self._shim,
                 plan=plan,
             )
-        except asyncio.CancelledError:
-            self._turn_finished(turn, None, None, cancelled=True)
-            raise
         except OSError as exc:
-            why = f"cannot start the runner: {exc}"
-            await self._after_turn(turn, self._turn_finished(turn, None, None, error=why))
-            return
+            return self._turn_finished(turn, None, None, error=f"cannot start the runner: {exc}")
         error = "the runner timed out and was killed" if outcome.timed_out else ""
-        result = self._turn_finished(turn, outcome.parsed, outcome.exit_code, error=error)
-        await self._after_turn(turn, result)
+        return self._turn_finished(turn, outcome.parsed, outcome.exit_code, error=error)
 
     def _turn_finished(
         self,
