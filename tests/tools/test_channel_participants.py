@@ -53,3 +53,13 @@ def test_participant_removed_with_kubectl_may_not_post(daemon: Daemon, agents: A
         b.call("send", channel="pair", text="still here?")
     with pytest.raises(ToolFailed, match="not a participant"):
         b.call("close_channel", name="pair")
+
+
+def test_a_participant_no_inbox_can_have_does_not_stop_posts(daemon: Daemon, agents: Any) -> None:
+    """A kubectl-edited participant that is not an agent id is skipped; the rest get the post."""
+    a, b = agents("a"), agents("b")
+    a.call("open_channel", name="mixed", participants=[b.name])
+    patch = {"spec": {"participants": [a.name, "not an id", b.name]}}
+    _kubectl(daemon)("patch", "agentchannel", "mixed", "--type=merge", "-p", json.dumps(patch))
+    assert a.call("send", channel="mixed", text="hello")["sent"] is True
+    assert [m["text"] for m in b.call("inbox")["messages"]] == ["hello"]

@@ -1,4 +1,5 @@
-"""Per-agent NATS access as messaging sees it (docs/messaging.md "Direct NATS access").
+"""Per-agent NATS access as messaging sees it (docs/messaging.md
+"Direct NATS access (per-agent users)").
 
 Only the embedded NATS server has per-agent users (the daemon renders its config); with an
 external NATS there are none, and :class:`NoAgentUsers` says so. Both are an

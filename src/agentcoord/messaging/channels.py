@@ -10,6 +10,7 @@ before it publishes, so someone added outside the tools gets that post and every
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -24,6 +25,8 @@ from agentcoord.stores.messagebus import (
 from agentcoord.stores.records import ChannelRecord, ChannelRecords, effective_phase
 
 __all__ = ["Channels"]
+
+log = logging.getLogger(__name__)
 
 
 class Channels:
@@ -43,6 +46,13 @@ class Channels:
         """Make sure every participant the record names gets the channel (cheap when nothing
         changed: both grants are set lookups then)."""
         for agent in rec.participants:
+            try:
+                check_agent_id(agent)
+            except InvalidArguments:
+                # A hand-edited spec (kubectl) may name something no inbox can have: the
+                # others still get the post.
+                log.warning("channel %s: participant %r is not an agent id", rec.name, agent)
+                continue
             await self.join(agent, [rec.subject])
 
     async def live(self, name: str, me: str) -> ChannelRecord:

@@ -78,7 +78,7 @@ class HumanPrompts:
             assert done is not None
             return done.answer
         # Straight onto the reply subject, which only the daemon's own NATS user may publish on
-        # (docs/messaging.md "Direct NATS access"): audited too, saying so.
+        # (docs/messaging.md "Direct NATS access (per-agent users)"): audited too, saying so.
         fields = _answer_fields(rec, answered)
         self._audit.emit(HUMAN_ANSWERED, by, **fields, how="nats", pid=None, exe=None)
         return answered
