@@ -112,23 +112,78 @@ def _wait_for(pred: Any, timeout: float) -> bool:
     return bool(pred())
 
 
-def test_runner_dies_with_the_daemon(local_daemon: Any) -> None:
-    """SIGKILL on the daemon takes the sandboxed runner with it (die-with-parent)."""
-    d, hub, call = local_daemon()
+def _limits(pid: int) -> dict[str, str]:
+    """Soft and hard limit per row of ``/proc/<pid>/limits`` we set, as "soft/hard"."""
+    rows = {"Max cpu time": "cpu", "Max file size": "fsize", "Max open files": "nofile"}
+    rows["Max core file size"] = "core"
+    out = {}
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        for label, name in rows.items():
+            if line.startswith(label):
+                soft, hard = line[len(label) :].split()[:2]
+                out[name] = f"{soft}/{hard}"
+    return out
+
+
+def _configured(timeout_s: int) -> dict[str, str]:
+    """The runner's rlimits for ``runner_timeout``: CPU twice the timeout (at least 60 s),
+    1 GiB files, 4096 files open, no core; each at most the hard limit the daemon inherits."""
+    import resource
+
+    wanted = {
+        "cpu": (resource.RLIMIT_CPU, max(60, 2 * timeout_s)),
+        "fsize": (resource.RLIMIT_FSIZE, 1 << 30),
+        "nofile": (resource.RLIMIT_NOFILE, 4096),
+        "core": (resource.RLIMIT_CORE, 0),
+    }
+    out = {}
+    for name, (which, value) in wanted.items():
+        hard = resource.getrlimit(which)[1]
+        cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        out[name] = f"{cap}/{cap}"
+    return out
+
+
+def _gone(pid: int, timeout: float) -> bool:
+    """Wait on a pidfd for ``pid`` to exit (a zombie whose parent is gone counts)."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_runner_has_its_rlimits_and_dies_with_the_daemon(local_daemon: Any, sandbox: str) -> None:
+    """A started runner has the configured rlimits (/proc/<pid>/limits); SIGKILL of the daemon
+    takes it and nats-server along, in bwrap and without it (only our death signal)."""
+    d, hub, call = local_daemon(AGENTCOORD_RUNNER_TIMEOUT="100", AGENTCOORD_RUNNER_SANDBOX=sandbox)
     make_package(hub, "alpha")
     marker = "sleep 31.4159"
     err, res = call("run_agent", {"agent_id": "alpha", "task": marker})
     assert not err, res
     assert res["job"]["status"] == "running", res
-    assert _wait_for(lambda: len(_marked(d.runtime_dir)) >= 2, 10), "runner never started"
-    nats = [p for p in psutil.Process(d.proc.pid).children() if "nats-server" in p.name()]
+    assert res["job"]["sandbox"].startswith(sandbox), res["job"]["sandbox"]
+
+    def runner() -> list[psutil.Process]:  # the stand-in itself, past every exec before it
+        return [p for p in _marked(d.runtime_dir) if p.name() == "claude"]
+
+    assert _wait_for(lambda: runner(), 10), "runner never started"
+    assert d.proc is not None
+    marked = _marked(d.runtime_dir)
+    for proc in marked:  # bwrap (both of it) and the runner: limits from the first instruction
+        assert _limits(proc.pid) == _configured(100), (proc.pid, proc.cmdline())
+    (nats,) = [p for p in psutil.Process(d.proc.pid).children() if p.name() == "nats-server"]
     d.proc.send_signal(signal.SIGKILL)
     d.proc.wait(5)
-    left = _marked(d.runtime_dir)
-    assert _wait_for(lambda: not _marked(d.runtime_dir), 5), [p.cmdline() for p in left]
-    for p in nats:
-        with __import__("contextlib").suppress(psutil.Error):
-            p.wait(5)
+    for proc in [*marked, nats]:
+        assert _gone(proc.pid, 5), f"{proc.pid} outlived the daemon: {proc.cmdline()}"
+    assert not _marked(d.runtime_dir)
 
 
 def test_timeout_kills_the_process_group(local_daemon: Any) -> None:
