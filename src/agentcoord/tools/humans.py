@@ -14,7 +14,6 @@ from agentcoord.errors import InvalidArguments
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging import Messaging
 from agentcoord.messaging.prompts import ONLY_THE_HUMAN
-from agentcoord.messaging.prompts import answer_prompt as answer_prompt  # transitional: console
 from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
 
