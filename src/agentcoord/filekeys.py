@@ -1,0 +1,230 @@
+"""Repository identity of a file: the canonical claim key (docs/claims.md "Claiming files").
+
+Sessions of one repository run in different git worktrees, so a path means nothing without the
+repository it is in. A file's identity is its repository, the git *common* dir that all
+worktrees of one repository share (``git rev-parse --git-common-dir``), plus its path relative
+to the worktree's top level. The canonical key is::
+
+    file:<common-dir>//<rel>        inside git, e.g. file:/src/app/.git//src/app.py
+    file:<absolute path>            outside git, e.g. file:/etc/hosts
+
+Both parts are normalized (``os.path.realpath``; no empty, ``.`` or ``..`` segment), so neither
+contains ``//`` and the one ``//`` splits the key unambiguously; a key outside git has none.
+The same file reached from any worktree of one repository, from any subdirectory or by an
+absolute path, has one key; the same relative path in another repository has another.
+
+Asking git costs a process, and the write guard runs on every edit: results are cached per
+directory until the worktree's ``HEAD`` file changes (a checkout, a branch switch; checked with
+one ``stat`` per lookup) or for at most :data:`CACHE_TTL` seconds (a ``git init`` or a removed
+worktree is noticed then). A directory outside git is cached for the TTL too. Nothing here
+raises: a missing directory or a failing git falls back to the absolute path.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "CACHE_TTL",
+    "FILE_PREFIX",
+    "FileKey",
+    "clear_cache",
+    "resolve_file_key",
+    "resolve_file_keys",
+    "split_file_key",
+]
+
+FILE_PREFIX = "file:"
+SEPARATOR = "//"
+CACHE_TTL = 5.0  # seconds a directory's answer is trusted while its HEAD file is unchanged
+_GIT_TIMEOUT = 5.0
+
+# Variables that would point git at another repository than the directory's own (git(1)
+# "ENVIRONMENT"): the daemon's environment must not decide a session's repository.
+_GIT_ENV_DROP = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+)
+
+
+@dataclass(frozen=True)
+class FileKey:
+    """One file's identity: ``key`` is the canonical claim key; ``repo`` the absolute git
+    common dir (None outside git); ``rel`` the path relative to the worktree's top level (the
+    normalized absolute path outside git); ``worktree`` that top level; ``branch`` the current
+    branch (None when detached or outside git)."""
+
+    key: str
+    repo: str | None
+    rel: str
+    worktree: str | None
+    branch: str | None
+
+
+@dataclass(frozen=True)
+class _Repo:
+    common: str
+    toplevel: str
+    branch: str | None
+
+
+@dataclass
+class _Entry:
+    repo: _Repo | None
+    expires: float
+    head: str | None  # the worktree's HEAD file, whose change invalidates the entry
+    head_sig: tuple[int, int, int] | None
+
+
+_cache: dict[str, _Entry] = {}
+_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget every directory's answer (tests, or after moving repositories around)."""
+    with _lock:
+        _cache.clear()
+
+
+def _strip_prefix(path: str) -> str:
+    return path[len(FILE_PREFIX) :] if path.startswith(FILE_PREFIX) else path
+
+
+def _absolute(path: str, cwd: str | None) -> str | None:
+    """``path`` made absolute against ``cwd`` and normalized; None when it is relative and
+    there is no absolute cwd to resolve it against."""
+    if not os.path.isabs(path):
+        if not cwd or not os.path.isabs(cwd):
+            return None
+        path = os.path.join(cwd, path)
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):  # an embedded NUL, a symlink loop on some systems
+        real = os.path.normpath(path)
+    # POSIX keeps a leading "//" as implementation-defined; on Linux it is "/".
+    return "/" + real.lstrip("/")
+
+
+def _existing_dir(path: str) -> str:
+    """The nearest existing directory at or above ``path``'s directory (a new file may be
+    written into a directory that does not exist yet)."""
+    d = os.path.dirname(path)
+    while not os.path.isdir(d):
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return d
+
+
+def _head_sig(head: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(head)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_branch(head: str) -> str | None:
+    """The branch a HEAD file names (``ref: refs/heads/<b>``); None when detached."""
+    try:
+        with open(head, encoding="utf-8", errors="replace") as f:
+            text = f.read(4096).strip()
+    except OSError:
+        return None
+    prefix = "ref: refs/heads/"
+    return text[len(prefix) :] if text.startswith(prefix) else None
+
+
+def _ask_git(directory: str) -> tuple[_Repo | None, str | None]:
+    """One ``git rev-parse`` in ``directory``: its repository and its HEAD file's path. No
+    argument comes from the caller (the directory is passed as the process's cwd)."""
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--git-common-dir", "--git-dir", "--show-toplevel"],
+            cwd=directory,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None, None
+    lines = out.stdout.splitlines()
+    if out.returncode != 0 or len(lines) < 3 or not all(lines[:3]):
+        return None, None  # not in git, inside a .git dir or a bare repository, git missing
+    # --git-common-dir and --git-dir may be relative to the cwd; --show-toplevel is absolute.
+    common, gitdir, toplevel = (_absolute(p, directory) for p in lines[:3])
+    if common is None or gitdir is None or toplevel is None:
+        return None, None
+    head = os.path.join(gitdir, "HEAD")
+    return _Repo(common, toplevel, _read_branch(head)), head
+
+
+def _head_unchanged(entry: _Entry) -> bool:
+    return entry.head is None or _head_sig(entry.head) == entry.head_sig
+
+
+def _repo_of(directory: str, now: float) -> _Repo | None:
+    with _lock:
+        entry = _cache.get(directory)
+    if entry is not None and now < entry.expires and _head_unchanged(entry):
+        return entry.repo
+    repo, head = _ask_git(directory)
+    entry = _Entry(repo, now + CACHE_TTL, head, _head_sig(head) if head else None)
+    with _lock:
+        _cache[directory] = entry
+    return repo
+
+
+def _key_for(path: str, cwd: str | None, now: float) -> FileKey:
+    raw = _strip_prefix(path)
+    absolute = _absolute(raw, cwd)
+    if absolute is None:
+        # A relative path with no cwd to resolve it against: kept as given, normalized.
+        rel = os.path.normpath(raw) if raw else raw
+        return FileKey(FILE_PREFIX + rel, None, rel, None, None)
+    repo = _repo_of(_existing_dir(absolute), now)
+    if repo is not None:
+        rel = os.path.relpath(absolute, repo.toplevel)
+        if rel != "." and not rel.startswith(".." + os.sep) and rel != "..":
+            key = f"{FILE_PREFIX}{repo.common}{SEPARATOR}{rel}"
+            return FileKey(key, repo.common, rel, repo.toplevel, repo.branch)
+    return FileKey(FILE_PREFIX + absolute, None, absolute, None, None)
+
+
+def resolve_file_key(path: str, cwd: str | None) -> FileKey:
+    """The identity of ``path`` (with or without ``file:``, absolute or relative to ``cwd``)."""
+    return _key_for(path, cwd, time.monotonic())
+
+
+def resolve_file_keys(paths: Sequence[str], cwd: str | None) -> list[FileKey]:
+    """:func:`resolve_file_key` for each path, asking git at most once per directory."""
+    now = time.monotonic()
+    return [_key_for(p, cwd, now) for p in paths]
+
+
+def split_file_key(key: str) -> tuple[str | None, str]:
+    """A canonical key's (repository, path): ``(common-dir, rel)`` inside git, ``(None,
+    absolute path)`` outside, ``(None, key)`` for a key that is not a file key."""
+    if not key.startswith(FILE_PREFIX):
+        return None, key
+    body = key[len(FILE_PREFIX) :]
+    repo, sep, rel = body.partition(SEPARATOR)
+    if sep and repo.startswith("/") and rel:
+        return repo, rel
+    return None, body
