@@ -160,3 +160,17 @@ def test_util_linux_prefix_sets_the_signal_before_the_limits() -> None:
     assert argv[-1] == "--"
     assert {"--cpu=77:77", "--fsize=12345678:12345678", "--core=0:0"} <= set(argv)
     assert exec_prefix() == argv[:4]  # no limits asked: no prlimit
+
+
+@pytest.mark.unit
+def test_a_missing_runner_command_fails_the_start(tmp_path: Path) -> None:
+    """A runner command that is not there raises FileNotFoundError before anything starts
+    (a start error, as when Popen ran it directly), a present one does not."""
+    from agentcoord.localagents.runner import _must_exist
+
+    with pytest.raises(FileNotFoundError):
+        _must_exist("no-such-runner-here", str(tmp_path))
+    with pytest.raises(FileNotFoundError):
+        _must_exist(str(tmp_path), None)  # a directory is not a program
+    _must_exist("sh", os.environ.get("PATH"))
+    _must_exist(sys.executable, None)

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -210,6 +211,17 @@ def _write_private_json(path: Path, value: Any) -> None:
         json.dump(value, fh)
 
 
+def _must_exist(command: str, path: str | None) -> None:
+    """Raise FileNotFoundError for a runner command that cannot be run, as ``Popen`` did
+    when it started the command itself: behind :func:`exec_prefix` the start would succeed
+    and only the exec after it fail. A relative path with a slash is left to the exec."""
+    if os.sep in command and not os.path.isabs(command):
+        return
+    found = shutil.which(command, path=path) if os.sep not in command else command
+    if found is None or not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        raise FileNotFoundError(2, "No such file or directory", command)
+
+
 def _spawn(
     *,
     plan: LaunchPlan,
@@ -244,6 +256,7 @@ def _spawn(
             path.mkdir(parents=True, exist_ok=True)
     # The runtime and state dirs are masked inside; the runner's shim needs only the socket,
     # and the runner its MCP config from the job dir (sandbox.py, DESIGN.md "Local agents").
+    _must_exist(plan.argv[0], env.get("PATH"))
     argv = exec_prefix(limits)
     argv += sandbox.argv(
         plan.argv,
