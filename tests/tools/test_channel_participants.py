@@ -42,13 +42,18 @@ def test_participant_added_with_kubectl_reads_later_posts(
     assert [m["text"] for m in b.call("inbox")["messages"]] == ["before", "after", "thanks"]
 
 
-def test_participant_removed_with_kubectl_may_not_post(daemon: Daemon, agents: Any) -> None:
-    """An agent `kubectl patch` takes out of spec.participants can no longer post or close."""
-    a, b = agents("a"), agents("b")
-    a.call("open_channel", name="pair", participants=[b.name])
+def test_participant_removed_with_kubectl_gets_no_later_posts(daemon: Daemon, agents: Any) -> None:
+    """An agent `kubectl patch` takes out of spec.participants gets no later post, and can no
+    longer post or close the channel."""
+    a, b, c = agents("a"), agents("b"), agents("c")
+    a.call("open_channel", name="pair", participants=[b.name, c.name])
+    a.call("send", channel="pair", text="before")
     kubectl = _kubectl(daemon)
-    patch = {"spec": {"participants": [a.name]}}
+    patch = {"spec": {"participants": [a.name, c.name]}}
     kubectl("patch", "agentchannel", "pair", "--type=merge", "-p", json.dumps(patch))
+    a.call("send", channel="pair", text="after")
+    assert [m["text"] for m in c.call("inbox")["messages"]] == ["before", "after"]
+    assert [m["text"] for m in b.call("inbox")["messages"]] == ["before"]
     with pytest.raises(ToolFailed, match="not a participant"):
         b.call("send", channel="pair", text="still here?")
     with pytest.raises(ToolFailed, match="not a participant"):

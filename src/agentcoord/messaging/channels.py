@@ -5,7 +5,9 @@ An AgentChannel's participants are its record's (the object's ``spec.participant
 ``kubectl patch`` counts). Routing a channel to an agent is two grants: the channel subject on
 the agent's inbox consumer (:meth:`MessageBus.subscribe_subjects`) and, with per-agent NATS
 users, the subscribe permission. Every post re-grants to the participants the record names
-before it publishes, so someone added outside the tools gets that post and every later one.
+before it publishes, so someone added outside the tools gets that post and every later one;
+someone taken out gets no post from then on (:meth:`MessageBus.unsubscribe_subjects`; the
+ones it was sent as a participant still reach it).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class Channels:
         self._records = records
         self._bus = bus
         self._access = access
+        # channel -> the participants this daemon last routed it to (None: not yet, so the
+        # first route asks the server who takes the subject)
+        self._routed: dict[str, frozenset[str]] = {}
 
     async def join(self, agent: str, subjects: list[str]) -> None:
         """Route ``subjects`` (channels) to ``agent``: its inbox, and its NATS permissions."""
@@ -43,8 +48,9 @@ class Channels:
         await self._access.allow(agent, subjects)
 
     async def route(self, rec: ChannelRecord) -> None:
-        """Make sure every participant the record names gets the channel (cheap when nothing
-        changed: both grants are set lookups then)."""
+        """Make sure every participant the record names gets the channel, and nobody else
+        (cheap when nothing changed: the grants are set lookups then)."""
+        current = []
         for agent in rec.participants:
             try:
                 check_agent_id(agent)
@@ -53,7 +59,17 @@ class Channels:
                 # others still get the post.
                 log.warning("channel %s: participant %r is not an agent id", rec.name, agent)
                 continue
+            current.append(agent)
             await self.join(agent, [rec.subject])
+        wanted = frozenset(current)
+        before = self._routed.get(rec.name)
+        if before == wanted:
+            return
+        if before is None:
+            before = frozenset(await self._bus.subscribers(rec.subject))
+        for agent in sorted(before - wanted):
+            await self._bus.unsubscribe_subjects(agent, [rec.subject])
+        self._routed[rec.name] = wanted
 
     async def live(self, name: str, me: str) -> ChannelRecord:
         """The channel, if it is open and ``me`` takes part; expiry is enforced here."""

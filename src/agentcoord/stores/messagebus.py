@@ -9,7 +9,9 @@ so nothing sent to an agent that is not listening is lost and nothing older is r
 Joining a channel later adds its subject to the filter; a consumer that is behind the stream
 would then also deliver the channel's earlier posts, so the join records the stream's last
 sequence for that subject in the consumer's metadata (it survives restarts and is shared by
-every daemon on the NATS) and reads drop that subject's messages at or below it.
+every daemon on the NATS) and reads drop that subject's messages at or below it. Leaving is the
+mirror image: a leave mark, above which that subject's messages are dropped; the subject stays
+on the filter until the consumer is past the mark, so posts from before the leave still arrive.
 
 Reads pull with our own request loop rather than nats-py's ``fetch`` so every pull request ends
 (batch filled, 404 or 408) before its reply subject goes away: a lingering pull would capture
@@ -68,6 +70,9 @@ _DELIVERY_WAIT_S = 1.0  # how long send waits for a live reader to take a messag
 _AGENT_ID = re.compile(r"^[A-Za-z0-9_:@-][A-Za-z0-9_:@+=-]{0,127}$")
 _CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 _JOINED = "agentcoord.joined."  # consumer metadata key prefix: subject -> stream seq at join
+_LEFT = "agentcoord.left."  # consumer metadata key prefix: subject -> stream seq at leave
+_AGENT_KEY = "agentcoord.agent"  # consumer metadata: whose inbox (consumer names are lossy)
+_LIST_PAGE = 256  # consumers per CONSUMER.LIST reply (nats-server's page)
 
 
 def check_agent_id(agent: str) -> str:
@@ -141,6 +146,8 @@ class MessageBus:
         self._ready: dict[str, set[str]] = {}  # agent -> its consumer's filter subjects
         # agent -> subject -> the stream's last seq when the subject joined its filter
         self._joined: dict[str, dict[str, int]] = {}
+        # agent -> subject -> the stream's last seq when the agent left it (channel removal)
+        self._left: dict[str, dict[str, int]] = {}
         self._setup_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._read_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._acked: dict[str, int] = {}  # agent -> highest stream seq acknowledged
@@ -205,7 +212,8 @@ class MessageBus:
                 subjects = set(info.config.filter_subjects or [])
                 if info.config.filter_subject:
                     subjects.add(info.config.filter_subject)
-                self._joined[agent] = _join_marks(info.config.metadata)
+                self._joined[agent] = _marks(info.config.metadata, _JOINED)
+                self._left[agent] = _marks(info.config.metadata, _LEFT)
                 floor = info.ack_floor.stream_seq if info.ack_floor else 0
                 if info.delivered and info.delivered.stream_seq > floor:
                     await self._restart_after(name, info.config, floor)
@@ -224,6 +232,7 @@ class MessageBus:
                         ack_wait=_ACK_WAIT_S,
                         max_ack_pending=-1,
                         filter_subjects=sorted(subjects),
+                        metadata={_AGENT_KEY: agent},
                     ),
                 )
                 self._acked.setdefault(agent, floor)
@@ -273,7 +282,8 @@ class MessageBus:
             with contextlib.suppress(NotFoundError):
                 await self._js.delete_consumer(STREAM, consumer_name(agent))
             await self._js.purge_stream(STREAM, subject=inbox_subject(agent))
-            for state in (self._ready, self._acked, self._held, self._handed, self._joined):
+            states = (self._ready, self._acked, self._held, self._handed, self._joined, self._left)
+            for state in states:
                 state.pop(agent, None)
         # The agent is gone: so are its locks (held above; no one else waits on a removed
         # agent's inbox), else every removed session would leave two behind.
@@ -287,30 +297,99 @@ class MessageBus:
         async with self._setup_locks[agent]:
             current = self._ready[agent]
             wanted = current | set(subjects)
-            if wanted == current:
+            if wanted == current and not set(subjects) & self._left.get(agent, {}).keys():
                 return
-            info = await self._js.consumer_info(STREAM, consumer_name(agent))
+            info, had, joined, left = await self._marks(agent)
             config = info.config
             # Another host's daemon on the same NATS may have added channels since we cached;
-            # keep them, and their marks.
-            had = set(config.filter_subjects or ())
-            if config.filter_subject:
-                had.add(config.filter_subject)
-            marks = _join_marks(config.metadata)
-            floor = info.ack_floor.stream_seq if info.ack_floor else 0
-            marks = {s: seq for s, seq in marks.items() if seq > floor}  # nothing left below
-            new = wanted - had
+            # keep them, and their marks. A subject it left comes back as a new join.
+            new = (wanted - had) | (set(subjects) & left.keys())
             if new:
                 last = (await self._js.stream_info(STREAM)).state.last_seq
-                marks.update(dict.fromkeys(new, last))
+                joined.update(dict.fromkeys(new, last))
+                for subject in new:
+                    left.pop(subject, None)
             wanted |= had
-            config.filter_subject = None
-            config.filter_subjects = sorted(wanted)
-            others = {k: v for k, v in (config.metadata or {}).items() if not k.startswith(_JOINED)}
-            config.metadata = {**others, **{_JOINED + s: str(seq) for s, seq in marks.items()}}
-            await self._js.add_consumer(STREAM, config)
-            self._ready[agent] = wanted
-            self._joined[agent] = marks
+            await self._update(agent, config, wanted, joined, left)
+
+    async def unsubscribe_subjects(self, agent: str, subjects: list[str]) -> None:
+        """Stop routing subjects (channels) to ``agent``: posts from now on do not reach it;
+        those before still do (the subject stays on the filter, with a leave mark, until the
+        consumer is past them). Its own inbox and the broadcast subject stay."""
+        from nats.js.errors import NotFoundError
+
+        gone = set(subjects) - {inbox_subject(agent), BROADCAST_SUBJECT}
+        async with self._setup_locks[agent]:
+            try:
+                info, had, joined, left = await self._marks(agent)
+            except NotFoundError:
+                return
+            leaving = (had & gone) - left.keys()
+            if not leaving:
+                return
+            last = (await self._js.stream_info(STREAM)).state.last_seq
+            left.update(dict.fromkeys(leaving, last))
+            await self._update(agent, info.config, had, joined, left)
+
+    async def _marks(self, agent: str) -> tuple[Any, set[str], dict[str, int], dict[str, int]]:
+        """``agent``'s consumer as the server has it: its info, filter subjects, and join and
+        leave marks, without the marks the consumer's ack floor has passed."""
+        info = await self._js.consumer_info(STREAM, consumer_name(agent))
+        config = info.config
+        had = set(config.filter_subjects or ())
+        if config.filter_subject:
+            had.add(config.filter_subject)
+        floor = info.ack_floor.stream_seq if info.ack_floor else 0
+        joined = {s: n for s, n in _marks(config.metadata, _JOINED).items() if n > floor}
+        left = _marks(config.metadata, _LEFT)
+        for subject in [s for s, n in left.items() if n <= floor]:
+            # Everything from before the leave is consumed: the subject can go altogether.
+            del left[subject]
+            had.discard(subject)
+            joined.pop(subject, None)
+        return info, had, joined, left
+
+    async def _update(
+        self,
+        agent: str,
+        config: Any,
+        subjects: set[str],
+        joined: dict[str, int],
+        left: dict[str, int],
+    ) -> None:
+        config.filter_subject = None
+        config.filter_subjects = sorted(subjects)
+        others = {
+            k: v for k, v in (config.metadata or {}).items() if not k.startswith((_JOINED, _LEFT))
+        }
+        config.metadata = {
+            **others,
+            _AGENT_KEY: agent,
+            **{_JOINED + s: str(n) for s, n in joined.items()},
+            **{_LEFT + s: str(n) for s, n in left.items()},
+        }
+        await self._js.add_consumer(STREAM, config)
+        self._ready[agent] = subjects
+        self._joined[agent] = joined
+        self._left[agent] = left
+
+    async def subscribers(self, subject: str) -> list[str]:
+        """The agents ``subject`` is routed to (one listing of the stream's consumers; a
+        consumer no join has touched does not name its agent and is left out)."""
+        out: list[str] = []
+        offset = 0
+        while True:
+            page = await self._js.consumers_info(STREAM, offset=offset or None)
+            for info in page:
+                config = info.config
+                metadata = config.metadata or {}
+                agent = metadata.get(_AGENT_KEY)
+                taken = set(config.filter_subjects or ()) | {config.filter_subject}
+                if agent and subject in taken and _LEFT + subject not in metadata:
+                    out.append(agent)
+            if len(page) < _LIST_PAGE:
+                return out
+            offset += len(page)
 
     # -- publishing --------------------------------------------------------------------------
 
@@ -325,10 +404,13 @@ class MessageBus:
         ack = await while_electing(lambda: self._js.publish(subject, data, headers=headers))
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
 
-    def _before_join(self, agent: str, msg: Any) -> bool:
-        """Whether ``msg`` was posted on a subject before ``agent`` joined it."""
-        mark = self._joined.get(agent, {}).get(msg.subject)
-        return mark is not None and msg.metadata.sequence.stream <= mark
+    def _outside(self, agent: str, msg: Any) -> bool:
+        """Whether ``msg`` was posted on a subject before ``agent`` joined it or after it
+        left it."""
+        seq = msg.metadata.sequence.stream
+        joined = self._joined.get(agent, {}).get(msg.subject)
+        left = self._left.get(agent, {}).get(msg.subject)
+        return (joined is not None and seq <= joined) or (left is not None and seq > left)
 
     def _given(self, agent: str) -> int:
         return max(self._acked.get(agent, 0), self._handed.get(agent, 0))
@@ -373,7 +455,7 @@ class MessageBus:
                 if kept:
                     return kept
             raw = await self._pull(agent, limit, None)
-            if raw and after is None and wait > 0 and all(self._before_join(agent, m) for m in raw):
+            if raw and after is None and wait > 0 and all(self._outside(agent, m) for m in raw):
                 await self._take(agent, raw)  # only posts from before a join: wait for news
                 raw = []
             if not raw and wait <= 0 and await self._pending(agent):
@@ -435,7 +517,7 @@ class MessageBus:
                 held[seq] = (m, held[seq][1])
                 continue
             rec: Received | None = None  # held, never returned, confirmed with the rest
-            if not self._before_join(agent, m):
+            if not self._outside(agent, m):
                 try:
                     rec = Received(seq, m.subject, wire.decode(m.data))
                 except ValueError:
@@ -461,7 +543,7 @@ class MessageBus:
             if seq <= floor:
                 continue  # a redelivery of something already returned
             floor = seq
-            if self._before_join(agent, m):
+            if self._outside(agent, m):
                 continue  # posted before the agent joined that channel
             try:
                 out.append(Received(seq, m.subject, wire.decode(m.data)))
@@ -525,10 +607,10 @@ class MessageBus:
         return out
 
 
-def _join_marks(metadata: dict[str, str] | None) -> dict[str, int]:
-    """The join marks kept in a consumer's metadata (subject -> stream seq)."""
+def _marks(metadata: dict[str, str] | None, prefix: str) -> dict[str, int]:
+    """The join or leave marks kept in a consumer's metadata (subject -> stream seq)."""
     marks = {}
     for key, value in (metadata or {}).items():
-        if key.startswith(_JOINED) and value.isdigit():
-            marks[key[len(_JOINED) :]] = int(value)
+        if key.startswith(prefix) and value.isdigit():
+            marks[key[len(prefix) :]] = int(value)
     return marks
