@@ -146,8 +146,12 @@ class Daemon:
 
 def stored_records(d: Daemon, plural: str, record_kind: str, key: str) -> dict[str, Any]:
     """Records the daemon keeps as objects of ``plural``, read from its real SQLite file
-    (works while the daemon runs, WAL, or after it stopped), by the record's ``key`` field."""
+    (works while the daemon runs, WAL, or after it stopped) and decoded from each object's
+    spec and status (docs/store.md "Records are objects"), by the record's ``key`` field."""
     import sqlite3
+    from dataclasses import asdict
+
+    from agentcoord.stores.objects.repository import record_of
 
     db = sqlite3.connect(f"file:{d.state_dir / 'objects.db'}?mode=ro", uri=True)
     try:
@@ -156,10 +160,12 @@ def stored_records(d: Daemon, plural: str, record_kind: str, key: str) -> dict[s
         db.close()
     out: dict[str, Any] = {}
     for (raw,) in rows:
-        meta = json.loads(raw)["metadata"]
-        if (meta.get("labels") or {}).get("fastverk.savvifi.com/record-kind") == record_kind:
-            record = json.loads(meta["annotations"]["fastverk.savvifi.com/record"])
-            out[record[key]] = record
+        obj = json.loads(raw)
+        labels = obj["metadata"].get("labels") or {}
+        record = record_of(obj)
+        if labels.get("fastverk.savvifi.com/record-kind") == record_kind and record is not None:
+            fields = asdict(record)
+            out[fields[key]] = fields
     return out
 
 

@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import stat
+from typing import Any
 
 from agentcoord._lazy import load_deferred
 from agentcoord.config import Config
@@ -36,7 +37,8 @@ log = logging.getLogger(__name__)
 _GC_GEN0 = 10_000  # allocations between young collections (default 700); see _tune_gc
 
 _STOP_DEADLINE = 4.5  # a SIGTERM stop ends within 5 s, inside the unit's TimeoutStopSec=10
-_START_CANCEL_S = 0.8  # a stop during start-up: cancel, then close, each this long at most
+_START_CANCEL_S = 0.8  # a stop during start-up: closing what the start opened, at most
+_START_ABANDON_S = 2.0  # a start that ignores its cancel this long: the process exits
 
 
 def prepare_dirs(cfg: Config) -> None:
@@ -109,44 +111,74 @@ async def _start_or_stop(
 ) -> Daemon | None:
     """Start every part, within each phase's bound; None when a stop came first.
 
-    A stop during start-up (SIGTERM from systemd, Ctrl-C) is honoured at once: the start is
-    cancelled and what it opened is closed within ~2 s. A failed start leaves one line for
-    the CLI (the phase and what to do), the traceback in ``<state>/startup-error.log``, and
-    the reason in systemd's ``STATUS=``.
+    A stop during start-up (SIGTERM from systemd, Ctrl-C) is honoured at once: a watcher in
+    the start's task group cancels the start, and what it opened is closed within ~2 s. A
+    failed start leaves one line for the CLI (the phase and what to do), the traceback in
+    ``<state>/startup-error.log``, and the reason in systemd's ``STATUS=``.
     """
     phases = Phases()
-    started = asyncio.ensure_future(_bounded_start(cfg, stack, phases))
-    stopped = asyncio.ensure_future(stop.wait())
+    me = asyncio.current_task()
+    assert me is not None
+    stopped = asyncio.Event()  # set by the watcher when it cancelled the start
+    daemon: Daemon | None = None
+    failed: Exception | None = None
     try:
-        await asyncio.wait({started, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        if not started.done():
-            log.info("stop requested during start-up (%s): stopping", phases.current)
-            return None
-    finally:
-        stopped.cancel()
-        if not started.done():  # a stop came first, or serve() itself was cancelled
-            started.cancel("stop requested during start-up")
-            await asyncio.wait({started}, timeout=_START_CANCEL_S)
-            if not started.done():
-                log.error("the start did not end within %.1fs of its cancel", _START_CANCEL_S)
-            await _close_cancelled_start(stack)
-    exc = started.exception()
-    if exc is not None:
-        where = write_failure(cfg.state_dir, exc)
-        log.debug("start-up failed", exc_info=exc)
-        # One line everywhere (the CLI, STATUS=): a part's own detail (nats-server's last
-        # lines) stays in the log file with the traceback.
-        text = str(exc).strip()
-        line = text.splitlines()[0] if text else repr(exc)
-        said = [t.strip() for t in getattr(exc, "last_lines", ()) if t.strip()]
-        if said:  # the child's last word is usually the reason (NatsStartError)
-            line += f"; it said: {said[-1][:300]}"
-        sd_notify(cfg.notify_socket, f"STATUS=start-up failed: {line}")
-        # A bad setting already says all there is; a failed part points to its traceback.
-        if isinstance(exc, AgentCoordError) and not _is_setting(exc):
-            exc.args = (f"{line} (details: {where})" if where else line,)
-        raise exc
-    return started.result()
+        async with asyncio.TaskGroup() as tg:
+            watcher = tg.create_task(_stop_start(stop, me, stopped), name="stop-during-start")
+            try:
+                daemon = await _bounded_start(cfg, stack, phases)
+            except asyncio.CancelledError:
+                if not stopped.is_set():
+                    raise  # serve() itself was cancelled
+                me.uncancel()
+            except Exception as exc:  # reported below, outside the task group (no wrapping)
+                failed = exc
+            finally:
+                watcher.cancel("the start ended")
+    except asyncio.CancelledError:
+        # The stop's cancel arrived just as the start ended: delivered at the group's exit.
+        if not stopped.is_set():
+            raise
+        me.uncancel()
+    if stopped.is_set():  # a stop came first: whatever the start did, close it
+        log.info("stop requested during start-up (%s): stopping", phases.current)
+        await _close_cancelled_start(stack)
+        return None
+    if failed is not None:
+        raise _reported(cfg, failed)
+    return daemon
+
+
+async def _stop_start(
+    stop: asyncio.Event, start: asyncio.Task[Any], stopped: asyncio.Event
+) -> None:
+    """Cancel the start when a stop comes first. A start that ignores its cancel for longer
+    than the bound ends the process: start-up never hangs (STYLE.md 6). Cancelled itself as
+    soon as the start ends."""
+    await stop.wait()
+    stopped.set()
+    start.cancel("stop requested during start-up")
+    await asyncio.sleep(_START_ABANDON_S)  # a deadline, not a synchronisation
+    log.error("the start did not end within %.1fs of its cancel: exiting", _START_ABANDON_S)
+    os._exit(1)
+
+
+def _reported(cfg: Config, exc: Exception) -> Exception:
+    """The start's failure as the CLI and systemd show it: one line, details in the log."""
+    where = write_failure(cfg.state_dir, exc)
+    log.debug("start-up failed", exc_info=exc)
+    # One line everywhere (the CLI, STATUS=): a part's own detail (nats-server's last
+    # lines) stays in the log file with the traceback.
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else repr(exc)
+    said = [t.strip() for t in getattr(exc, "last_lines", ()) if t.strip()]
+    if said:  # the child's last word is usually the reason (NatsStartError)
+        line += f"; it said: {said[-1][:300]}"
+    sd_notify(cfg.notify_socket, f"STATUS=start-up failed: {line}")
+    # A bad setting already says all there is; a failed part points to its traceback.
+    if isinstance(exc, AgentCoordError) and not _is_setting(exc):
+        exc.args = (f"{line} (details: {where})" if where else line,)
+    return exc
 
 
 async def _close_cancelled_start(stack: contextlib.AsyncExitStack) -> None:

@@ -8,7 +8,7 @@ the set cancels what still runs and waits for it. A task that fails is logged wi
 once, and does not cancel its siblings or the daemon (a crashed watcher is a bug to report,
 not a reason to stop serving); :attr:`TaskSet.failures` keeps the errors for tests.
 
-A lint test (tests/test_architecture.py) finds any task created outside a task group.
+A lint test (tests/architecture/test_tasks.py) finds any task created outside a task group.
 """
 
 from __future__ import annotations
