@@ -179,10 +179,16 @@ def _main_full(args: list[str]) -> int:
     _common(p_console)
     p_console.add_argument("--open", action="store_true", help="open it in a browser")
     p_console.add_argument("--json", action="store_true", help='{"url": the link}')
-    p_setup = sub.add_parser("setup", help="connect a client (claude) to this daemon")
-    p_setup.add_argument("client", choices=["claude"])
-    p_setup.add_argument("--project", action="store_true", help="this project's .mcp.json")
-    p_setup.add_argument("--remove", action="store_true", help="undo the setup")
+    p_setup = sub.add_parser(
+        "setup", help="connect a client (claude) to this daemon, or guard a repository's commits"
+    )
+    setup_sub = p_setup.add_subparsers(dest="client", required=True)
+    p_claude = setup_sub.add_parser("claude", help="register the MCP server and the hooks")
+    p_claude.add_argument("--project", action="store_true", help="this project's .mcp.json")
+    p_claude.add_argument("--remove", action="store_true", help="undo the setup")
+    p_git = setup_sub.add_parser("git", help="install the pre-commit guard (claimed files)")
+    p_git.add_argument("repo", nargs="?", help="the repository (default: the current directory)")
+    p_git.add_argument("--remove", action="store_true", help="remove it, restore the old hook")
     p_hook = sub.add_parser("hook", help="Claude Code hook command (reads the hook JSON)")
     p_hook.add_argument("event", help="session-start, pre-tool-use, ...")
     p_install = sub.add_parser("install", help="install the systemd user units")
@@ -211,6 +217,8 @@ def _main_full(args: list[str]) -> int:
             from agentcoord.hookclient import run_hook
 
             return run_hook(ns.event)
+        if ns.command == "setup" and ns.client == "git":
+            return _setup_git(ns.repo, ns.remove)
         if ns.command == "setup":
             return _setup(ns.project, ns.remove)
         if ns.command == "install":
@@ -365,6 +373,33 @@ def _setup(project: bool, remove: bool) -> int:
         for rule in report.denied:
             print(f"  {rule}")
     return 0
+
+
+def _setup_git(repo: str | None, remove: bool) -> int:
+    """``setup git [REPO] [--remove]``: the pre-commit guard (docs/claims.md "Commit guard")."""
+    from pathlib import Path
+
+    from agentcoord.commitguard import ALLOW_ENV, install_guard, remove_guard
+
+    where = Path(repo) if repo else Path.cwd()
+    report = remove_guard(where) if remove else install_guard(where)
+    if report.action == "absent":
+        print(f"no agentcoord commit guard in {report.hook}")
+    elif report.action == "removed":
+        print(f"removed the commit guard from {report.hook}")
+        if report.restored:
+            print(f"restored the pre-commit hook it ran first: {report.hook}")
+    else:
+        done = {"installed": "installed", "updated": "updated"}.get(report.action)
+        print(
+            f"{done} the commit guard: {report.hook}" if done else f"already there: {report.hook}"
+        )
+        if report.chained is not None:
+            print(f"it runs the previous pre-commit hook first: {report.chained}")
+        print(f"override for one commit: {ALLOW_ENV}=1 git commit ...")
+    if report.in_worktree:
+        print("core.hooksPath is relative: other worktrees of this repository have their own")
+    return EXIT_OK
 
 
 def _install(remove: bool, enable: bool, as_json: bool = False) -> int:

@@ -287,7 +287,15 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
             sessions=s.sessions,
         )
     )
-    core = McpCore(build_registry(s), s.identity, status, hooks, cfg.tools_page_size)
+    core = McpCore(
+        build_registry(s),
+        s.identity,
+        status,
+        hooks,
+        cfg.tools_page_size,
+        claims=s.claims,
+        focus=s.focus,
+    )
     sections = ConsoleSections(
         claims=s.claims,
         focus=s.focus,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
+from agentcoord.daemon.commitcheck import COMMIT_CHECK, check_commit, commit_params
 from agentcoord.errors import IdentityMismatch, ProtocolError, ToolError
 from agentcoord.humanproof import attempt_of
 from agentcoord.kernel.caller import Caller
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from agentcoord.daemon.hooks import Hooks
     from agentcoord.daemon.identity import IdentityResolver
     from agentcoord.daemon.status import DaemonStatus
+    from agentcoord.stores.kv import ClaimStore, FocusStore
 
 __all__ = ["ACCESS_DENIED", "LATEST_PROTOCOL", "SUPPORTED_PROTOCOLS", "McpCore", "McpSession"]
 
@@ -78,12 +80,17 @@ class McpCore:
         status: DaemonStatus,
         hooks: Hooks,
         page_size: int = 100,
+        *,
+        claims: ClaimStore,
+        focus: FocusStore,
     ) -> None:
         self._registry = registry
         self._identity = identity
         self._status = status
         self._hooks = hooks
         self._page_size = max(1, page_size)
+        self._claims = claims  # read by agentcoord/commit-check (daemon/commitcheck.py)
+        self._focus = focus
 
     async def handle_payload(self, value: Any, session: McpSession) -> Any:
         """Answer one decoded payload (a message or a batch); None when nothing is owed."""
@@ -126,6 +133,14 @@ class McpCore:
 
     async def _dispatch(self, req: Request, session: McpSession) -> dict[str, Any]:
         method = req.method
+        if method == COMMIT_CHECK:  # vendor method for the git pre-commit guard
+            # Read-only, and answered for anonymous callers too: the hook in a human's terminal
+            # presents no token. Only unix peers of our uid are anonymous here (HTTP refuses
+            # them); docs/security.md "The commit check".
+            if session.caller.kind == "anonymous" and session.caller.via != "unix":
+                raise ProtocolError(ACCESS_DENIED, f"Access denied: {method} is unix-only")
+            cwd, paths = commit_params(req.params)
+            return await check_commit(self._claims, self._focus, session.caller, cwd, paths)
         if session.caller.kind == "anonymous":
             # Not an agent, not proven to be the human: nothing, not even the handshake, so
             # a client learns at once why (DESIGN.md "Identity and trust").
