@@ -237,3 +237,15 @@ def test_keys_split_back_and_fit_the_claim_store(worktrees: tuple[Path, Path]) -
     assert len(fk.key) < MAX_KEY_CHARS
     assert split_file_key("file:/etc/hosts") == (None, "/etc/hosts")
     assert split_file_key("symbol:a//b") == (None, "symbol:a//b")
+
+
+def test_a_canonical_key_resolves_to_itself(worktrees: tuple[Path, Path], tmp_path: Path) -> None:
+    """A key check_claims showed, given back from anywhere, is the same key; a path that merely
+    has a doubled slash is still a path."""
+    main, _ = worktrees
+    fk = resolve_file_key("src/app.py", str(main))
+    again = resolve_file_key(fk.key, str(tmp_path))
+    assert (again.key, again.repo, again.rel) == (fk.key, fk.repo, fk.rel)
+    (tmp_path / "d").mkdir()
+    doubled = resolve_file_key(f"file:{tmp_path}//d/x", None)
+    assert doubled.key == f"file:{os.path.realpath(tmp_path / 'd' / 'x')}"

@@ -36,6 +36,8 @@ _ENV_FIELDS = {
     "AGENTCOORD_KUBE_NAMESPACE": "kube_namespace",
     "AGENTCOORD_NATS_SYNC": "nats_sync",
     "AGENTCOORD_SESSION_RETENTION": "session_retention",
+    "AGENTCOORD_AUTO_EDIT_LEASES": "auto_edit_leases",
+    "AGENTCOORD_EDIT_LEASE_QUIET": "edit_lease_quiet",
     # --- local agents (docs/localagents.md "Configuration"): seed 001's names first, ours win
     # when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
@@ -104,6 +106,11 @@ class Config:
     # Seconds an ended session agent (its claude process exited) is kept, with its inbox and
     # focus, before it is removed (DESIGN.md "Identity and trust", docs/localagents.md).
     session_retention: int = 24 * 3600
+    # Automatic edit leases (docs/claims.md "Claiming files"): a session's first edit of a file
+    # takes a write claim on it, renewed by each later edit, released when the session ends or
+    # after edit_lease_quiet seconds without an edit (the file and environment also take "10m").
+    auto_edit_leases: bool = True
+    edit_lease_quiet: int = 600
     config_file: Path | None = None
     # systemd integration, read from the environment once (sd_notify, socket activation).
     notify_socket: str | None = None
@@ -235,7 +242,7 @@ def _coerce(name: str, value: Any) -> Any:
         raise ConfigError(f"config key {name!r} has a bad value {value!r}") from None
 
 
-_RETENTION_DURATIONS = {"audit_max_age", "inbox_max_age"}
+_RETENTION_DURATIONS = {"audit_max_age", "inbox_max_age", "edit_lease_quiet"}
 _RETENTION_SIZES = {"audit_max_bytes", "inbox_max_bytes", "checkpoint_max_bytes"}
 _RETENTION_COUNTS = {"inbox_max_msgs", "object_log_keep", "checkpoint_keep"}
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 10**6, "mb": 10**6}

@@ -11,7 +11,9 @@ to the worktree's top level. The canonical key is::
 Both parts are normalized (``os.path.realpath``; no empty, ``.`` or ``..`` segment), so neither
 contains ``//`` and the one ``//`` splits the key unambiguously; a key outside git has none.
 The same file reached from any worktree of one repository, from any subdirectory or by an
-absolute path, has one key; the same relative path in another repository has another.
+absolute path, has one key; the same relative path in another repository has another. A
+canonical key given back (``file:<common-dir>//<rel>``, whose common dir holds a ``HEAD``) is
+itself. A relative path with no cwd to resolve it against is kept, normalized, as given.
 
 Asking git costs a process, and the write guard runs on every edit: results are cached per
 directory until the worktree's ``HEAD`` file changes (a checkout, a branch switch; checked with
@@ -191,8 +193,24 @@ def _repo_of(directory: str, now: float) -> _Repo | None:
     return repo
 
 
+def _canonical(raw: str) -> FileKey | None:
+    """``raw`` as an already canonical key's body (what check_claims shows, passed back to
+    release): a normalized git dir, ``//``, a normalized relative path."""
+    repo, sep, rel = raw.partition(SEPARATOR)
+    if not sep or not repo.startswith("/") or not rel or rel.startswith("/"):
+        return None
+    if os.path.normpath(repo) != repo or os.path.normpath(rel) != rel or rel.startswith(".."):
+        return None
+    if not os.path.isfile(os.path.join(repo, "HEAD")):
+        return None  # a path with a doubled slash, not a repository's key
+    return FileKey(FILE_PREFIX + raw, repo, rel, None, None)
+
+
 def _key_for(path: str, cwd: str | None, now: float) -> FileKey:
     raw = _strip_prefix(path)
+    canonical = _canonical(raw)
+    if canonical is not None:
+        return canonical
     absolute = _absolute(raw, cwd)
     if absolute is None:
         # A relative path with no cwd to resolve it against: kept as given, normalized.
@@ -208,7 +226,8 @@ def _key_for(path: str, cwd: str | None, now: float) -> FileKey:
 
 
 def resolve_file_key(path: str, cwd: str | None) -> FileKey:
-    """The identity of ``path`` (with or without ``file:``, absolute or relative to ``cwd``)."""
+    """The identity of ``path`` (with or without ``file:``, absolute or relative to ``cwd``).
+    A canonical key comes back as itself (worktree and branch unknown: None)."""
     return _key_for(path, cwd, time.monotonic())
 
 

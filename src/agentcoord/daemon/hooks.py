@@ -9,25 +9,50 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.errors import ToolError
+from agentcoord.filekeys import FileKey, resolve_file_key
 from agentcoord.kernel.caller import Caller
 
 if TYPE_CHECKING:
+    from agentcoord.config import Config
     from agentcoord.kernel.directory import AgentDirectory
     from agentcoord.localagents.session_end import SessionWatch
     from agentcoord.messaging import Messaging
-    from agentcoord.stores.kv import ClaimStore, FocusStore
+    from agentcoord.stores.kv import ClaimStore, FocusStore, Holder
 
-__all__ = ["HookDeps", "HookHandlers", "Hooks", "additional_context", "deny_tool"]
+__all__ = [
+    "AUTO_LEASE_PURPOSE",
+    "EditLeases",
+    "HookDeps",
+    "HookHandlers",
+    "Hooks",
+    "additional_context",
+    "deny_tool",
+]
 
 log = logging.getLogger(__name__)
 
 # event -> handlers; each returns a fragment (context text, or a decision) or None
 HookFn = Callable[["HookDeps", Caller, dict[str, Any]], Awaitable[dict[str, Any] | None]]
 HookHandlers = dict[str, list[HookFn]]
+
+
+@dataclass(frozen=True)
+class EditLeases:
+    """Automatic edit leases (docs/claims.md "Claiming files"): on, and the quiet period in
+    seconds after which an unrenewed lease lapses (its TTL)."""
+
+    enabled: bool = True
+    quiet: float = 600.0
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> EditLeases:
+        return cls(cfg.auto_edit_leases, float(cfg.edit_lease_quiet))
 
 
 @dataclass(frozen=True)
@@ -39,6 +64,7 @@ class HookDeps:
     messaging: Messaging
     directory: AgentDirectory
     sessions: SessionWatch
+    edit_leases: EditLeases = field(default_factory=EditLeases)
 
 
 _EVENT_NAMES = {
@@ -79,41 +105,142 @@ async def _identify(
     return {"context": text}
 
 
-def file_claim_keys(path: str, cwd: str | None) -> set[str]:
-    """The claim keys that name ``path``: absolute or relative to the session's cwd, with or
-    without the ``file:`` prefix (docs/claims.md "Claiming files")."""
-    absolute = os.path.normpath(os.path.join(cwd or "/", path))
-    keys = {absolute}
-    if cwd:
-        rel = os.path.relpath(absolute, cwd)
-        if not rel.startswith(".."):
-            keys.add(rel)
-    return keys | {f"file:{k}" for k in keys}
+# Claude Code's file-writing tools and the input field naming their file (FACTS.md "Hooks").
+_WRITE_TOOLS = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+AUTO_LEASE_PURPOSE = "automatic edit lease"
+# An edit renews its lease only when the last renewal is at least this old (a burst of edits
+# costs one write), and never later than a tenth of the quiet period.
+_RENEW_AFTER_S = 1.0
+
+
+def _written_path(payload: dict[str, Any]) -> str | None:
+    """The file a write tool call is about to change; None for any other tool."""
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    field = _WRITE_TOOLS.get(str(payload.get("tool_name") or ""))
+    if field is None:
+        return None
+    path = tool_input.get(field) or tool_input.get("file_path")
+    return path if isinstance(path, str) and path else None
+
+
+def _writer_cwd(caller: Caller, payload: dict[str, Any]) -> str | None:
+    cwd = payload.get("cwd")
+    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else caller.cwd
+
+
+def _live_holders(claims: ClaimStore, key: str) -> list[Holder]:
+    """The live holders of exactly ``key``."""
+    return [h for k, h in claims.check(key) if k == key]
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def _deny_text(deps: HookDeps, fk: FileKey, holder: Holder) -> str:
+    """Who holds the file, since when, what they are on, and how to reach them."""
+    from agentcoord.tools.claims import shown_key, sites_of
+
+    site = sites_of(deps.claims).get(fk.key, holder.token)
+    row: dict[str, Any] = {"resource_key": fk.key, "path": fk.rel}
+    if fk.repo is not None:
+        row["repository"] = fk.repo
+    if site is not None:
+        row.update(worktree=site.worktree, branch=site.branch)
+    focus = deps.focus.get(holder.agent)
+    intent = focus.intent if focus and focus.intent else ""
+    lease = " (an automatic edit lease)" if holder.purpose == AUTO_LEASE_PURPOSE else ""
+    text = (
+        f"{shown_key(row)} is claimed for writing by {holder.agent} since "
+        f"{_iso(holder.acquired)}{lease}"
+    )
+    if intent:
+        text += f"; they are working on: {intent}"
+    if holder.purpose and holder.purpose != AUTO_LEASE_PURPOSE and holder.purpose != intent:
+        text += f"; claim purpose: {holder.purpose}"
+    return (
+        f"{text}. Ask them with send_message to {holder.agent}, or wait for the claim to be "
+        "released (check_claims)."
+    )
 
 
 async def _guard_writes(
     deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """PreToolUse on Write/Edit/MultiEdit: deny when another agent holds a write claim."""
-    claims = deps.claims
-    tool_input = payload.get("tool_input")
-    if not isinstance(tool_input, dict):
+    """PreToolUse on Write/Edit/MultiEdit/NotebookEdit: deny when another agent holds a write
+    claim on the file's canonical key (resolved against the writer's cwd), else take or renew
+    the writer's automatic edit lease (docs/claims.md "Claiming files")."""
+    path = _written_path(payload)
+    if path is None:
         return None
-    path = tool_input.get("file_path") or tool_input.get("path")
-    if not isinstance(path, str) or not path:
-        return None
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else caller.cwd
-    wanted = file_claim_keys(path, cwd)
-    for key, holder in claims.check(""):
-        if key in wanted and holder.mode == "write" and holder.agent != caller.agent:
-            focus = deps.focus.get(holder.agent)
-            intent = holder.purpose or (focus.intent if focus else "")
-            why = f" ({intent})" if intent else ""
-            return {
-                "deny": f"{key} is claimed for writing by {holder.agent}{why}; ask them, "
-                "or wait for the claim to be released (check_claims)."
-            }
+    fk = resolve_file_key(path, _writer_cwd(caller, payload))
+    holders = _live_holders(deps.claims, fk.key)
+    for holder in holders:
+        if holder.mode == "write" and holder.agent != caller.agent:
+            return {"deny": _deny_text(deps, fk, holder)}
+    if deps.edit_leases.enabled and caller.kind in ("session", "runner"):
+        mine = next((h for h in holders if h.agent == caller.agent), None)
+        return await _edit_lease(deps, caller, payload, fk, mine)
     return None
+
+
+async def _edit_lease(
+    deps: HookDeps,
+    caller: Caller,
+    payload: dict[str, Any],
+    fk: FileKey,
+    mine: Holder | None,
+) -> dict[str, Any] | None:
+    """Take the writer's lease on its first edit of a file, renew it on later ones. The
+    writer's own explicit claim (any mode) is left as it is: granting would replace it."""
+    from agentcoord.stores.kv import Contention
+    from agentcoord.tools.claims import holder_process, holder_site, sites_of
+
+    claims, quiet = deps.claims, deps.edit_leases.quiet
+    if mine is not None:
+        if mine.purpose != AUTO_LEASE_PURPOSE:
+            return None
+        renewed_at = mine.expires - mine.ttl
+        if time.time() - renewed_at < min(_RENEW_AFTER_S, quiet / 10):
+            return None
+        if mine.token is not None:
+            try:
+                await claims.renew(caller.agent, fk.key, mine.token, quiet)
+                return None
+            except ToolError:
+                pass  # it lapsed or was replaced meanwhile: take a new one below
+    out = await claims.claim(
+        caller.agent,
+        fk.key,
+        "write",
+        quiet,
+        purpose=AUTO_LEASE_PURPOSE,
+        proc=holder_process(caller),
+    )
+    if isinstance(out, Contention):
+        if out.holder.agent == caller.agent:
+            return None
+        return {"deny": _deny_text(deps, fk, out.holder)}
+    sites_of(claims).note(fk.key, out.holder.token, holder_site(fk, _writer_cwd(caller, payload)))
+    return None
+
+
+async def _release_edit_leases(deps: HookDeps, caller: Caller) -> None:
+    """SessionEnd: the conversation's edit leases go with it (a process that exits would
+    release them anyway; after /clear the process goes on)."""
+    for key, holder in deps.claims.held_by(caller.agent):
+        if holder.purpose == AUTO_LEASE_PURPOSE and holder.token is not None:
+            try:
+                await deps.claims.release(caller.agent, key, holder.token)
+            except ToolError as exc:  # replaced or lapsed meanwhile
+                log.debug("edit lease on %s not released: %s", key, exc)
 
 
 async def _inbox_context(
@@ -144,7 +271,10 @@ async def _end_session(
 ) -> dict[str, Any] | None:
     """SessionEnd: the session's Agent ends at once (docs/localagents.md "Session lifetime")."""
     why = payload.get("reason")
-    if caller.kind != "session" or why in _PROCESS_GOES_ON:
+    if caller.kind != "session":
+        return None
+    await _release_edit_leases(deps, caller)
+    if why in _PROCESS_GOES_ON:
         return None
     reason = f"SessionEnd hook ({why})" if isinstance(why, str) and why else "SessionEnd hook"
     ended = await deps.directory.end_session(caller.agent, reason)
