@@ -226,10 +226,11 @@ def test_runner_above_its_claude_wins() -> None:
 
 async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
     """merged/get/find: registered shadows local, get falls back to local, find ranks warm first."""
-    from agentcoord.kernel.caller import Caller
     from agentcoord.localagents import LocalAgents
     from agentcoord.localagents.runner import RunnerSpec
     from agentcoord.localagents.sandbox import Sandbox
+    from agentcoord.stores.objects import ObjectStore
+    from agentcoord.stores.objects.repository import StoreAgentRecords, StoreJobRecords
 
     hub = tmp_path / "hub"
     make_package(hub, "loc", "capabilities: [x]\n")
@@ -239,19 +240,28 @@ async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
         def sessions(self) -> list[LiveSession]:
             return []
 
-    svc = LocalAgents(
-        enabled=True,
-        hub=hub,
-        session_ttl=3600,
-        state_dir=tmp_path,
-        runtime_dir=tmp_path,
-        claude_dir=tmp_path / "c",
-        spec=RunnerSpec(),
-        sandbox=Sandbox(None),
-        base_env={},
-        runners={},
-        probe=NoSessions(),
-    )
+    async with ObjectStore(tmp_path / "objects.db") as store:
+        svc = LocalAgents(
+            enabled=True,
+            hub=hub,
+            session_ttl=3600,
+            state_dir=tmp_path,
+            runtime_dir=tmp_path,
+            claude_dir=tmp_path / "c",
+            spec=RunnerSpec(),
+            sandbox=Sandbox(None),
+            base_env={},
+            runners={},
+            records=StoreAgentRecords(store),
+            tasks=StoreJobRecords(store),
+            probe=NoSessions(),
+        )
+        await _service_views(svc)
+
+
+async def _service_views(svc: Any) -> None:
+    from agentcoord.kernel.caller import Caller
+
     async with svc:
         me = Caller("human", "human:me", "internal")
         await svc.register({"agent_id": "both", "endpoint": "http://h", "capabilities": ["x"]}, me)
@@ -270,9 +280,8 @@ async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
             ("full", "http"),
             ("loc", "local"),
         ]
-        assert svc.get("loc")["transport"] == "local"  # type: ignore[index]
-        assert svc.get("both")["transport"] == "http"  # type: ignore[index]
+        assert svc.get("loc")["transport"] == "local"
+        assert svc.get("both")["transport"] == "http"
         assert svc.get("nope") is None
         assert svc.get("..") is None
         assert [r["agent_id"] for r in svc.find("x")] == ["both", "full", "loc"]
-        assert (tmp_path / "agents.json").stat().st_mode & 0o777 == 0o600

@@ -25,7 +25,6 @@ from agentcoord.localagents.records import (
     AgentRecord,
     AgentRecords,
     AgentTaskRecord,
-    JsonFileRecords,
     TaskRecords,
 )
 
@@ -34,7 +33,6 @@ __all__ = [
     "AgentRecords",
     "AgentTaskRecord",
     "DispatchFailed",
-    "JsonFileRecords",
     "LocalAgents",
     "Manifest",
     "Package",

@@ -41,7 +41,6 @@ from agentcoord.localagents.records import (
     AgentRecord,
     AgentRecords,
     AgentTaskRecord,
-    JsonFileRecords,
     TaskRecords,
 )
 from agentcoord.localagents.runner import RunnerSpec, run_local
@@ -76,9 +75,9 @@ class LocalAgents:
         sandbox: Sandbox,
         base_env: Mapping[str, str],
         runners: MutableMapping[tuple[int, float], RunnerInfo],
+        records: AgentRecords,
+        tasks: TaskRecords,
         probe: SessionProbe | None = None,
-        records: AgentRecords | None = None,
-        tasks: TaskRecords | None = None,
         wait_deadline_s: float = 600.0,
         clock: Callable[[], float] = time.time,
         backends: Mapping[str, str] | None = None,
@@ -94,12 +93,8 @@ class LocalAgents:
         self._base_env = dict(base_env)
         self._runners = runners
         self.probe = probe or PsutilSessionProbe(claude_dir)
-        self.records: AgentRecords = records or JsonFileRecords(
-            state_dir / "agents.json", AgentRecord, "agent_id"
-        )
-        self.tasks: TaskRecords = tasks or JsonFileRecords(
-            state_dir / "agent-tasks.json", AgentTaskRecord, "job_id"
-        )
+        self.records = records  # registered agents: Agent objects (docs/store.md)
+        self.tasks = tasks  # dispatch jobs: AgentTask objects
         self.index = PackageIndex(hub if enabled else None)
         self._wait_deadline_s = wait_deadline_s
         self._clock = clock
@@ -118,8 +113,8 @@ class LocalAgents:
         *,
         runners: MutableMapping[tuple[int, float], RunnerInfo],
         base_env: Mapping[str, str],
-        records: AgentRecords | None = None,
-        tasks: TaskRecords | None = None,
+        records: AgentRecords,
+        tasks: TaskRecords,
     ) -> LocalAgents:
         """Build from the daemon's Config (the one place config becomes this service)."""
         spec = RunnerSpec.from_command(

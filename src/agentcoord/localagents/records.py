@@ -9,20 +9,14 @@ records uses, as a unit test does.
 
 from __future__ import annotations
 
-import json
 import logging
-import threading
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
-
-from agentcoord.kernel.files import write_private
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "AgentRecord",
     "AgentRecords",
     "AgentTaskRecord",
-    "JsonFileRecords",
     "TaskRecords",
 ]
 
@@ -104,43 +98,3 @@ class TaskRecords(Protocol):
     def get(self, key: str) -> AgentTaskRecord | None: ...
     async def delete(self, key: str) -> bool: ...
     def list(self) -> list[AgentTaskRecord]: ...
-
-
-class JsonFileRecords(Generic[R]):
-    """Records in one JSON object file (0600), rewritten atomically on every change."""
-
-    def __init__(self, path: Path, kind: type[R], key: str) -> None:
-        self._path = path
-        self._kind: type[R] = kind
-        self._key = key
-        self._lock = threading.Lock()
-        self._items: dict[str, R] = {}
-        if path.exists():
-            try:
-                raw = json.loads(path.read_text())
-                for k, v in dict(raw).items():
-                    self._items[k] = kind.from_dict(v)
-            except (OSError, ValueError, TypeError):
-                log.warning("records file %s is unreadable; starting empty", path)
-
-    async def upsert(self, record: R) -> None:
-        with self._lock:
-            self._items[getattr(record, self._key)] = record
-            self._save()
-
-    def get(self, key: str) -> R | None:
-        return self._items.get(key)
-
-    async def delete(self, key: str) -> bool:
-        with self._lock:
-            gone = self._items.pop(key, None) is not None
-            if gone:
-                self._save()
-            return gone
-
-    def list(self) -> list[R]:
-        return list(self._items.values())
-
-    def _save(self) -> None:
-        data = {k: v.as_dict() for k, v in self._items.items()}
-        write_private(self._path, json.dumps(data, separators=(",", ":"), default=str))
