@@ -22,7 +22,6 @@ from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.messagebus import inbox_subject
 
 if TYPE_CHECKING:
-    from agentcoord.agentops.ops import AgentOps as AgentOps  # transitional: __getattr__
     from agentcoord.messaging import Messaging
 
 __all__ = ["INBOX_NOTE", "InboxAsks"]
@@ -113,13 +112,3 @@ class InboxAsks:
             raise ToolError(f"ask {ask_id} was answered already")
         pending.answer.set_result(text)
         return {"replied": True, "ask": ask_id, "to": pending.from_agent}
-
-
-def __getattr__(name: str) -> Any:
-    """Transitional: :class:`AgentOps` lives in :mod:`agentcoord.agentops.ops`; this keeps
-    ``from agentcoord.agentops.asks import AgentOps`` working until its last importer moves."""
-    if name == "AgentOps":
-        from agentcoord.agentops.ops import AgentOps
-
-        return AgentOps
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentcoord import wire
 from agentcoord.agentops import checkpoints
-from agentcoord.agentops.asks import AgentOps
+from agentcoord.agentops.ops import AgentOps
 from agentcoord.agentops.controller import FINALIZER, MANAGED_LABEL
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
 from agentcoord.kernel.caller import Caller, decision_fields
