@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcoord.daemon.identity import IdentityResolver
-from agentcoord.daemon.status import Connections
 from agentcoord.daemon.hangup import cancel_on_hangup
+from agentcoord.daemon.identity import IdentityResolver
 from agentcoord.daemon.mcp import ACCESS_DENIED, McpCore, McpSession
 from agentcoord.daemon.procprobe import peer_cred
+from agentcoord.daemon.status import Connections
 from agentcoord.errors import IdentityError, ProtocolError
 from agentcoord.kernel.framing import OVERSIZE, LineSplitter
 from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
