@@ -121,6 +121,30 @@ async def test_release_rules_and_tokens(js: Any, audit: Recorder) -> None:
         assert audit.reasons() == ["released"]
 
 
+async def test_release_and_renew_without_token(js: Any, audit: Recorder) -> None:
+    """Without a token, release and renew act on the caller's own grant (seed 000 "release");
+    a token, when given, must be the current grant's, so an old one is refused."""
+    async with ClaimStore(js, audit) as store:
+        old = await store.claim("a", "r", "write", 60)
+        new = await store.claim("a", "r", "write", 60)  # re-taken: a new grant, a new token
+        assert isinstance(old, Granted)
+        assert isinstance(new, Granted)
+        assert (old.holder.token or 0) < (new.holder.token or 0)
+        stale = f"token {old.holder.token} is stale on r: a's current grant there is token"
+        with pytest.raises(StaleToken, match=stale):
+            await store.release("a", "r", old.holder.token)
+        with pytest.raises(StaleToken, match=stale):
+            await store.renew("a", "r", old.holder.token, 120)
+        renewed = await store.renew("a", "r", ttl=120)
+        assert (renewed.token, renewed.ttl) == (new.holder.token, 120)
+        with pytest.raises(NotHolder, match="claim on r is held by a, not b"):
+            await store.release("b", "r")
+        assert await store.release("a", "r") is True
+        assert await store.release("a", "r") is False
+        assert store.check("r") == []
+        assert audit.reasons() == ["released", "released"]  # the replaced grant, then ours
+
+
 async def test_expiry_within_a_second(js: Any, audit: Recorder) -> None:
     """A 1s claim disappears from the view within 1 s of its deadline, reason expired."""
     async with ClaimStore(js, audit) as store:

@@ -231,6 +231,27 @@ def test_release_rule_errors_and_result() -> None:
     assert rules.release(None, "k", "b", 4, 1, POLICY) is None
 
 
+def test_release_and_renew_rules_without_token() -> None:
+    """With no token, release and renew take the agent's own live grant; a wrong token is
+    refused naming the current one; nothing held releases nothing."""
+    cur = ClaimRecord("k", (_h("a", "read", token=3), _h("b", "read", token=4, ttl=10)))
+    out = rules.release(cur, "k", "b", None, 1, POLICY)
+    assert out is not None
+    assert ([h.agent for h in out[0].holders], out[1].token) == (["a"], 4)  # type: ignore[union-attr]
+    assert rules.release(None, "k", "b", None, 1, POLICY) is None
+    with pytest.raises(
+        StaleToken, match="token 3 is stale on k: b's current grant there is token 4"
+    ):
+        rules.release(cur, "k", "b", 3, 1, POLICY)
+    rec, new = rules.renew(cur, "k", "b", None, None, 5, POLICY)
+    assert (new.token, new.expires) == (4, 15)
+    assert rec.holders[0] == cur.holders[0]
+    with pytest.raises(StaleToken, match="token 3 is stale"):
+        rules.renew(cur, "k", "b", 3, None, 5, POLICY)
+    with pytest.raises(NotHolder, match="claim on k is held by a, not c"):
+        rules.renew(cur, "k", "c", None, None, 5, POLICY)
+
+
 def test_renew_beat_and_drop_rules() -> None:
     """renew extends one grant; beat renews and marks an agent's grants; drop removes by reason."""
     cur = ClaimRecord("k", (_h("a", "read", token=3, ttl=10), _h("b", "read", token=4, ttl=10)))

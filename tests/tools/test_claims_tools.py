@@ -230,3 +230,108 @@ def test_clean_shutdown_keeps_queued_audit_events(daemon: Daemon, claude_bin: Pa
     daemon.start()
     events = _sc(own_call(daemon, "audit", {"type": "CLAIM_ACQUIRED"}))["events"]
     assert [e["resource_key"] for e in events] == ["a"]
+
+
+# -- seed 000 "release {resource_key}": the caller's own claim, a token only fences it --------
+
+
+def test_release_and_renew_take_no_token_in_their_schemas(daemon: Daemon) -> None:
+    """tools/list: release and renew require only resource_key; token is optional."""
+    reply = unix_request(daemon, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    tools = {t["name"]: t for t in reply["result"]["tools"]}
+    for name in ("release", "renew"):
+        schema = tools[name]["inputSchema"]
+        assert schema["required"] == ["resource_key"]
+        assert "token" in schema["properties"]
+
+
+def test_release_without_token_drops_own_claim(daemon: Daemon, claude_bin: Path) -> None:
+    """`release {resource_key}` releases the caller's claim; a second one answers false."""
+    out = session_call(
+        daemon,
+        claude_bin,
+        [
+            ("claim", {"resource_key": "own", "ttl": "5m"}),
+            ("release", {"resource_key": "own"}),
+            ("release", {"resource_key": "own"}),
+            ("release", {"resource_key": "never-claimed"}),
+        ],
+    )
+    assert _sc(out[0])["acquired"]
+    assert _sc(out[1]) == {"released": True}
+    assert _sc(out[2]) == {"released": False}
+    assert _sc(out[3]) == {"released": False}
+    assert _sc(own_call(daemon, "check_claims", {}))["claims"] == []
+
+    def released() -> list[tuple[str, str, int]]:
+        events = _sc(own_call(daemon, "audit", {"type": "CLAIM_RELEASED"}))["events"]
+        return [(e["resource_key"], e["reason"], e["token"]) for e in events]
+
+    _wait_for(lambda: released() != [], 2)  # audit appends are asynchronous
+    assert released() == [("own", "released", _sc(out[0])["token"])]
+
+
+def test_release_without_token_of_anothers_claim_fails_with_seed_text(
+    daemon: Daemon, claude_bin: Path
+) -> None:
+    """Without a token, releasing another agent's claim fails with seed 000's exact text."""
+    with holding(daemon, claude_bin, [("claim", {"resource_key": "shared.db"})]) as held:
+        holder = _sc(held[0])["claim"]["agent"]
+        out = session_call(
+            daemon, claude_bin, [("whoami", {}), ("release", {"resource_key": "shared.db"})]
+        )
+        me = _sc(out[0])["agent"]
+        assert out[1]["isError"]
+        assert _text(out[1]) == f"claim on shared.db is held by {holder}, not {me}"
+        rows = _sc(own_call(daemon, "check_claims", {}))["claims"]
+        assert [(r["resource_key"], r["agent"]) for r in rows] == [("shared.db", holder)]
+
+
+def test_stale_token_is_refused_after_the_lease_was_lost_and_retaken(daemon: Daemon) -> None:
+    """A holder whose lease expired and who took it again is not released or renewed by its
+    old token; the error names the current grant; the current token still releases it."""
+    first = _sc(own_call(daemon, "claim", {"resource_key": "lease", "ttl": "1s"}))
+    _wait_for(lambda: _sc(own_call(daemon, "check_claims", {"prefix": "lease"}))["total"] == 0, 3)
+    again = _sc(own_call(daemon, "claim", {"resource_key": "lease", "ttl": "5m"}))
+    old, new, me = first["token"], again["token"], again["claim"]["agent"]
+    assert new > old
+    for tool, extra in (("release", {}), ("renew", {"ttl": "10m"})):
+        refused = own_call(daemon, tool, {"resource_key": "lease", "token": old, **extra})
+        assert refused["isError"]
+        assert (
+            _text(refused)
+            == f"token {old} is stale on lease: {me}'s current grant there is token {new}"
+        )
+    rows = _sc(own_call(daemon, "check_claims", {"prefix": "lease"}))["claims"]
+    assert [(r["agent"], r["token"], r["ttl"]) for r in rows] == [(me, new, "5m")]
+    done = own_call(daemon, "release", {"resource_key": "lease", "token": new})
+    assert _sc(done) == {"released": True}
+
+
+def test_renew_without_token_extends_own_claim(daemon: Daemon, claude_bin: Path) -> None:
+    """`renew {resource_key}` extends the caller's own grant (same token); renewing nothing
+    held, or another's claim, is refused."""
+    with holding(daemon, claude_bin, [("claim", {"resource_key": "theirs"})]) as held:
+        holder = _sc(held[0])["claim"]["agent"]
+        out = session_call(
+            daemon,
+            claude_bin,
+            [
+                ("claim", {"resource_key": "mine", "ttl": "1m"}),
+                ("renew", {"resource_key": "mine", "ttl": "10m"}),
+                ("renew", {"resource_key": "mine"}),
+                ("renew", {"resource_key": "nothing"}),
+                ("renew", {"resource_key": "theirs"}),
+                ("whoami", {}),
+            ],
+        )
+    granted, renewed, again = _sc(out[0]), _sc(out[1]), _sc(out[2])
+    me = _sc(out[5])["agent"]
+    assert renewed["renewed"] is True
+    assert (renewed["claim"]["token"], renewed["claim"]["ttl"]) == (granted["token"], "10m")
+    assert renewed["claim"]["expires_at"] > granted["claim"]["expires_at"]
+    assert (again["claim"]["token"], again["claim"]["ttl"]) == (granted["token"], "10m")
+    assert out[3]["isError"]
+    assert _text(out[3]) == "you hold no claim on nothing"
+    assert out[4]["isError"]
+    assert _text(out[4]) == f"claim on theirs is held by {holder}, not {me}"

@@ -37,7 +37,11 @@ __all__ = ["ClaimSites", "Site", "canonical_key", "holder_process", "sites_of", 
 _STR: dict[str, Any] = {"type": "string"}
 _AGENT: dict[str, Any] = {"type": "string", "description": "optional; must be you"}
 _KEY: dict[str, Any] = {"type": "string", "maxLength": 512}
-_TOKEN: dict[str, Any] = {"type": "integer", "minimum": 1, "description": "from claim"}
+_TOKEN: dict[str, Any] = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "optional fencing token from claim; must be your current grant's",
+}
 _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
 
 
@@ -296,15 +300,17 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
 
     async def release(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         args = _with_canonical_key(caller, args)  # a file key as claim stored it
+        # Seed 000 "release": `release {resource_key}` drops the caller's own claim; a token,
+        # when given, fences it (docs/claims.md "Tools").
         agent = acting_agent(caller, args)
-        released = await claims.release(agent, args["resource_key"], args["token"])
+        released = await claims.release(agent, args["resource_key"], args.get("token"))
         return {"released": released}
 
     async def renew(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         args = _with_canonical_key(caller, args)  # a file key as claim stored it
         agent = acting_agent(caller, args)
         key = args["resource_key"]
-        holder = await claims.renew(agent, key, args["token"], _ttl(args, None))
+        holder = await claims.renew(agent, key, args.get("token"), _ttl(args, None))
         return {"renewed": True, "claim": _claim_row(key, holder)}
 
     async def heartbeat(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -350,16 +356,16 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         ),
         Tool(
             "release",
-            "Drop your claim on a key (needs its token).",
-            obj_schema(("resource_key", "token"), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
+            "Drop your claim on a key. released: false when you held none; a token, if "
+            "given, must be your current one.",
+            obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
             release,
         ),
         Tool(
             "renew",
-            "Extend your claim on a key (needs its token); ttl defaults to the claim's own.",
-            obj_schema(
-                ("resource_key", "token"), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=_AGENT
-            ),
+            "Extend your claim on a key; ttl defaults to the claim's own. A token, if given, "
+            "must be your current one.",
+            obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=_AGENT),
             renew,
         ),
         Tool(

@@ -238,45 +238,56 @@ def _live(cur: ClaimRecord | None, now: float, policy: ClaimPolicy) -> list[Hold
     return [h for h in (cur.holders if cur else ()) if due_reason(h, now, policy) is None]
 
 
+def _stale(key: str, token: int, current: Holder) -> StaleToken:
+    return StaleToken(
+        f"token {token} is stale on {key}: {current.agent}'s current grant there is token "
+        f"{current.token}"
+    )
+
+
 def release(
-    cur: ClaimRecord | None, key: str, agent: str, token: int, now: float, policy: ClaimPolicy
+    cur: ClaimRecord | None,
+    key: str,
+    agent: str,
+    token: int | None,
+    now: float,
+    policy: ClaimPolicy,
 ) -> tuple[ClaimRecord | None, Holder] | None:
-    """The record without ``agent``'s grant ``token`` (None when empty) and that grant; None
-    when nothing live is held. Someone else's claim raises seed 000's error."""
+    """The record without ``agent``'s live grant on ``key`` (None when empty) and that grant;
+    None when ``agent`` holds nothing live there (seed 000 "release": ``{"released": false}``).
+    Someone else's claim raises seed 000's error. ``token``, when given, must be the grant's
+    own: an agent that lost the lease and took it again is not released by its old token."""
     live = _live(cur, now, policy)
-    mine = [h for h in live if h.agent == agent]
-    if not mine:
+    mine = next((h for h in live if h.agent == agent), None)  # grant() keeps one per agent
+    if mine is None or cur is None:
         if live:
             raise NotHolder(f"claim on {key} is held by {live[0].agent}, not {agent}")
         return None
-    gone = next((h for h in mine if h.token == token), None)
-    if gone is None or cur is None:
-        raise StaleToken(
-            f"token {token} is not your current grant on {key} (yours is {mine[0].token})"
-        )
-    rest = tuple(h for h in cur.holders if h is not gone)
-    return (replace(cur, holders=rest) if rest else None), gone
+    if token is not None and mine.token != token:
+        raise _stale(key, token, mine)
+    rest = tuple(h for h in cur.holders if h is not mine)
+    return (replace(cur, holders=rest) if rest else None), mine
 
 
 def renew(
     cur: ClaimRecord | None,
     key: str,
     agent: str,
-    token: int,
+    token: int | None,
     ttl: float | None,
     now: float,
     policy: ClaimPolicy,
 ) -> tuple[ClaimRecord, Holder]:
-    """The record with ``agent``'s grant ``token`` extended to ``now + ttl`` (default: its own
-    ttl), and the renewed grant."""
+    """The record with ``agent``'s live grant on ``key`` extended to ``now + ttl`` (default: its
+    own ttl), and the renewed grant. ``token``, when given, must be that grant's."""
     live = _live(cur, now, policy)
-    mine = next((h for h in live if h.agent == agent and h.token == token), None)
+    mine = next((h for h in live if h.agent == agent), None)
     if mine is None or cur is None:
-        if any(h.agent == agent for h in live):
-            raise StaleToken(f"token {token} is not your current grant on {key}")
         if live:
             raise NotHolder(f"claim on {key} is held by {live[0].agent}, not {agent}")
         raise NotHolder(f"you hold no claim on {key}")
+    if token is not None and mine.token != token:
+        raise _stale(key, token, mine)
     span = ttl if ttl is not None else mine.ttl
     new = replace(mine, expires=now + span, ttl=span)
     return replace(cur, holders=tuple(new if h is mine else h for h in cur.holders)), new

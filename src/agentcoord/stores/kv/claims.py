@@ -270,8 +270,9 @@ class ClaimStore:
             out.append((agent, key, holder, when))
         return sorted(out, key=lambda row: row[3])
 
-    async def release(self, agent: str, key: str, token: int) -> bool:
-        """Drop ``agent``'s grant ``token`` on ``key``; False when nothing was held."""
+    async def release(self, agent: str, key: str, token: int | None = None) -> bool:
+        """Drop ``agent``'s grant on ``key`` (seed 000 "release"); False when nothing was held.
+        ``token``, when given, must be that grant's (:class:`StaleToken` otherwise)."""
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
             out = _rules.release(cur, key, agent, token, now, self.policy)
@@ -282,8 +283,11 @@ class ClaimStore:
 
         return bool(await self._mutate(escape_key(key), plan))
 
-    async def renew(self, agent: str, key: str, token: int, ttl: float | None = None) -> Holder:
-        """Extend ``agent``'s grant ``token`` on ``key`` by ``ttl`` (default: its own ttl)."""
+    async def renew(
+        self, agent: str, key: str, token: int | None = None, ttl: float | None = None
+    ) -> Holder:
+        """Extend ``agent``'s grant on ``key`` by ``ttl`` (default: its own ttl); ``token``,
+        when given, must be that grant's."""
         if ttl is not None:
             self._check_ttl(ttl)
 
