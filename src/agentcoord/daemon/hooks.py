@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.errors import ToolError
 from agentcoord.filekeys import FileKey, resolve_file_key
 from agentcoord.kernel.caller import Caller
+from agentcoord.stores.kv._keys import MAX_KEY_CHARS
 
 if TYPE_CHECKING:
     from agentcoord.config import Config
@@ -185,7 +186,9 @@ async def _guard_writes(
     for holder in holders:
         if holder.mode == "write" and holder.agent != caller.agent:
             return {"deny": _deny_text(deps, fk, holder)}
-    if deps.edit_leases.enabled and caller.kind in ("session", "runner"):
+    # A key over the store's limit cannot be claimed: such a file is guarded but not leased.
+    leasable = len(fk.key) <= MAX_KEY_CHARS
+    if leasable and deps.edit_leases.enabled and caller.kind in ("session", "runner"):
         mine = next((h for h in holders if h.agent == caller.agent), None)
         return await _edit_lease(deps, caller, payload, fk, mine)
     return None
