@@ -32,7 +32,16 @@ from agentcoord.stores.kv._procwatch import ProcKey, proc_key
 from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
 
-__all__ = ["ClaimSites", "Site", "canonical_key", "holder_process", "sites_of", "tools"]
+__all__ = [
+    "ClaimSites",
+    "Site",
+    "canonical_key",
+    "holder_process",
+    "holder_site",
+    "shown_key",
+    "sites_of",
+    "tools",
+]
 
 _STR: dict[str, Any] = {"type": "string"}
 _AGENT: dict[str, Any] = {"type": "string", "description": "optional; must be you"}
