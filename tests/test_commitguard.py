@@ -246,8 +246,9 @@ NOBODY = Caller("anonymous", "anonymous", "unix")
 
 @pytest.mark.unit
 def test_only_others_write_claims_on_staged_keys_block() -> None:
-    """Write claims of others on a staged key block; the committer's own, read and intent
-    claims, and claims on other keys do not; a legacy key blocks through its alias."""
+    """Write claims of others on a staged key block, with their purpose and focus; the
+    committer's own, read and intent claims, and claims on other keys do not; a legacy key
+    blocks through its alias."""
     live = [
         ("file:/r/.git//a.py", _holder("w1-1", purpose="rewriting auth")),
         ("file:/r/.git//a.py", _holder("w2-1")),  # the committer's own
@@ -264,7 +265,7 @@ def test_only_others_write_claims_on_staged_keys_block() -> None:
     aliases = {"file:/w1/d.py": "file:/r/.git//d.py"}
     found = blockers(live, wanted, SESSION, lambda agent: f"focus of {agent}", aliases)
     assert [(b.path, b.holder.agent, b.intent) for b in found] == [
-        ("a.py", "w1-1", "rewriting auth"),
+        ("a.py", "w1-1", "rewriting auth; focus of w1-1"),
         ("d.py", "w3-1", "focus of w3-1"),
     ]
 

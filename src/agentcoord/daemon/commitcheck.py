@@ -54,7 +54,7 @@ class Blocker:
     path: str
     key: str
     holder: Holder
-    intent: str  # the claim's purpose, else the holder's focus intent
+    intent: str  # the claim's purpose and the holder's focus intent, those that are set
 
     def as_dict(self) -> dict[str, Any]:
         h = self.holder
@@ -111,8 +111,8 @@ def blockers(
 ) -> list[Blocker]:
     """The write claims among ``live`` (key, holder) that cover a key of ``wanted`` (canonical
     key -> staged path) and are not the committer's own. ``aliases`` maps a stored legacy key
-    to its canonical one; ``intent_of`` gives an agent's focus intent (used when the claim
-    names no purpose)."""
+    to its canonical one; ``intent_of`` gives an agent's focus intent, shown with the claim's
+    purpose."""
     aliases = aliases or {}
     own = committer.agent if committer.kind != "anonymous" else None
     out: list[Blocker] = []
@@ -122,7 +122,11 @@ def blockers(
         path = wanted.get(key) or wanted.get(aliases.get(key, ""))
         if path is None:
             continue
-        out.append(Blocker(path, key, holder, holder.purpose or intent_of(holder.agent)))
+        # Both when both say something: an automatic edit lease's purpose says how the file
+        # was claimed, the focus what the holder is doing (docs/claims.md "Claiming files").
+        said = (holder.purpose, intent_of(holder.agent))
+        intent = "; ".join(dict.fromkeys(s for s in said if s))
+        out.append(Blocker(path, key, holder, intent))
     out.sort(key=lambda b: (b.path, b.holder.agent))
     return out
 
