@@ -305,7 +305,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
         audit=s.audit,
     )
     console = ConsoleRoutes(s.identity, status.status, sections, s.nats.client)
-    http = await _http_listener(cfg, stack, HttpRoutes(s.identity, status, core, console))
+    http = await _http_listener(cfg, stack, HttpRoutes(s.identity, status, core, console, hooks))
     host = cfg.http_host if ":" not in cfg.http_host else f"[{cfg.http_host}]"
     addr = f"{host}:{http.port}"
     connections.http_addr = addr

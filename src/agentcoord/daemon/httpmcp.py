@@ -1,19 +1,28 @@
-"""Routes of the daemon's loopback HTTP port: ``/healthz`` and MCP streamable HTTP at ``/mcp``.
+"""Routes of the daemon's loopback HTTP port: ``/healthz``, MCP streamable HTTP at ``/mcp`` and
+Claude Code's http hooks at ``/hooks/<event>``.
 
 Transport rules (MCP 2025-03-26 .. 2025-11-25, "Streamable HTTP"): POST carries one message or a
 batch; notifications-only bodies get 202; ``initialize`` issues ``Mcp-Session-Id`` (an unknown
 id is 404, a missing one is tolerated because some clients never echo it, FACTS.md); GET is 405
 (we offer no server-initiated stream); DELETE ends a session; a foreign Origin/Host is 403; an
 unknown ``MCP-Protocol-Version`` is 400; bodies over the limit are 413.
+
+Hooks (docs/claude-code.md "Hooks"): Claude Code POSTs the hook's JSON input and reads a 2xx
+body as the hook's output, an empty one as "no output"; a non-2xx answer, a timeout or a refused
+connection is a non-blocking error (the tool runs). The caller is the TCP peer, which for an
+http hook is the ``claude`` process itself, never what the body says. A peer that is no agent
+gets an empty 200: the hook passes, as it does with no daemon.
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import logging
 from typing import Any
 
 from agentcoord.console.routes import ConsoleRoutes, root_page
+from agentcoord.daemon.hooks import Hooks
 from agentcoord.daemon.identity import IdentityResolver
 from agentcoord.daemon.mcp import SUPPORTED_PROTOCOLS, McpCore, McpSession
 from agentcoord.daemon.origin import host_allowed, origin_allowed
@@ -23,12 +32,20 @@ from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
 from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
 
-__all__ = ["HttpRoutes"]
+__all__ = ["HOOK_EVENTS", "HOOK_PATH", "HttpRoutes"]
 
 log = logging.getLogger(__name__)
 
 _MAX_SESSIONS = 1024
 _SESSIONLESS = "-"  # key for callers that never echo Mcp-Session-Id
+
+HOOK_PATH = "/hooks/"
+# The events served over http, named as ``agentcoord hook EVENT`` names them. SessionStart is
+# not among them: Claude Code runs no http hook on it (it skips them, "HTTP hooks are not
+# supported for SessionStart", seen with 2.1.328), so it stays a command hook.
+HOOK_EVENTS = frozenset(
+    {"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "session-end"}
+)
 
 
 def _rpc_error(status: int, code: int, message: str) -> HttpResponse:
@@ -44,10 +61,12 @@ class HttpRoutes:
         status: DaemonStatus,
         core: McpCore,
         console: ConsoleRoutes,
+        hooks: Hooks,
     ) -> None:
         self._identity = identity
         self._status = status
         self._core = core
+        self._hooks = hooks
         self._sessions: collections.OrderedDict[str, McpSession] = collections.OrderedDict()
         self._sessionless: dict[str, McpSession] = {}
         self._console = console
@@ -71,11 +90,42 @@ class HttpRoutes:
             if req.method == "DELETE":
                 return await self._delete(req)
             return HttpResponse(405, b"method not allowed\n", [("allow", "POST, DELETE")])
+        if path.startswith(HOOK_PATH):
+            return await self._hook(req, path[len(HOOK_PATH) :])
         return HttpResponse(404, b"not found\n")
+
+    async def _hook(self, req: HttpRequest, event: str) -> HttpResponse:
+        """One Claude Code http hook: its JSON in, the hook output JSON (or nothing) out."""
+        if event not in HOOK_EVENTS:
+            return HttpResponse(404, f"no hook event {event!r}\n".encode())
+        if req.method != "POST":
+            return HttpResponse(405, b"method not allowed\n", [("allow", "POST")])
+        ctype = req.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            return HttpResponse(415, b"hook body must be application/json\n")
+        try:
+            payload = json.loads(req.body)
+        except ValueError as exc:
+            return HttpResponse(400, f"hook body is not JSON: {exc}\n".encode())
+        if not isinstance(payload, dict):
+            return HttpResponse(400, b"hook body is not a JSON object\n")
+        try:
+            caller = await self._caller_as(req, None)
+        except IdentityError:
+            return HttpResponse(200)  # not an agent: nothing to guard or deliver (fail open)
+        output = await self._hooks.run(caller, event, payload)
+        if output is None:
+            return HttpResponse(200)
+        return json_response(200, json.dumps(output).encode())
 
     async def _caller(self, req: HttpRequest) -> Caller:
         auth = req.headers.get("authorization", "")
         bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        return await self._caller_as(req, bearer)
+
+    async def _caller_as(self, req: HttpRequest, bearer: str | None) -> Caller:
+        """The caller of ``req`` with ``bearer`` (None: the peer alone), once per connection
+        and token (a keep-alive connection is one peer)."""
         key = f"caller:{bearer}"
         cached = req.conn.values.get(key)
         if isinstance(cached, Caller):
