@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.config import DEFAULT_HTTP_ADDR, Config
 from agentcoord.console.routes import ConsoleRoutes
 from agentcoord.console.sections import ConsoleSections
-from agentcoord.daemon.hooks import HookDeps, Hooks
+from agentcoord.daemon.hooks import EditLeases, HookDeps, Hooks
 from agentcoord.daemon.httpmcp import HttpRoutes
 from agentcoord.daemon.identity import IdentityResolver, TokenStore
 from agentcoord.daemon.mcp import McpCore
@@ -285,6 +285,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
             messaging=s.messaging,
             directory=s.identity.directory,
             sessions=s.sessions,
+            edit_leases=EditLeases.from_config(cfg),
         )
     )
     core = McpCore(
