@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from agentcoord import filekeys
 from agentcoord.commitguard import CHAINED, MARKER, hooks_dir
-from agentcoord.daemon.commitcheck import blockers, commit_params, refusal_text
+from agentcoord.daemon.commitcheck import _candidates, blockers, commit_params, refusal_text
 from agentcoord.errors import ProtocolError
 from agentcoord.kernel.caller import Caller
 from agentcoord.stores.kv import Holder
@@ -215,6 +216,37 @@ def test_no_daemon_allows_the_commit_with_one_line(
         assert len(lines) == 1, lines
         assert "commit guard is off" in lines[0]
         assert str(runtime / "agentcoord.sock") in lines[0]
+
+
+def test_only_claimed_paths_are_resolved(
+    repo: tuple[Path, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Of a commit spanning 10 directories, git is asked about the first path's directory and
+    the claimed path's only, and the claimed path (not first) still resolves to the key a
+    claim on the same file from the other worktree has."""
+    w1, w2, _ = repo
+    paths = [f"pkg{i % 10}/mod{i}.py" for i in range(100)]
+    for path in paths:
+        (w2 / path).parent.mkdir(exist_ok=True)
+        (w2 / path).write_text("x\n")
+    claimed = filekeys.resolve_file_key(str(w1 / "pkg7" / "mod57.py"), None).key
+    filekeys.clear_cache()
+    asked: list[str] = []
+    real = subprocess.run
+
+    def counting(argv: list[str], **kw: object) -> object:
+        if argv[1:2] == ["rev-parse"]:
+            asked.append(str(kw.get("cwd")))
+        return real(argv, **kw)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    try:
+        got = _candidates(paths, str(w2), {claimed, "file:/elsewhere/.git//pkg1/mod1.py"})
+        assert got == ["pkg0/mod0.py", "pkg7/mod57.py"]
+        assert [fk.key for fk in filekeys.resolve_file_keys(got, str(w2))][1] == claimed
+    finally:
+        filekeys.clear_cache()
+    assert sorted(asked) == [str((w2 / "pkg0").resolve()), str((w2 / "pkg7").resolve())]
 
 
 def test_setup_git_outside_a_repository_fails_in_one_line(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ def test_a_claimed_file_refuses_another_sessions_commit_from_the_other_worktree(
     """A session's commit in W2 of the file a session holds a write claim on (claimed from W1)
     is refused, naming the holder, its intent and since when; no commit is made."""
     _, w2, env = repo
-    change(w2, env, "src/auth.py")
+    change(w2, env, "docs/notes.md", "src/auth.py", "src/util.py")  # the claimed one not first
     start = head(w2, env)
     out = _session_commit(claude_bin, w2, env, "touch auth")
     assert out.returncode != 0

@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.commitguard import ALLOW_ENV
 from agentcoord.errors import ProtocolError
-from agentcoord.filekeys import FILE_PREFIX, SEPARATOR, resolve_file_keys
+from agentcoord.filekeys import (
+    FILE_PREFIX,
+    SEPARATOR,
+    resolve_file_key,
+    resolve_file_keys,
+    split_file_key,
+)
 from agentcoord.kernel.jsonrpc import INVALID_PARAMS
 from agentcoord.stores.kv import format_duration
 
@@ -183,11 +189,14 @@ async def check_commit(
 
     def resolve() -> tuple[dict[str, str], dict[str, str]]:
         # filekeys runs git (once per directory, cached): off the event loop.
-        wanted: dict[str, str] = {}
-        for path, fk in zip(paths, resolve_file_keys(paths, cwd), strict=True):
-            wanted.setdefault(fk.key, path)
         resolved = resolve_file_keys(list(legacy.values()), None)
-        return wanted, {key: fk.key for key, fk in zip(legacy, resolved, strict=True)}
+        aliases = {key: fk.key for key, fk in zip(legacy, resolved, strict=True)}
+        claimed = {aliases.get(key, key) for key, _ in live}
+        wanted: dict[str, str] = {}
+        asked = _candidates(paths, cwd, claimed)
+        for path, fk in zip(asked, resolve_file_keys(asked, cwd), strict=True):
+            wanted.setdefault(fk.key, path)
+        return wanted, aliases
 
     # No write claim at all (the usual case): nothing to resolve, no git to run.
     wanted, aliases = await asyncio.to_thread(resolve) if paths and live else ({}, {})
@@ -204,6 +213,33 @@ async def check_commit(
         "blocked": [b.as_dict() for b in found],
         "message": refusal_text(found, caller, time.time()) if found else "",
     }
+
+
+def _candidates(paths: list[str], cwd: str, claimed: set[str]) -> list[str]:
+    """The staged paths whose canonical key may be one of ``claimed``. filekeys asks git once
+    per directory, and a commit spans many: the first path's answer names the repository and
+    the worktree's top level, and a path of that worktree can only have a key of that
+    repository, made of its real path from that top level (filekeys.py), so only the paths
+    whose real path is claimed there are resolved. Everything, when that answer is not a
+    repository's."""
+    first = resolve_file_key(paths[0], cwd)
+    if first.repo is None or first.worktree is None:
+        return paths
+    rels: set[str] = set()
+    for key in claimed:
+        repo, rel = split_file_key(key)
+        if repo == first.repo:
+            rels.add(rel)
+    out = [paths[0]]
+    for path in paths[1:]:
+        try:
+            rel = os.path.relpath(os.path.realpath(os.path.join(cwd, path)), first.worktree)
+        except (OSError, ValueError):  # filekeys falls back on its own: let it decide
+            out.append(path)
+            continue
+        if rel in rels:
+            out.append(path)
+    return out
 
 
 def _same_dir(a: str, b: str) -> bool:
