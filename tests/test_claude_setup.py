@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 
 from agentcoord.claude_setup import (
+    HOOK_HEADER,
+    hook_address,
+    http_hook_addrs,
     missing_rules,
     remove_claude,
     setup_claude,
@@ -17,7 +20,10 @@ from agentcoord.claude_setup import (
     with_hooks,
     without_hooks,
 )
+from agentcoord.config import Config
 from tests.conftest import Daemon
+
+ADDR = "127.0.0.1:7421"
 
 USER_SETTINGS = {
     "model": "opus",
@@ -38,13 +44,12 @@ USER_CLAUDE_JSON = {
 
 def test_hooks_added_once_and_user_hooks_kept() -> None:
     """Our hooks are added next to the user's; a second run changes nothing."""
-    once = with_hooks(USER_SETTINGS, "agentcoord hook")
-    twice = with_hooks(once, "agentcoord hook")
+    once = with_hooks(USER_SETTINGS, "agentcoord hook", ADDR)
+    twice = with_hooks(once, "agentcoord hook", ADDR)
     assert once == twice
     pre = once["hooks"]["PreToolUse"]
     assert pre[0] == USER_SETTINGS["hooks"]["PreToolUse"][0]  # type: ignore[index]
-    ours = [g for g in pre if g.get("matcher") == "Write|Edit|MultiEdit"]
-    assert ours[0]["hooks"][0]["command"] == "agentcoord hook pre-tool-use"
+    assert once["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"]  # type: ignore[index]
     assert set(once["hooks"]) == {
         "PreToolUse",
         "Stop",
@@ -56,12 +61,104 @@ def test_hooks_added_once_and_user_hooks_kept() -> None:
     assert once["model"] == "opus"
 
 
+def test_hooks_are_http_but_session_start_with_matchers() -> None:
+    """SessionStart is the one command hook; the other events post to the daemon's address,
+    PreToolUse only for the file-writing tools, PostToolUse for every tool; no Stop hook."""
+    hooks = with_hooks({}, "/opt/bin/agentcoord hook", ADDR)["hooks"]
+    assert hooks["SessionStart"] == [
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": "/opt/bin/agentcoord hook session-start",
+                    "timeout": 10,
+                }
+            ]
+        }
+    ]
+    assert "Stop" not in hooks
+    for event, sub in (
+        ("UserPromptSubmit", "user-prompt-submit"),
+        ("PreToolUse", "pre-tool-use"),
+        ("PostToolUse", "post-tool-use"),
+        ("SessionEnd", "session-end"),
+    ):
+        [group] = hooks[event]
+        assert group["hooks"] == [
+            {
+                "type": "http",
+                "url": f"http://{ADDR}/hooks/{sub}",
+                "headers": {HOOK_HEADER: "1"},
+                "timeout": 5,
+            }
+        ], event
+    assert hooks["PreToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit"
+    assert "matcher" not in hooks["PostToolUse"][0]
+    assert http_hook_addrs({"hooks": hooks}) == {ADDR}
+
+
+def _old_setup(command: str) -> dict[str, object]:
+    """What setup wrote before the http hooks: a command hook on every event, Stop too."""
+    subs = {
+        "SessionStart": "session-start",
+        "UserPromptSubmit": "user-prompt-submit",
+        "PostToolUse": "post-tool-use",
+        "PreToolUse": "pre-tool-use",
+        "Stop": "stop",
+        "SessionEnd": "session-end",
+    }
+    return {
+        event: [{"hooks": [{"type": "command", "command": f"{command} {sub}", "timeout": 10}]}]
+        for event, sub in subs.items()
+    }
+
+
+def test_upgrade_replaces_the_old_command_hooks_and_remove_takes_both() -> None:
+    """Settings holding the old command hooks (Stop included) get the new layout with none of
+    the old left; removing either layout gives the user's settings back."""
+    old = json.loads(json.dumps(USER_SETTINGS))
+    for event, groups in _old_setup("/usr/bin/agentcoord hook").items():
+        old["hooks"].setdefault(event, []).extend(groups)  # type: ignore[attr-defined]
+    new = with_hooks(old, "/usr/bin/agentcoord hook", ADDR)
+    assert new == with_hooks(USER_SETTINGS, "/usr/bin/agentcoord hook", ADDR)
+    commands = [
+        h.get("command") for groups in new["hooks"].values() for g in groups for h in g["hooks"]
+    ]
+    assert "/usr/bin/agentcoord hook stop" not in commands
+    assert "/usr/bin/agentcoord hook pre-tool-use" not in commands
+    assert without_hooks(old) == USER_SETTINGS
+    assert without_hooks(new) == USER_SETTINGS
+
+
+def test_a_users_own_loopback_http_hook_is_not_taken_for_ours() -> None:
+    """A user's http hook on a loopback /hooks/ path without our header is kept by setup and
+    by removal, and is not one of our addresses."""
+    theirs = {"type": "http", "url": "http://127.0.0.1:8080/hooks/pre-tool-use", "timeout": 30}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [theirs]}]}}
+    assert without_hooks(with_hooks(settings, "agentcoord hook", ADDR)) == settings
+    assert http_hook_addrs(settings) == set()
+
+
+def test_hook_address_reads_the_running_daemons_address_for_user_scope(tmp_path: Path) -> None:
+    """User scope takes the running daemon's http.addr (as clients read it), else the
+    configured address; project scope always the configured one, the default for `:0`."""
+    cfg = Config(state_dir=tmp_path / "s", runtime_dir=tmp_path / "r", http_addr="127.0.0.1:7500")
+    assert hook_address(cfg) == "127.0.0.1:7500"
+    cfg.runtime_dir.mkdir()
+    cfg.http_addr_file.write_text("127.0.0.1:40123\n")
+    assert hook_address(cfg) == "127.0.0.1:40123"
+    assert hook_address(cfg, project=True) == "127.0.0.1:7500"
+    anyport = Config(state_dir=cfg.state_dir, runtime_dir=tmp_path / "none", http_addr=":0")
+    assert hook_address(anyport, project=True) == "127.0.0.1:7420"
+
+
 def test_remove_restores_exactly() -> None:
     """Removing our hooks gives back the user's settings unchanged."""
     assert (
-        without_hooks(with_hooks(USER_SETTINGS, "/usr/local/bin/agentcoord hook")) == USER_SETTINGS
+        without_hooks(with_hooks(USER_SETTINGS, "/usr/local/bin/agentcoord hook", ADDR))
+        == USER_SETTINGS
     )
-    assert without_hooks(with_hooks({}, "agentcoord hook")) == {}
+    assert without_hooks(with_hooks({}, "agentcoord hook", ADDR)) == {}
 
 
 def test_setup_and_remove_on_files(tmp_path: Path) -> None:
@@ -70,7 +167,7 @@ def test_setup_and_remove_on_files(tmp_path: Path) -> None:
     claude_dir.mkdir()
     (home / ".claude.json").write_text(json.dumps(USER_CLAUDE_JSON))
     (claude_dir / "settings.json").write_text(json.dumps(USER_SETTINGS))
-    first = setup_claude(home, claude_dir, "/opt/bin/agentcoord")
+    first = setup_claude(home, claude_dir, "/opt/bin/agentcoord", http_addr=ADDR)
     assert len(first.changed) == 2
     config = json.loads((home / ".claude.json").read_text())
     assert config["mcpServers"]["agent-coord"] == {
@@ -80,7 +177,7 @@ def test_setup_and_remove_on_files(tmp_path: Path) -> None:
     }
     assert config["mcpServers"]["github"] == USER_CLAUDE_JSON["mcpServers"]["github"]  # type: ignore[index]
     assert config["numStartups"] == 12
-    second = setup_claude(home, claude_dir, "/opt/bin/agentcoord")
+    second = setup_claude(home, claude_dir, "/opt/bin/agentcoord", http_addr=ADDR)
     assert second.changed == []
     remove_claude(home, claude_dir)
     assert json.loads((home / ".claude.json").read_text()) == USER_CLAUDE_JSON
@@ -89,7 +186,8 @@ def test_setup_and_remove_on_files(tmp_path: Path) -> None:
 
 def test_project_scope_writes_mcp_json(tmp_path: Path) -> None:
     """--project writes .mcp.json and .claude/settings.json in the project."""
-    setup_claude(tmp_path / "home", tmp_path / "home" / ".claude", "agentcoord", tmp_path / "p")
+    home = tmp_path / "home"
+    setup_claude(home, home / ".claude", "agentcoord", tmp_path / "p", http_addr=ADDR)
     mcp = json.loads((tmp_path / "p" / ".mcp.json").read_text())
     assert mcp["mcpServers"]["agent-coord"]["args"] == ["mcp"]
     assert (tmp_path / "p" / ".claude" / "settings.json").exists()
@@ -147,6 +245,26 @@ def test_hook_without_daemon_is_silent(tmp_path: Path) -> None:
     assert (out.returncode, out.stdout) == (0, "")
 
 
+def test_session_start_without_daemon_says_coordination_is_off(tmp_path: Path) -> None:
+    """With no daemon the SessionStart hook exits 0 and tells the user (systemMessage) and the
+    model (additional context) that coordination is off and how to start the daemon."""
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "hook", "session-start"],
+        env=dict(os.environ, AGENTCOORD_RUNTIME_DIR=str(tmp_path / "none")),
+        input='{"hook_event_name":"SessionStart","cwd":"/x"}',
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    told = json.loads(out.stdout)
+    assert "daemon is not running" in told["systemMessage"]
+    assert "agentcoord serve" in told["systemMessage"]
+    spec = told["hookSpecificOutput"]
+    assert spec["hookEventName"] == "SessionStart"
+    assert spec["additionalContext"] == told["systemMessage"]
+
+
 def test_state_dir_rules_use_claude_codes_absolute_path_syntax(tmp_path: Path) -> None:
     """Read and Edit deny rules on the state dir, `//` marking the absolute path."""
     state = tmp_path / "state"
@@ -164,12 +282,13 @@ def test_permission_rules_added_once_kept_beside_the_users_and_removed(tmp_path:
     (claude_dir / "settings.json").write_text(json.dumps(settings))
     settings_file = claude_dir / "settings.json"
     assert missing_rules(settings_file, state) == state_dir_rules(state)
-    report = setup_claude(home, claude_dir, "agentcoord", state_dir=state)
+    report = setup_claude(home, claude_dir, "agentcoord", state_dir=state, http_addr=ADDR)
     assert report.denied == state_dir_rules(state)
     deny = json.loads(settings_file.read_text())["permissions"]["deny"]
     assert deny == ["Bash(git push *)", *state_dir_rules(state)]
     assert missing_rules(settings_file, state) == []
-    assert setup_claude(home, claude_dir, "agentcoord", state_dir=state).changed == []
+    again = setup_claude(home, claude_dir, "agentcoord", state_dir=state, http_addr=ADDR)
+    assert again.changed == []
     remove_claude(home, claude_dir, state_dir=state)
     assert json.loads(settings_file.read_text()) == settings
     assert missing_rules(settings_file, state) == state_dir_rules(state)
@@ -243,7 +362,8 @@ def _git(repo: Path, *args: str) -> str:
 
 def test_project_setup_writes_commands_that_work_on_a_teammates_machine(tmp_path: Path) -> None:
     """--project writes `${AGENTCOORD_BIN:-agentcoord}` (PATH or the variable) into .mcp.json
-    and the hooks, and a `~/` deny rule for a state dir in HOME: no path of this machine."""
+    and the SessionStart hook, the configured (default) address into the http hooks, and a
+    `~/` deny rule for a state dir in HOME: no path of this machine."""
     env = _setup_env(tmp_path)
     project = tmp_path / "repo"
     project.mkdir()
@@ -253,11 +373,12 @@ def test_project_setup_writes_commands_that_work_on_a_teammates_machine(tmp_path
     server = json.loads(mcp_text)["mcpServers"]["agent-coord"]
     assert server == {"type": "stdio", "command": "${AGENTCOORD_BIN:-agentcoord}", "args": ["mcp"]}
     settings = json.loads(settings_text)
-    commands = [
-        h["command"] for groups in settings["hooks"].values() for g in groups for h in g["hooks"]
-    ]
-    assert len(commands) == 6
-    assert all(c.startswith("${AGENTCOORD_BIN:-agentcoord} hook ") for c in commands), commands
+    hooks = [h for groups in settings["hooks"].values() for g in groups for h in g["hooks"]]
+    commands = [h["command"] for h in hooks if h["type"] == "command"]
+    assert commands == ["${AGENTCOORD_BIN:-agentcoord} hook session-start"]
+    urls = [h["url"] for h in hooks if h["type"] == "http"]
+    assert len(urls) == 4
+    assert all(u.startswith("http://127.0.0.1:7420/hooks/") for u in urls), urls
     assert settings["permissions"]["deny"] == [
         "Read(~/.local/state/agentcoord/**)",
         "Edit(~/.local/state/agentcoord/**)",

@@ -2,9 +2,16 @@
 rules that keep a session's file tools out of the daemon's state dir, in Claude Code.
 
 Edits are surgical: only our own entries (server ``agent-coord``; hook commands starting with
-``agentcoord hook``; the state dir's ``permissions.deny`` rules) are added or removed,
-everything else in the user's files is kept, writes are atomic, and running it twice changes
-nothing (FACTS.md "Claude Code on disk").
+``agentcoord hook``, and http hooks marked with our header; the state dir's ``permissions.deny``
+rules) are added or removed, everything else in the user's files is kept, writes are atomic,
+and running it twice changes nothing (FACTS.md "Claude Code on disk").
+
+Hooks (docs/claude-code.md "Hooks"): every event but SessionStart is a ``type: "http"`` hook
+posting to the daemon's loopback port (no process per tool call); PreToolUse only on the tools
+that write files. SessionStart stays a command hook, ``agentcoord hook session-start``: Claude
+Code runs no http hook on it, and it is the one hook that can tell the session the daemon is
+down (a refused http hook says nothing to the model). Setups before this wrote command hooks
+for every event and a Stop hook; those are removed on the next setup and by ``--remove``.
 
 Project scope writes files people commit, so their commands are :data:`PORTABLE_COMMAND`, not
 this machine's path. Removal gives the files back as they were: each file setup changes has a
@@ -23,14 +30,21 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from agentcoord.errors import ConfigError
 
+if TYPE_CHECKING:
+    from agentcoord.config import Config
+
 __all__ = [
     "HOOKS",
+    "HOOK_HEADER",
     "PORTABLE_COMMAND",
     "SetupReport",
+    "hook_address",
+    "http_hook_addrs",
     "missing_rules",
     "remove_claude",
     "setup_claude",
@@ -45,16 +59,23 @@ SERVER_NAME = "agent-coord"
 # en/mcp, "Environment variable expansion in .mcp.json"); hook commands run in a shell.
 PORTABLE_COMMAND = "${AGENTCOORD_BIN:-agentcoord}"
 
-# event -> (matcher or None, our subcommand, timeout seconds)
-HOOKS: dict[str, tuple[str | None, str, int]] = {
-    "SessionStart": (None, "session-start", 10),
-    "UserPromptSubmit": (None, "user-prompt-submit", 10),
-    "PostToolUse": (None, "post-tool-use", 10),
-    "PreToolUse": ("Write|Edit|MultiEdit", "pre-tool-use", 10),
-    "Stop": (None, "stop", 10),
+# event -> (matcher or None, our event name, timeout seconds, "http" or "command")
+HOOKS: dict[str, tuple[str | None, str, int, str]] = {
+    # Identifies the session, or says once that coordination is off (hookclient.py).
+    "SessionStart": (None, "session-start", 10, "command"),
+    "UserPromptSubmit": (None, "user-prompt-submit", 5, "http"),
+    # Every tool: a message sent to the session arrives after its next tool call, whatever
+    # the tool (docs/claude-code.md "Hooks" has the cost per call).
+    "PostToolUse": (None, "post-tool-use", 5, "http"),
+    # The write guard and the automatic edit leases: the file-writing tools only
+    # (daemon/hooks.py _WRITE_TOOLS).
+    "PreToolUse": ("Write|Edit|MultiEdit|NotebookEdit", "pre-tool-use", 5, "http"),
     # Ends the session's Agent at once; the daemon also sees the process exit (pidfd).
-    "SessionEnd": (None, "session-end", 5),
+    "SessionEnd": (None, "session-end", 5, "http"),
 }
+# Marks an http hook as ours (a user's own hook may post to a loopback /hooks/... too); the
+# daemon ignores it.
+HOOK_HEADER = "X-Agentcoord-Hook"
 
 
 @dataclass
@@ -92,7 +113,59 @@ _OURS = re.compile(r"(^|/)agentcoord hook |^" + re.escape(PORTABLE_COMMAND) + " 
 
 
 def _is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and bool(_OURS.search(str(hook.get("command", ""))))
+    if not isinstance(hook, dict):
+        return False
+    if hook.get("type") == "http":
+        return _our_http_addr(hook) is not None
+    return bool(_OURS.search(str(hook.get("command", ""))))
+
+
+def _our_http_addr(hook: dict[str, Any]) -> str | None:
+    """The ``host:port`` one of our http hooks posts to; None for any other hook."""
+    headers = hook.get("headers")
+    if not isinstance(headers, dict) or HOOK_HEADER not in headers:
+        return None
+    url = urlsplit(str(hook.get("url", "")))
+    if url.scheme != "http" or not url.netloc or not url.path.startswith("/hooks/"):
+        return None
+    return url.netloc
+
+
+def http_hook_addrs(settings: dict[str, Any]) -> set[str]:
+    """Every ``host:port`` our http hooks in ``settings`` post to (doctor, hookclient)."""
+    hooks = settings.get("hooks")
+    found: set[str] = set()
+    if not isinstance(hooks, dict):
+        return found
+    for groups in hooks.values():
+        for group in groups if isinstance(groups, list) else []:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            for hook in inner if isinstance(inner, list) else []:
+                addr = _our_http_addr(hook) if isinstance(hook, dict) else None
+                if addr is not None and hook.get("type") == "http":
+                    found.add(addr)
+    return found
+
+
+def hook_address(cfg: Config, project: bool = False) -> str:
+    """The ``host:port`` our http hooks post to. User scope: the running daemon's, from
+    ``http.addr`` as every client reads it, else the configured address. Project scope (a file
+    teammates share): the configured address, never a port this daemon fell back to; the
+    default where it is ``:0``. A daemon that later serves elsewhere leaves the hooks failing
+    open until setup runs again (docs/claude-code.md "Hooks")."""
+    from agentcoord.config import DEFAULT_HTTP_ADDR
+
+    if not project:
+        try:
+            running = cfg.http_addr_file.read_text().strip()
+        except OSError:
+            running = ""
+        if running:
+            return running
+    host, port = cfg.http_host, cfg.http_port
+    if port == 0:
+        return DEFAULT_HTTP_ADDR
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _copy(data: dict[str, Any]) -> dict[str, Any]:
@@ -100,14 +173,24 @@ def _copy(data: dict[str, Any]) -> dict[str, Any]:
     return copied
 
 
-def with_hooks(settings: dict[str, Any], command: str) -> dict[str, Any]:
-    """``settings`` with our hook groups present exactly once (pure)."""
+def _hook(command: str, http_addr: str, sub: str, timeout: int, kind: str) -> dict[str, Any]:
+    if kind == "command":
+        return {"type": "command", "command": f"{command} {sub}", "timeout": timeout}
+    return {
+        "type": "http",
+        "url": f"http://{http_addr}/hooks/{sub}",
+        "headers": {HOOK_HEADER: "1"},
+        "timeout": timeout,
+    }
+
+
+def with_hooks(settings: dict[str, Any], command: str, http_addr: str) -> dict[str, Any]:
+    """``settings`` with our hook groups present exactly once (pure): ``command`` (``...
+    agentcoord hook``) for the command hook, ``http_addr`` (``host:port``) for the http ones."""
     out = without_hooks(settings)
     hooks = out.setdefault("hooks", {})
-    for event, (matcher, sub, timeout) in HOOKS.items():
-        group: dict[str, Any] = {
-            "hooks": [{"type": "command", "command": f"{command} {sub}", "timeout": timeout}]
-        }
+    for event, (matcher, sub, timeout, kind) in HOOKS.items():
+        group: dict[str, Any] = {"hooks": [_hook(command, http_addr, sub, timeout, kind)]}
         if matcher:
             group = {"matcher": matcher, **group}
         hooks.setdefault(event, []).append(group)
@@ -353,10 +436,17 @@ def setup_claude(
     *,
     state_dir: Path | None = None,
     backups: Path | None = None,
+    http_addr: str | None = None,
 ) -> SetupReport:
     """Register ``agent-coord``, install our hooks, and deny the session's file tools the
     daemon's ``state_dir`` (idempotent). With ``backups``, what each file was before is
-    recorded there, so :func:`remove_claude` can give it back exactly."""
+    recorded there, so :func:`remove_claude` can give it back exactly. The http hooks post to
+    ``http_addr``; None: :func:`hook_address` of the configuration."""
+    if http_addr is None:
+        from agentcoord.config import load_config
+
+        http_addr = hook_address(load_config({}), project is not None)
+    addr = http_addr
     server_file, settings_file = _paths(home, claude_dir, project)
     report = SetupReport([], [])
     rules_home = home if project is not None else None
@@ -364,7 +454,7 @@ def setup_claude(
     _apply(server_file, lambda c: with_server(c, command), report, backups)
     _apply(
         settings_file,
-        lambda s: with_permissions(with_hooks(s, f"{command} hook"), report.denied),
+        lambda s: with_permissions(with_hooks(s, f"{command} hook", addr), report.denied),
         report,
         backups,
     )

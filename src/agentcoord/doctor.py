@@ -251,21 +251,50 @@ def _claude(home: Path, claude_dir: Path) -> list[Check]:
             "" if registered else "agentcoord setup claude",
         )
     )
-    try:
-        hooks = json.loads((claude_dir / "settings.json").read_text()).get("hooks", {})
-    except (OSError, ValueError, AttributeError):
-        hooks = {}
-    text = json.dumps(hooks)
-    installed = "agentcoord hook pre-tool-use" in text and "agentcoord hook session-start" in text
-    checks.append(
-        Check(
-            "hooks",
-            installed,
-            "hooks installed" if installed else "hooks missing from settings.json",
-            "" if installed else "agentcoord setup claude",
-        )
-    )
     return checks
+
+
+def _hooks(cfg: Config, status: dict[str, Any] | None) -> Check:
+    """`setup claude`'s hooks in the user's settings: the SessionStart command and the http
+    hooks, posting where the daemon serves (docs/claude-code.md "Hooks")."""
+    from agentcoord.claude_setup import http_hook_addrs
+
+    path = cfg.claude_dir / "settings.json"
+    try:
+        settings = json.loads(path.read_text())
+    except (OSError, ValueError):
+        settings = {}
+    settings = settings if isinstance(settings, dict) else {}
+    text = json.dumps(settings.get("hooks", {}))
+    addrs = http_hook_addrs(settings)
+    commands = "hook pre-tool-use" in text  # a setup from before the http hooks
+    if "hook session-start" not in text or not (addrs or commands):
+        return Check("hooks", False, f"hooks missing from {path}", "agentcoord setup claude")
+    if not addrs:
+        return Check(
+            "hooks",
+            True,
+            "command hooks installed (a process per tool call); setup now writes http hooks",
+            "agentcoord setup claude",
+            info=True,
+        )
+    serving = str(status.get("http_addr") or "") if status else ""
+    if not serving:
+        try:
+            serving = cfg.http_addr_file.read_text().strip()
+        except OSError:
+            serving = ""
+    wrong = sorted(addrs - {serving}) if serving else []
+    if wrong:
+        return Check(
+            "hooks",
+            False,
+            f"hooks post to {', '.join(wrong)} but the daemon serves {serving}: they fail open "
+            "(no write guard, no messages)",
+            "agentcoord setup claude",
+        )
+    where = serving or ", ".join(sorted(addrs))
+    return Check("hooks", True, f"hooks installed (http hooks post to {where})")
 
 
 def _state_dir_rules(cfg: Config) -> Check:
@@ -296,5 +325,6 @@ def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
         *_running_sandbox(cfg, status),
         *_profiles(cfg, status),
         *_claude(home, cfg.claude_dir),
+        _hooks(cfg, status),
         _state_dir_rules(cfg),
     ]

@@ -3,7 +3,13 @@
 It forwards the hook's stdin JSON to the daemon (vendor method ``agentcoord/hook``) over the
 unix socket, where the caller is identified by this process's ancestry (the ``claude`` that ran
 the hook), and prints what the daemon returns. It never blocks Claude Code: with no daemon, or
-on any error, it prints nothing and exits 0 (a PreToolUse hook then allows the tool).
+on any error, it exits 0 (a PreToolUse hook then allows the tool).
+
+``setup claude`` installs it on SessionStart only; the other events are http hooks the daemon
+answers on its loopback port (docs/claude-code.md "Hooks"). An http hook that cannot connect
+says nothing to the model, so this one says it, once per session start: with no daemon,
+coordination is off; with the http hooks posting to an address the daemon no longer serves,
+they are off until setup runs again.
 """
 
 from __future__ import annotations
@@ -12,10 +18,14 @@ import json
 import os
 import socket
 import sys
+from pathlib import Path
+from typing import Any
 
 from agentcoord._paths import default_runtime_dir
 
 __all__ = ["run_hook"]
+
+_START = "start it with `agentcoord serve` (or `agentcoord install --user`)"
 
 
 def run_hook(event: str, timeout: float = 5.0) -> int:
@@ -24,7 +34,7 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
         payload = json.loads(raw) if raw.strip() else {}
     except ValueError:
         payload = {}
-    path = default_runtime_dir(os.environ, os.getuid()) / "agentcoord.sock"
+    runtime = default_runtime_dir(os.environ, os.getuid())
     request = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -34,18 +44,95 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
-            sock.connect(str(path))
+            sock.connect(str(runtime / "agentcoord.sock"))
             sock.sendall(json.dumps(request).encode() + b"\n")
             buf = b""
             while b"\n" not in buf:
                 chunk = sock.recv(65536)
                 if not chunk:
-                    return 0
+                    raise ConnectionResetError("the daemon closed the connection")
                 buf += chunk
+    except OSError:
+        if event == "session-start":
+            _print(_notice("", _off_text()))
+        return 0
+    try:
         reply = json.loads(buf.split(b"\n", 1)[0])
-    except (OSError, ValueError):
+    except ValueError:
         return 0
     output = reply.get("result", {}).get("output") if isinstance(reply, dict) else None
+    if event == "session-start":
+        moved = _moved_text(runtime, payload)
+        if moved:
+            output = _notice(_context_of(output), moved)
     if output:
-        sys.stdout.write(json.dumps(output) + "\n")
+        _print(output)
     return 0
+
+
+def _print(output: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(output) + "\n")
+
+
+def _off_text() -> str:
+    return (
+        "agentcoord is off for this session: the coordination daemon is not running, so files "
+        "are not guarded by claims, messages are not delivered and the agent-coord tools "
+        f"fail; {_START}, then start a new session."
+    )
+
+
+def _notice(context: str, text: str) -> dict[str, Any]:
+    """SessionStart output telling both the user (``systemMessage``) and the model."""
+    joined = f"{context}\n\n{text}" if context else text
+    return {
+        "systemMessage": text,
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": joined},
+    }
+
+
+def _context_of(output: Any) -> str:
+    spec = output.get("hookSpecificOutput") if isinstance(output, dict) else None
+    text = spec.get("additionalContext") if isinstance(spec, dict) else None
+    return text if isinstance(text, str) else ""
+
+
+def _settings_files(payload: dict[str, Any]) -> list[Path]:
+    """The settings files this session reads hooks from (code.claude.com/docs/en/settings):
+    the user's, and the project's shared and local ones."""
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    config = os.environ.get("CLAUDE_CONFIG_DIR")
+    files = [Path(config) / "settings.json" if config else home / ".claude" / "settings.json"]
+    cwd = payload.get("cwd")
+    project = os.environ.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) else "")
+    if project:
+        files += [Path(project) / ".claude" / n for n in ("settings.json", "settings.local.json")]
+    return files
+
+
+def _moved_text(runtime: Path, payload: dict[str, Any]) -> str:
+    """Why our http hooks miss the daemon (they post where it no longer serves), or ""."""
+    try:
+        serving = (runtime / "http.addr").read_text().strip()
+    except OSError:
+        return ""
+    if not serving:
+        return ""
+    from agentcoord.claude_setup import http_hook_addrs
+
+    stale: list[str] = []
+    for path in _settings_files(payload):
+        try:
+            settings = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(settings, dict):
+            stale += [f"{a} ({path})" for a in sorted(http_hook_addrs(settings) - {serving})]
+    if not stale:
+        return ""
+    return (
+        f"agentcoord hooks post to {', '.join(stale)} but the daemon serves {serving}: file "
+        "claims are not checked and messages are not delivered in this session; run "
+        "`agentcoord setup claude` (`--project` for the project's file), then start a new "
+        "session."
+    )
