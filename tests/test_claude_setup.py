@@ -118,7 +118,7 @@ def test_upgrade_replaces_the_old_command_hooks_and_remove_takes_both() -> None:
     the old left; removing either layout gives the user's settings back."""
     old = json.loads(json.dumps(USER_SETTINGS))
     for event, groups in _old_setup("/usr/bin/agentcoord hook").items():
-        old["hooks"].setdefault(event, []).extend(groups)  # type: ignore[attr-defined]
+        old["hooks"].setdefault(event, []).extend(groups)
     new = with_hooks(old, "/usr/bin/agentcoord hook", ADDR)
     assert new == with_hooks(USER_SETTINGS, "/usr/bin/agentcoord hook", ADDR)
     commands = [
