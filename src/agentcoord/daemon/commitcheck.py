@@ -9,10 +9,13 @@ transport resolved (a ``git commit`` run by a session's Bash tool descends from 
 terminal is ``anonymous`` until it presents the human token, which the hook does not) is
 blocked by every write claim.
 
-Each staged path becomes its canonical key (:func:`agentcoord.filekeys.resolve_file_keys`: the
+Staged paths are compared by canonical key (:func:`agentcoord.filekeys.resolve_file_keys`: the
 repository's git common dir and the path from the worktree's top level), so a claim taken in
 one worktree blocks a commit of the same file from another. Claims still stored under an
 absolute path (taken before keys were canonical) are resolved the same way and match too.
+Resolving asks git once per directory, and a commit may span hundreds: with no write claim
+live nothing is resolved, and otherwise only the paths that can match a claim
+(:func:`_candidates`).
 """
 
 from __future__ import annotations
