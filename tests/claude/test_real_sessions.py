@@ -1,0 +1,223 @@
+"""The real Claude Code in ``-p`` mode, set up by ``agentcoord setup claude``, against the real
+daemon, with the scripted model API (tests/claude/model_api.py) standing in for Anthropic's: what
+the binary sends the model proves what agent-coord's server and hooks gave it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.agentops.conftest import wait_for
+from tests.claude.conftest import SERVER, Claude
+from tests.claude.model_api import Request, Text, ToolUse, context_texts, tool_results
+from tests.conftest import Daemon
+from tests.tools.session_helpers import holding, own_call, session_call
+
+WHOAMI = f"mcp__{SERVER}__whoami"
+
+
+def _agents(d: Daemon) -> dict[str, dict[str, Any]]:
+    """Every agent the daemon lists (ended sessions too), by name, as the human sees them."""
+    res = own_call(d, "list_agents", {"status": "all"})
+    assert not res["isError"], res
+    return {a["name"]: a for a in res["structuredContent"]["agents"]}
+
+
+def _echo_last_result(req: Request) -> Text:
+    """The model answers with the last tool result it was given."""
+    return Text("result: " + tool_results(req)[-1]["text"])
+
+
+def _session_agent(first: Request) -> str:
+    """The agent name the SessionStart hook told the model (before any tool call)."""
+    (text,) = context_texts(first, "SessionStart")
+    found = re.search(r"you are agent `([^`]+)`", text)
+    assert found, text
+    return found.group(1)
+
+
+def test_whoami_answers_the_sessions_agent(daemon: Daemon, claude: Claude) -> None:
+    """The model's argument-less whoami call gets back (as the tool_result the binary sends)
+    the agent the daemon lists for that Claude Code session, with the session's id and cwd."""
+    claude.api.script(ToolUse(WHOAMI, {}), _echo_last_result)
+    run = claude.run("who am I?")
+    run.check()
+    first, second = run.requests
+    tool = first.tool(WHOAMI)
+    assert tool["input_schema"].get("properties", {}) == {}, tool
+    (result,) = tool_results(second)
+    assert not result.get("is_error"), result
+    me = json.loads(result["text"])  # structuredContent reaches the model (FACTS.md)
+    assert me["kind"] == "session"
+    assert me["via"] == "unix"
+    assert me["session"] == run.result["session_id"]
+    assert me["cwd"] == str(claude.cwd)
+    assert me["agent"] == _session_agent(first)
+    listed = _agents(daemon)
+    assert me["agent"] in listed, listed
+    assert run.result["result"] == "result: " + result["text"]
+
+
+def _offered_file_tools(req: Request) -> list[str]:
+    return [t for t in ("Write", "Edit", "MultiEdit", "NotebookEdit") if t in req.tool_names]
+
+
+def _claimed(daemon: Daemon, claude_bin: Path, path: Path) -> Any:
+    """Hold a write claim on ``path`` from another session (a stand-in ``claude`` process)."""
+    return holding(
+        daemon, claude_bin, [("claim", {"resource_key": str(path), "purpose": "rewrite"})]
+    )
+
+
+def _assert_denied(result: dict[str, Any], holder: str) -> None:
+    assert result.get("is_error"), result
+    assert f"claimed for writing by {holder}" in result["text"], result
+    assert "claim purpose: rewrite" in result["text"], result
+    assert f"send_message to {holder}" in result["text"], result
+
+
+def test_write_and_edit_of_a_file_claimed_by_another_agent_are_denied(
+    daemon: Daemon, claude: Claude, claude_bin: Path
+) -> None:
+    """Write and Edit of a file another session holds a write claim on (in a git repository:
+    the claim by absolute path, the write by the session's own path) are denied by the
+    PreToolUse hook, naming the holder, in the tool_result the model gets; the file is
+    unchanged, and a Write to an unclaimed file in the same turn goes through."""
+    subprocess.run(["git", "init", "-q", str(claude.cwd)], check=True, timeout=30)
+    notes = claude.cwd / "notes.txt"
+    notes.write_text("original\n")
+    free = claude.cwd / "free.txt"
+    with _claimed(daemon, claude_bin, notes) as held:
+        assert not held[0]["isError"], held
+        holder = held[0]["structuredContent"]["claim"]["agent"]
+        claude.api.script(
+            ToolUse("Read", {"file_path": str(notes)}),
+            ToolUse("Write", {"file_path": str(notes), "content": "overwritten\n"}),
+            ToolUse(
+                "Edit",
+                {"file_path": str(notes), "old_string": "original", "new_string": "edited"},
+            ),
+            ToolUse("Write", {"file_path": str(free), "content": "mine\n"}),
+            Text("done"),
+        )
+        run = claude.run("rewrite the notes")
+    run.check()
+    # MultiEdit is gone from 2.1.328; NotebookEdit is the other file tool it offers.
+    assert _offered_file_tools(run.requests[0]) == ["Write", "Edit", "NotebookEdit"]
+    read, write, edit, write_free = tool_results(run.requests[-1])
+    assert not read.get("is_error"), read
+    _assert_denied(write, holder)
+    _assert_denied(edit, holder)
+    assert notes.read_text() == "original\n"
+    assert not write_free.get("is_error"), write_free
+    assert free.read_text() == "mine\n"
+
+
+def test_notebook_edit_of_a_notebook_claimed_by_another_agent_is_denied(
+    daemon: Daemon, claude: Claude, claude_bin: Path
+) -> None:
+    """NotebookEdit of a notebook another session holds a write claim on is denied by the
+    PreToolUse hook, naming the holder (docs/claims.md: the write guard covers NotebookEdit),
+    and the notebook is unchanged."""
+    book = claude.cwd / "book.ipynb"
+    book.write_text(json.dumps(_notebook()))
+    before = book.read_bytes()
+    with _claimed(daemon, claude_bin, book) as held:
+        assert not held[0]["isError"], held
+        holder = held[0]["structuredContent"]["claim"]["agent"]
+        claude.api.script(
+            ToolUse("Read", {"file_path": str(book)}),
+            ToolUse(
+                "NotebookEdit",
+                {
+                    "notebook_path": str(book),
+                    "new_source": "print('edited')",
+                    "cell_type": "code",
+                    "edit_mode": "insert",
+                },
+            ),
+            Text("done"),
+        )
+        run = claude.run("add a cell to the notebook")
+    run.check()
+    read, notebook_edit = tool_results(run.requests[-1])
+    assert not read.get("is_error"), read
+    _assert_denied(notebook_edit, holder)
+    assert book.read_bytes() == before
+
+
+def _notebook() -> dict[str, Any]:
+    cell: dict[str, Any] = {"cell_type": "code", "id": "c1", "metadata": {}}
+    cell.update(source=["print('hi')"], execution_count=None, outputs=[])
+    return {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_a_message_arrives_with_the_next_prompt(
+    daemon: Daemon, claude: Claude, claude_bin: Path
+) -> None:
+    """A message another agent sends the session between two prompts reaches the model in the
+    next prompt's first request, as UserPromptSubmit hook additional context naming the sender;
+    the first prompt's requests had no such context."""
+    claude.api.script(Text("hello"))
+    first = claude.run("hello")
+    first.check()
+    me = _session_agent(first.requests[0])
+    assert not context_texts(first.requests[0], "UserPromptSubmit")
+    (sent,) = session_call(daemon, claude_bin, [("send", {"to": me, "text": "rebase on main"})])
+    assert not sent["isError"], sent
+    sender = sent["structuredContent"].get("from") or _sender(daemon, me)
+    claude.api.script(Text("ok"))
+    second = claude.run("next", "--resume", first.result["session_id"])
+    second.check()
+    (context,) = context_texts(second.requests[0], "UserPromptSubmit")
+    assert f"- from {sender}: rebase on main" in context, context
+    assert second.result["session_id"] == first.result["session_id"]
+
+
+def _sender(d: Daemon, recipient: str) -> str:
+    """The one agent other than ``recipient`` (the sending session)."""
+    (other,) = [name for name in _agents(d) if name != recipient]
+    return other
+
+
+def test_a_message_sent_mid_turn_arrives_after_the_next_tool_call(
+    daemon: Daemon, claude: Claude
+) -> None:
+    """A message the human sends while the model is deciding its first tool call reaches the
+    model in the request after that tool call, as PostToolUse hook additional context."""
+    go = threading.Event()
+    claude.api.script(ToolUse(WHOAMI, {}, hold=go), Text("read it"))
+    proc = claude.start("check in")
+    try:
+        (first,) = claude.api.wait_requests(1)
+        me = _session_agent(first)
+        res = own_call(daemon, "send", {"to": me, "text": "stop touching the schema"})
+        assert not res["isError"], res
+    finally:
+        go.set()
+    run = claude.finish(proc)
+    run.check()
+    first, second = run.requests
+    assert not context_texts(first, "PostToolUse")
+    (context,) = context_texts(second, "PostToolUse")
+    assert context.startswith(f"PostToolUse:{WHOAMI} hook additional context:"), context
+    assert re.search(r"- from human:\S*: stop touching the schema", context), context
+    assert json.loads(tool_results(second)[-1]["text"])["agent"] == me
+
+
+def test_the_sessions_agent_ends_when_claude_exits(daemon: Daemon, claude: Claude) -> None:
+    """When the `claude -p` process exits, the Agent of its session goes to phase Ended (and
+    stays listed with `status: all`, with when and why)."""
+    claude.api.script(ToolUse(WHOAMI, {}), _echo_last_result)
+    run = claude.run("who am I?")
+    me = json.loads(tool_results(run.requests[-1])[-1]["text"])["agent"]
+    wait_for(lambda: _agents(daemon)[me].get("phase") == "Ended", timeout=5, what="Ended")
+    row = _agents(daemon)[me]
+    assert row.get("ended_at"), row
+    assert row.get("reason"), row
+    live = own_call(daemon, "list_agents", {})["structuredContent"]["agents"]
+    assert me not in [a["name"] for a in live]
