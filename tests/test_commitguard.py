@@ -142,6 +142,23 @@ def test_install_chains_the_existing_hook_and_remove_restores_it(
     assert "no agentcoord commit guard" in setup_git(env, "--remove", str(w1)).stdout
 
 
+def test_install_keeps_both_when_a_foreign_hook_replaced_ours(
+    repo: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """When another tool replaced our hook while the chained one is still there, setup refuses
+    in one line and changes neither."""
+    w1, _, env = repo
+    hooks = w1 / ".git" / "hooks"
+    (hooks / "pre-commit").write_text(PREVIOUS_HOOK)
+    assert setup_git(env, str(w1)).returncode == 0
+    (hooks / "pre-commit").write_text("#!/bin/sh\n# another tool's hook\n")
+    out = setup_git(env, str(w1))
+    assert out.returncode == 1
+    assert "move one of them away" in out.stderr
+    assert (hooks / "pre-commit").read_text() == "#!/bin/sh\n# another tool's hook\n"
+    assert (hooks / CHAINED).read_text() == PREVIOUS_HOOK
+
+
 def test_a_failing_previous_hook_fails_the_commit(
     repo: tuple[Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:
