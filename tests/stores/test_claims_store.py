@@ -145,6 +145,69 @@ async def test_release_and_renew_without_token(js: Any, audit: Recorder) -> None
         assert audit.reasons() == ["released", "released"]  # the replaced grant, then ours
 
 
+async def test_release_leaves_nothing_behind(js: Any, audit: Recorder) -> None:
+    """A release's delete marker expires without the server placing a marker of its own, and
+    the key is claimed again (a create, the stale hint skipped) after it is gone."""
+    seen: list[dict[str, str]] = []
+
+    async def record(msg: Any) -> None:
+        seen.append(dict(msg.headers or {}))
+
+    async with ClaimStore(js, audit) as store:
+        sub = await js.subscribe(
+            "$KV.agent-claims.gone", stream="KV_agent-claims", cb=record, ordered_consumer=True
+        )
+        try:
+            g = await store.claim("a", "gone", "write", 60)
+            assert isinstance(g, Granted)
+            assert await store.release("a", "gone") is True
+            stream, subject = "KV_agent-claims", "$KV.agent-claims.gone"
+
+            async def empty() -> bool:
+                return await _natskv.fetch(js, stream, subject) == (None, 0)
+
+            deadline = time.monotonic() + 4  # the marker lives 1 s; a server one would 5 s more
+            while not await empty():
+                assert time.monotonic() < deadline, "the key's last message did not go"
+                await asyncio.sleep(0.05)
+            again = await store.claim("b", "gone", "write", 60)
+            assert isinstance(again, Granted)
+            assert store.check("gone")[0][1].agent == "b"
+            await _until(lambda: len(seen) == 3)
+            # The claim, its delete marker, the second claim: no server marker between.
+            assert [h.get(_natskv.KV_OP) for h in seen] == [None, "DEL", None]
+            assert not any(h.get(_natskv.MARKER_REASON) == "MaxAge" for h in seen)
+        finally:
+            await sub.unsubscribe()
+
+
+@pytest.mark.parametrize("handed", [False, True])
+async def test_key_lock_passes_on_past_a_cancelled_waiter(
+    js: Any, audit: Recorder, handed: bool
+) -> None:
+    """Calls on one key wait their turn; a waiter cancelled before (or just after) it is handed
+    the key does not keep it from the next one, and nothing is left locked."""
+    async with ClaimStore(js, audit) as store:
+        await store._lock_key("k")  # held, so both calls below queue behind it
+        second = asyncio.create_task(store.claim("b", "k", "write", 60))
+        third = asyncio.create_task(store.claim("c", "k", "write", 60))
+        await _until(lambda: len(store._locks["k"]) == 2)
+        if handed:
+            store._unlock_key("k")  # handed to the second call, cancelled before it ran
+            second.cancel()
+        else:
+            second.cancel()
+            await asyncio.wait([second])
+            store._unlock_key("k")
+        got = await asyncio.wait_for(third, 5)
+        assert isinstance(got, Granted)
+        assert got.holder.agent == "c"
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        assert store._locks == {}
+        assert [h.agent for _, h in store.check("k")] == ["c"]
+
+
 async def test_expiry_within_a_second(js: Any, audit: Recorder) -> None:
     """A 1s claim disappears from the view within 1 s of its deadline, reason expired."""
     async with ClaimStore(js, audit) as store:

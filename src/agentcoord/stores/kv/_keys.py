@@ -35,6 +35,8 @@ def escape_key(key: str) -> str:
 
 def unescape_key(escaped: str) -> str:
     """The resource key an :func:`escape_key` result came from."""
+    if "=" not in escaped:
+        return escaped  # nothing was escaped (the common case)
     out = bytearray()
     pos = 0
     for match in _ESCAPE.finditer(escaped):

@@ -32,6 +32,12 @@ MSG_TTL = "Nats-TTL"  # whole seconds, as nats-py's js.publish(msg_ttl=) writes 
 _WRONG_LAST = (10071, 10164)  # JSStreamWrongLastSequence(Constant)Err
 # A delete marker lives this long, so a history-1 bucket keeps no tombstone per key ever used.
 DELETE_MARKER_TTL = 1
+# A delete marker also carries the reason the server gives the markers it places itself
+# ("Remove", nats-server >= 2.11 subject delete markers): when a message that is already a
+# marker expires, the server places no new one. A plain ``KV-Operation: DEL`` expiring after
+# DELETE_MARKER_TTL was followed by a server "MaxAge" marker (one more stored message and one
+# more delivery to every view per release, living LIMIT_MARKER_TTL).
+REMOVED = "Remove"
 
 
 class CasConflict(AgentCoordError):
@@ -90,6 +96,7 @@ async def _publish(
     headers = {EXPECTED_LAST: str(last)}
     if op is not None:
         headers[KV_OP] = op
+        headers[MARKER_REASON] = REMOVED
     try:
         if pub is not None:
             if ttl is not None:
@@ -136,5 +143,6 @@ async def create(
 
 
 async def delete(js: Any, subject: str, last: int, pub: AckedPublisher | None = None) -> int:
-    """Delete if the last sequence is still ``last``; the marker itself expires shortly."""
+    """Delete if the last sequence is still ``last``; the marker itself expires shortly and
+    leaves nothing behind (no server marker in its place, see REMOVED)."""
     return await _publish(js, subject, b"", last, DELETE_MARKER_TTL, op="DEL", pub=pub)

@@ -16,6 +16,7 @@ always carries a larger token than an earlier one.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import heapq
 import logging
@@ -71,6 +72,8 @@ _GONE_KEEP = 4096  # absent keys whose revision is kept at least _GONE_AFTER_S
 _GONE_AFTER_S = 60.0
 _AUDITED_KEEP = 4096  # released grants remembered, so each is audited once
 _CAS_ATTEMPTS = 16
+# A key's last revision is the CAS hint of its next claim for this long after it went absent.
+_HINT_FRESH_S = _natskv.DELETE_MARKER_TTL + 0.5
 # Daemons on other hosts (docs/one-host-to-many.md) write the same keys outside our per-key
 # lock; after a lost CAS, wait a random moment (growing, capped) so two daemons do not keep
 # colliding in step.
@@ -124,7 +127,8 @@ class ClaimStore:
         self._revs: dict[str, int] = {}
         self._audited: dict[tuple[str, int], None] = {}  # recent released grants, oldest first
         self._gone: dict[str, float] = {}  # absent keys, oldest first -> when (_forget_later)
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        # key -> the calls waiting for it, oldest first; present while a call holds the key
+        self._locks: dict[str, collections.deque[asyncio.Future[None]]] = {}
         # key -> the newest change seen while a write of ours on it was in flight
         self._echoes: dict[str, tuple[int, dict[str, str] | None, bytes]] = {}
         self._heap: list[tuple[float, str]] = []
@@ -319,24 +323,38 @@ class ClaimStore:
 
     # ---- the CAS core --------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def _key_lock(self, esc: str) -> Any:
-        lock, users = self._locks.get(esc, (None, 0))
-        if lock is None:
-            lock = asyncio.Lock()
-        self._locks[esc] = (lock, users + 1)
+    # The per-key lock, by hand: an uncontended call (nearly every one) costs two dict
+    # operations, where an asyncio.Lock per key behind an asynccontextmanager cost a lock, a
+    # generator and a counter on every claim and release. Waiters are handed the key in order.
+
+    async def _lock_key(self, esc: str) -> None:
+        waiters = self._locks.get(esc)
+        if waiters is None:
+            self._locks[esc] = collections.deque()
+            return
+        handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters.append(handed)
         try:
-            async with lock:
-                yield
-        finally:
-            lock, users = self._locks[esc]
-            if users <= 1:
-                del self._locks[esc]
-                echo = self._echoes.pop(esc, None)
-                if echo is not None and echo[0] > self._revs.get(esc, 0):
-                    self._on_change(esc, *echo)  # someone else's write landed meanwhile
+            await handed
+        except BaseException:
+            if handed.done() and not handed.cancelled():
+                self._unlock_key(esc)  # handed the key, then cancelled: pass it on
             else:
-                self._locks[esc] = (lock, users - 1)
+                with contextlib.suppress(ValueError):
+                    waiters.remove(handed)
+            raise
+
+    def _unlock_key(self, esc: str) -> None:
+        waiters = self._locks[esc]
+        while waiters:
+            handed = waiters.popleft()
+            if not handed.done():
+                handed.set_result(None)
+                return
+        del self._locks[esc]
+        echo = self._echoes.pop(esc, None)
+        if echo is not None and echo[0] > self._revs.get(esc, 0):
+            self._on_change(esc, *echo)  # someone else's write landed meanwhile
 
     async def _fetch(self, esc: str) -> tuple[ClaimRecord | None, int]:
         data, rev = await _natskv.fetch(self._js, STREAM, _PREFIX + esc)
@@ -345,7 +363,8 @@ class ClaimStore:
 
     async def _mutate(self, esc: str, planner: Callable[[ClaimRecord | None, float], _Plan]) -> Any:
         subject = _PREFIX + esc
-        async with self._key_lock(esc):
+        await self._lock_key(esc)
+        try:
             fresh = False
             for attempt in range(_CAS_ATTEMPTS):
                 if fresh:
@@ -364,7 +383,7 @@ class ClaimStore:
                     if plan.record is None:
                         new_rev = await _natskv.delete(self._js, subject, rev, self._pub)
                     elif cur is None:
-                        new_rev = await self._create(subject, plan.record, now, rev)
+                        new_rev = await self._create(esc, subject, plan.record, now, rev)
                     else:
                         data = plan.record.encode()
                         ttl = plan.record.kv_ttl(now)
@@ -373,16 +392,25 @@ class ClaimStore:
                     fresh = True
                     continue
                 self._apply(esc, plan.record.with_tokens(new_rev) if plan.record else None, new_rev)
-                resource = unescape_key(esc)
-                for holder, reason in plan.released:
-                    self._released(resource, holder, reason)
+                if plan.released:
+                    resource = unescape_key(esc)
+                    for holder, reason in plan.released:
+                        self._released(resource, holder, reason)
                 return plan.result(new_rev)
+        finally:
+            self._unlock_key(esc)
         raise ClaimConflict(f"{esc} kept changing; try again")
 
-    async def _create(self, subject: str, record: ClaimRecord, now: float, hint: int) -> int:
+    async def _create(
+        self, esc: str, subject: str, record: ClaimRecord, now: float, hint: int
+    ) -> int:
         data, ttl = record.encode(), record.kv_ttl(now)
-        if hint:
-            # The view knows the key's last (delete or marker) revision: CAS on it directly.
+        gone = self._gone.get(esc)
+        if hint and (gone is None or now - gone < _HINT_FRESH_S):
+            # The view knows the key's last (delete or marker) revision, recent enough to be
+            # there still: CAS on it directly. A delete marker of ours is gone after
+            # DELETE_MARKER_TTL and leaves nothing (_natskv.REMOVED), so an older hint would
+            # only cost a failed write before the create.
             with contextlib.suppress(_natskv.CasConflict):
                 return await _natskv.update(self._js, subject, data, hint, ttl, self._pub)
         return await _natskv.create(self._js, STREAM, subject, data, ttl, self._pub)
@@ -467,6 +495,8 @@ class ClaimStore:
             log.exception("claims: bad view message on %s", getattr(msg, "subject", "?"))
 
     def _on_change(self, esc: str, rev: int, headers: dict[str, str] | None, data: bytes) -> None:
+        if rev <= self._revs.get(esc, 0):
+            return  # older news: most often our own write, echoed back after we installed it
         op = _operation(headers)
         if op != "PURGE" and esc in self._locks:
             # A write of ours on this key is in flight: it installs its own result, or re-reads
@@ -486,8 +516,7 @@ class ClaimStore:
                 for h in before.holders:
                     self._released(before.key, h, "expired")
             return
-        if rev > self._revs.get(esc, 0):  # our own writes echo back: skip decoding them
-            self._apply(esc, _decode(data, rev), rev)
+        self._apply(esc, _decode(data, rev), rev)
 
     # ---- automatic release ---------------------------------------------------------------
 
