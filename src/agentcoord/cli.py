@@ -186,6 +186,11 @@ def _main_full(args: list[str]) -> int:
     p_claude = setup_sub.add_parser("claude", help="register the MCP server and the hooks")
     p_claude.add_argument("--project", action="store_true", help="this project's .mcp.json")
     p_claude.add_argument("--remove", action="store_true", help="undo the setup")
+    p_claude.add_argument(
+        "--plugin",
+        action="store_true",
+        help="instead: install the agentcoord plugin (server, hooks, skill) with `claude plugin`",
+    )
     p_git = setup_sub.add_parser("git", help="install the pre-commit guard (claimed files)")
     p_git.add_argument("repo", nargs="?", help="the repository (default: the current directory)")
     p_git.add_argument("--remove", action="store_true", help="remove it, restore the old hook")
@@ -219,6 +224,8 @@ def _main_full(args: list[str]) -> int:
             return run_hook(ns.event)
         if ns.command == "setup" and ns.client == "git":
             return _setup_git(ns.repo, ns.remove)
+        if ns.command == "setup" and ns.client == "claude" and ns.plugin:
+            return _setup_plugin(ns.project, ns.remove)
         if ns.command == "setup":
             return _setup(ns.project, ns.remove)
         if ns.command == "install":
@@ -397,8 +404,38 @@ def _setup_git(repo: str | None, remove: bool) -> int:
         if report.chained is not None:
             print(f"it runs the previous pre-commit hook first: {report.chained}")
         print(f"override for one commit: {ALLOW_ENV}=1 git commit ...")
-    if report.in_worktree:
-        print("core.hooksPath is relative: other worktrees of this repository have their own")
+    return EXIT_OK
+
+
+def _setup_plugin(project: bool, remove: bool) -> int:
+    """``setup claude --plugin [--project] [--remove]``: the plugin through the real
+    ``claude plugin`` commands (docs/claude-code.md "Plugin")."""
+    import os
+    from pathlib import Path
+
+    from agentcoord.claude_plugin import PLUGIN_ID, install_plugin, remove_plugin, set_up_directly
+    from agentcoord.config import load_config
+
+    home = Path.home()
+    claude_dir = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    where = Path.cwd() if project else None
+    state_dir = load_config({}).state_dir
+    if remove:
+        report = remove_plugin(os.environ, claude_dir, state_dir, where)
+    else:
+        report = install_plugin(os.environ, claude_dir, state_dir, where)
+    for line in report.done:
+        print(line)
+    for path in report.restored:
+        print(f"restored {path}")
+    for path in report.removed:
+        print(f"removed {path}")
+    for path in report.kept:
+        print(f"left {path} as Claude Code wrote it (edited since the install)")
+    if not remove:
+        print(f"{PLUGIN_ID} loads at the next Claude Code session start (or /reload-plugins)")
+        if set_up_directly(home, claude_dir):  # both would run: two servers, hooks twice
+            print("agent-coord is set up directly too: `agentcoord setup claude --remove` ends it")
     return EXIT_OK
 
 
