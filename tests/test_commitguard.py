@@ -211,6 +211,22 @@ def test_core_hooks_path_is_where_the_guard_goes(
     assert "commit guard is off" in done.stderr  # the guard ran (and found no daemon)
 
 
+def test_a_relative_core_hooks_path_is_refused(repo: tuple[Path, Path, dict[str, str]]) -> None:
+    """A relative core.hooksPath (a directory of the worktree: the repository's own hooks or a
+    hook manager's) is refused in one line, and nothing is written there."""
+    w1, _, env = repo
+    managed = w1 / ".husky" / "_"
+    managed.mkdir(parents=True)
+    (managed / "pre-commit").write_text('#!/bin/sh\n. "$(dirname "$0")/h"\n')
+    assert git(w1, env, "config", "core.hooksPath", ".husky/_").returncode == 0
+    out = setup_git(env, str(w1))
+    assert out.returncode == 1
+    assert "inside the worktree" in out.stderr
+    assert len(out.stderr.splitlines()) == 1
+    assert sorted(p.name for p in managed.iterdir()) == ["pre-commit"]
+    assert (managed / "pre-commit").read_text() == '#!/bin/sh\n. "$(dirname "$0")/h"\n'
+
+
 def test_no_daemon_allows_the_commit_with_one_line(
     repo: tuple[Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:

@@ -55,7 +55,6 @@ class GuardReport:
     action: Action
     chained: Path | None = None  # the previous hook, run first (after install, None if none)
     restored: bool = False  # --remove put the previous hook back
-    in_worktree: bool = False  # core.hooksPath is relative: this worktree's hooks only
 
 
 # The hook. A shell/Python polyglot: sh reads ``''':'`` as the no-op ``:`` and execs the
@@ -257,15 +256,24 @@ def install_guard(repo: Path, python: str | None = None) -> GuardReport:
     """Install the guard as ``repo``'s pre-commit hook; idempotent. A hook already there that
     is not ours is moved to :data:`CHAINED` and run first by ours."""
     where, inside = hooks_dir(repo)
+    if inside:
+        # A relative core.hooksPath is a directory of the worktree: the repository's own
+        # hooks, or a hook manager's (husky), whose hooks find their work by their own file
+        # name, so a chained one moved aside would silently do nothing.
+        raise AgentCoordError(
+            f"core.hooksPath ({where}) is inside the worktree, kept by the repository or a "
+            "hook manager: the guard will not rewrite it; point core.hooksPath at an absolute "
+            "directory (or unset it) and run setup git again"
+        )
     where.mkdir(parents=True, exist_ok=True)
     hook, chained = where / "pre-commit", where / CHAINED
     text = hook_text(python or default_python())
     kept = chained if _exists(chained) else None
     if _is_ours(hook):
         if hook.read_text() == text:
-            return GuardReport(hook, "unchanged", kept, in_worktree=inside)
+            return GuardReport(hook, "unchanged", kept)
         _write_hook(hook, text)
-        return GuardReport(hook, "updated", kept, in_worktree=inside)
+        return GuardReport(hook, "updated", kept)
     if _exists(hook):
         if kept is not None:
             # Ours was replaced by another hook while an older one waits here: keeping both
@@ -276,17 +284,17 @@ def install_guard(repo: Path, python: str | None = None) -> GuardReport:
         os.rename(hook, chained)  # a rename keeps its bytes, mode and symlink-ness exactly
         kept = chained
     _write_hook(hook, text)
-    return GuardReport(hook, "installed", kept, in_worktree=inside)
+    return GuardReport(hook, "installed", kept)
 
 
 def remove_guard(repo: Path) -> GuardReport:
     """Remove the guard; the hook it chained, if any, becomes the pre-commit hook again."""
-    where, inside = hooks_dir(repo)
+    where, _ = hooks_dir(repo)
     hook, chained = where / "pre-commit", where / CHAINED
     if not _is_ours(hook):
         return GuardReport(hook, "absent", chained if _exists(chained) else None)
     if _exists(chained):
         os.replace(chained, hook)
-        return GuardReport(hook, "removed", hook, restored=True, in_worktree=inside)
+        return GuardReport(hook, "removed", hook, restored=True)
     hook.unlink()
-    return GuardReport(hook, "removed", in_worktree=inside)
+    return GuardReport(hook, "removed")
