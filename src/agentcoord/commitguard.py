@@ -12,8 +12,9 @@ script uses only modules built into the interpreter (``posix``, ``_socket``, ``_
 ``json``, ``socket`` and ``subprocess`` packages would import ``re``, ``enum`` and more, several
 times the cost of the rest of the hook.
 
-The hook goes where git looks for hooks (``git rev-parse --git-path hooks``: ``core.hooksPath``
-when set, else the common dir's ``hooks``, which every worktree shares). A pre-commit hook
+The hook goes where git looks for hooks (``git rev-parse --git-path hooks``: an absolute
+``core.hooksPath`` when set, else the common dir's ``hooks``, which every worktree shares; a
+relative ``core.hooksPath`` is the worktree's own and is refused). A pre-commit hook
 already there is kept beside it (:data:`CHAINED`), run first, and its failure fails the commit;
 ``--remove`` moves it back, bytes and mode as they were.
 """
