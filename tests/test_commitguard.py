@@ -159,6 +159,22 @@ def test_install_keeps_both_when_a_foreign_hook_replaced_ours(
     assert (hooks / CHAINED).read_text() == PREVIOUS_HOOK
 
 
+def test_a_hook_that_reads_its_own_name_is_not_moved(
+    repo: tuple[Path, Path, dict[str, str]],
+) -> None:
+    """A pre-commit hook that finds its work by its own file name (husky 4's) would do nothing
+    under the chained name: setup refuses in one line and leaves it in place."""
+    w1, _, env = repo
+    hook = w1 / ".git" / "hooks" / "pre-commit"
+    text = '#!/bin/sh\nhookName=`basename "$0"`\n. "$(dirname "$0")/husky.sh"\n'
+    hook.write_text(text)
+    out = setup_git(env, str(w1))
+    assert out.returncode == 1
+    assert "basename $0" in out.stderr
+    assert hook.read_text() == text
+    assert not (hook.parent / CHAINED).exists()
+
+
 def test_a_failing_previous_hook_fails_the_commit(
     repo: tuple[Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:

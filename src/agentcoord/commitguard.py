@@ -22,6 +22,7 @@ already there is kept beside it (:data:`CHAINED`), run first, and its failure fa
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -242,6 +243,17 @@ def _is_ours(path: Path) -> bool:
         return False
 
 
+def _names_itself(path: Path) -> bool:
+    """Whether a hook script reads its own name (husky 4's ``hookName=`basename "$0"```): one
+    that would look up the wrong work under the name it is chained as."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return False
+    return re.search(rb'basename\s+["\']?\$\{?0', head) is not None
+
+
 def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
@@ -276,6 +288,11 @@ def install_guard(repo: Path, python: str | None = None) -> GuardReport:
         _write_hook(hook, text)
         return GuardReport(hook, "updated", kept)
     if _exists(hook):
+        if _names_itself(hook):
+            raise AgentCoordError(
+                f"{hook} finds its work by its own file name (basename $0): moved aside to be "
+                "chained it would silently do nothing; call the guard from it instead"
+            )
         if kept is not None:
             # Ours was replaced by another hook while an older one waits here: keeping both
             # would need a choice only the user can make.
