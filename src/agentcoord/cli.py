@@ -409,7 +409,7 @@ def _setup_git(repo: str | None, remove: bool) -> int:
 
 def _setup_plugin(project: bool, remove: bool) -> int:
     """``setup claude --plugin [--project] [--remove]``: the plugin through the real
-    ``claude plugin`` commands (docs/claude-code.md "Plugin")."""
+    ``claude plugin`` commands (docs/plugin.md "The Claude Code plugin")."""
     import os
     from pathlib import Path
 

@@ -1,5 +1,5 @@
 """The real Claude Code installs, runs and removes the agentcoord plugin that
-``agentcoord setup claude --plugin`` generates (docs/claude-code.md "Plugin")."""
+``agentcoord setup claude --plugin`` generates (docs/plugin.md "Checking it")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The agentcoord plugin for Claude Code: the ``agent-coord`` MCP server, the session hooks
-and the ``coordination`` skill, in a local marketplace (docs/claude-code.md "Plugin").
+and the ``coordination`` skill, in a local marketplace (docs/plugin.md "What it installs").
 
 :func:`write_plugin` generates the marketplace and the plugin into a directory (the commands
 name this install's ``agentcoord``); :func:`install_plugin` and :func:`remove_plugin` run the

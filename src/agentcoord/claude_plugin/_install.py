@@ -11,7 +11,7 @@ Remove: ``claude plugin uninstall`` from that scope and, once no scope has it,
 (``"enabledPlugins": {}``, ``{"version": 2, "plugins": {}}``), so before its first change each
 file it edits is recorded (under the state dir, private) and given back byte for byte when
 what is left is the original plus such empties; a file edited in other ways since is left as
-Claude Code wrote it.
+Claude Code wrote it (docs/plugin.md "Removal").
 """
 
 from __future__ import annotations
