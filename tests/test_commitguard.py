@@ -267,17 +267,20 @@ def test_no_daemon_allows_the_commit_with_one_line(
         assert str(runtime / "agentcoord.sock") in lines[0]
 
 
-def test_only_claimed_paths_are_resolved(
+def test_only_paths_that_may_be_claimed_are_resolved(
     repo: tuple[Path, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Of a commit spanning 10 directories, git is asked about the first path's directory and
-    the claimed path's only, and the claimed path (not first) still resolves to the key a
-    claim on the same file from the other worktree has."""
+    """Of a commit spanning 10 directories, only the paths named as a claimed key ends, and
+    symlinks (whose key ends in their target's name), are resolved: git is asked about their
+    directories alone, and the claimed path gets the key the claim from the other worktree
+    has."""
     w1, w2, _ = repo
     paths = [f"pkg{i % 10}/mod{i}.py" for i in range(100)]
     for path in paths:
         (w2 / path).parent.mkdir(exist_ok=True)
         (w2 / path).write_text("x\n")
+    (w2 / "pkg3" / "link.py").symlink_to("mod3.py")
+    paths.append("pkg3/link.py")
     claimed = filekeys.resolve_file_key(str(w1 / "pkg7" / "mod57.py"), None).key
     filekeys.clear_cache()
     asked: list[str] = []
@@ -290,12 +293,12 @@ def test_only_claimed_paths_are_resolved(
 
     monkeypatch.setattr(subprocess, "run", counting)
     try:
-        got = _candidates(paths, str(w2), {claimed, "file:/elsewhere/.git//pkg1/mod1.py"})
-        assert got == ["pkg0/mod0.py", "pkg7/mod57.py"]
-        assert [fk.key for fk in filekeys.resolve_file_keys(got, str(w2))][1] == claimed
+        got = _candidates(paths, str(w2), {claimed, "file:/elsewhere/.git//pkg1/x.py"})
+        assert got == ["pkg7/mod57.py", "pkg3/link.py"]
+        assert filekeys.resolve_file_keys(got, str(w2))[0].key == claimed
     finally:
         filekeys.clear_cache()
-    assert sorted(asked) == [str((w2 / "pkg0").resolve()), str((w2 / "pkg7").resolve())]
+    assert sorted(asked) == [str((w2 / "pkg3").resolve()), str((w2 / "pkg7").resolve())]
 
 
 def test_setup_git_outside_a_repository_fails_in_one_line(tmp_path: Path) -> None:

@@ -29,13 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.commitguard import ALLOW_ENV
 from agentcoord.errors import ProtocolError
-from agentcoord.filekeys import (
-    FILE_PREFIX,
-    SEPARATOR,
-    resolve_file_key,
-    resolve_file_keys,
-    split_file_key,
-)
+from agentcoord.filekeys import FILE_PREFIX, SEPARATOR, resolve_file_keys, split_file_key
 from agentcoord.kernel.jsonrpc import INVALID_PARAMS
 from agentcoord.stores.kv import format_duration
 
@@ -220,29 +214,14 @@ async def check_commit(
 
 def _candidates(paths: list[str], cwd: str, claimed: set[str]) -> list[str]:
     """The staged paths whose canonical key may be one of ``claimed``. filekeys asks git once
-    per directory, and a commit spans many: the first path's answer names the repository and
-    the worktree's top level, and a path of that worktree can only have a key of that
-    repository, made of its real path from that top level (filekeys.py), so only the paths
-    whose real path is claimed there are resolved. Everything, when that answer is not a
-    repository's."""
-    first = resolve_file_key(paths[0], cwd)
-    if first.repo is None or first.worktree is None:
-        return paths
-    rels: set[str] = set()
-    for key in claimed:
-        repo, rel = split_file_key(key)
-        if repo == first.repo:
-            rels.add(rel)
-    out = [paths[0]]
-    for path in paths[1:]:
-        try:
-            rel = os.path.relpath(os.path.realpath(os.path.join(cwd, path)), first.worktree)
-        except (OSError, ValueError):  # filekeys falls back on its own: let it decide
-            out.append(path)
-            continue
-        if rel in rels:
-            out.append(path)
-    return out
+    per directory, and a commit may span hundreds; but a key ends in the file's real path
+    (filekeys.py), whose last name is the path's own unless the path is itself a symlink. So a
+    path that is no symlink and whose name no claimed key ends in cannot match: only the
+    others are resolved."""
+    names = {split_file_key(key)[1].rpartition("/")[2] for key in claimed}
+    return [
+        p for p in paths if p.rpartition("/")[2] in names or os.path.islink(os.path.join(cwd, p))
+    ]
 
 
 def _same_dir(a: str, b: str) -> bool:
