@@ -1,21 +1,33 @@
 """A scripted stand-in for the Anthropic Messages API on loopback, for the real Claude Code.
 
 ``claude -p`` with ``ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`` sends only ``POST
-/v1/messages`` with ``stream: true`` (FACTS.md "The real Claude Code, offline"). The stand-in
-answers each request with the next turn of its script as the API's server-sent events
-(``message_start``, ``content_block_start``/``_delta``/``_stop``, ``message_delta`` with the
-``stop_reason``, ``message_stop``; docs.anthropic.com "Streaming Messages"), and records every
-request body, so a test asserts on what the binary sent the model: the system prompt, the
-tools, the ``tool_result`` blocks and the hook context.
+/v1/messages?beta=true`` with ``stream: true`` (FACTS.md "The real Claude Code, offline"; seen
+with 2.1.328, no side requests). The stand-in answers each request with the next turn of its
+script as the API's server-sent events (``message_start``, ``content_block_start``/``_delta``/
+``_stop``, ``message_delta`` with the ``stop_reason``, ``message_stop``; the Messages API's
+"Streaming Messages"), a non-streaming request with the same Message as JSON, and records every
+request, so a test asserts on what the binary sent the model: the system prompt, the tools
+(``mcp__agent-coord__<tool>`` with ``ENABLE_TOOL_SEARCH=false``), the ``tool_result`` blocks
+(:func:`tool_results`) and the hooks' additional context (:func:`context_texts`).
 
 A turn is :class:`Text` (the model answers and ends its turn), :class:`ToolUse` (it calls a
 tool; Claude Code runs it and sends the result in its next request), or a callable that gets
-the request (:class:`Request`) and returns one of those. ``Text(..., hold=event)`` and
-``ToolUse(..., hold=event)`` wait for ``event`` before answering (the binary waits with its
-request open), so a test can act while Claude Code is mid-turn. A request past the end of the
-script, a request to any other path or a request that is not a streaming one is recorded in
-:attr:`ModelAPI.unexpected` and answered with an API error, and the ``model_api`` fixture
-fails the test on it.
+the :class:`Request` and returns one of those (e.g. "answer with the tool result you got").
+``hold=event`` on a turn keeps the binary's request open until ``event`` is set, so a test can
+act while Claude Code is mid-turn (:meth:`ModelAPI.wait_requests` tells it the request came). A
+request to another path or past the end of the script is answered with an API error and noted
+in :attr:`ModelAPI.unexpected`; the ``model_api`` fixture (tests/claude/conftest.py) fails the
+test on any.
+
+The ``claude`` fixture there runs the pinned binary as a user would after ``agentcoord setup
+claude`` (private HOME and ``CLAUDE_CONFIG_DIR``, the offline switches, ``--permission-mode
+acceptEdits --allowedTools mcp__agent-coord``) against the real daemon::
+
+    def test_x(daemon, claude):
+        claude.api.script(ToolUse("mcp__agent-coord__whoami"), Text("done"))
+        run = claude.run("who am I?")   # or claude.start(...) ... claude.finish(proc)
+        run.check()                     # exit 0 and no is_error in the result JSON
+        tool_results(run.requests[-1])  # what the daemon's tool answered, as the model saw it
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ import itertools
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -136,62 +148,61 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def stream_of(turn: Text | ToolUse, ids: Iterator[int]) -> bytes:
-    """The Messages API's streaming events for one answer."""
-    n = next(ids)
-    out = [
-        _sse(
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": f"msg_{n:024d}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": MODEL,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 10, "output_tokens": 1},
-                },
-            },
-        )
-    ]
-    start: dict[str, Any]
+def message_of(turn: Text | ToolUse, n: int) -> dict[str, Any]:
+    """The API's Message for one answer (what a non-streaming request gets back)."""
+    block: dict[str, Any]
     if isinstance(turn, Text):
-        start = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": turn.text}]
-        stop_reason = "end_turn"
+        block, stop_reason = {"type": "text", "text": turn.text}, "end_turn"
     else:
-        start = {"type": "tool_use", "id": f"toolu_{n:020d}", "name": turn.name, "input": {}}
-        raw = json.dumps(turn.input)
-        # Split the JSON as the API does (partial_json pieces, concatenated by the client).
-        cut = len(raw) // 2
-        deltas = [
-            {"type": "input_json_delta", "partial_json": piece} for piece in (raw[:cut], raw[cut:])
-        ]
-        stop_reason = "tool_use"
-    out.append(
-        _sse(
-            "content_block_start",
-            {"type": "content_block_start", "index": 0, "content_block": start},
-        )
-    )
-    for delta in deltas:
+        block = {"type": "tool_use", "id": f"toolu_{n:020d}", "name": turn.name}
+        block["input"], stop_reason = turn.input, "tool_use"
+    return {
+        "id": f"msg_{n:024d}",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": [block],
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def stream_of(message: dict[str, Any]) -> bytes:
+    """``message`` as the API's streaming events: the message with no content, each block
+    started empty and filled by deltas (text as one ``text_delta``, a tool's input JSON as
+    ``input_json_delta`` pieces the client concatenates), then the stop reason and the end."""
+    head = {**message, "content": [], "stop_reason": None, "usage": {"input_tokens": 10}}
+    out = [_sse("message_start", {"type": "message_start", "message": head})]
+    for i, block in enumerate(message["content"]):
+        start: dict[str, Any]
+        if block["type"] == "text":
+            start = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": block["text"]}]
+        else:
+            start = {**block, "input": {}}
+            raw = json.dumps(block["input"])
+            cut = len(raw) // 2
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p} for p in (raw[:cut], raw[cut:])
+            ]
         out.append(
-            _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+            _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": i, "content_block": start},
+            )
         )
-    out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
-    out.append(
-        _sse(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": {"output_tokens": 5},
-            },
-        )
-    )
+        for delta in deltas:
+            out.append(
+                _sse(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": i, "delta": delta},
+                )
+            )
+        out.append(_sse("content_block_stop", {"type": "content_block_stop", "index": i}))
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    usage = {"output_tokens": message["usage"]["output_tokens"]}
+    out.append(_sse("message_delta", {"type": "message_delta", "delta": stop, "usage": usage}))
     out.append(_sse("message_stop", {"type": "message_stop"}))
     return b"".join(out)
 
@@ -242,13 +253,13 @@ class ModelAPI:
         if turn is None:
             self.unexpected.append(f"request {len(self.requests)} past the end of the script")
             return 400, "application/json", _error("invalid_request_error", "script exhausted")
-        if not req.body.get("stream"):
-            self.unexpected.append(f"a non-streaming request: {json.dumps(req.body)[:200]}")
-            return 400, "application/json", _error("invalid_request_error", "not streaming")
         answer = turn if isinstance(turn, Text | ToolUse) else turn(req)
         if answer.hold is not None and not answer.hold.wait(self._hold_timeout):
             self.unexpected.append(f"request {len(self.requests)} held past its timeout")
-        return 200, "text/event-stream", stream_of(answer, self._ids)
+        message = message_of(answer, next(self._ids))
+        if not req.body.get("stream"):
+            return 200, "application/json", json.dumps(message).encode()
+        return 200, "text/event-stream", stream_of(message)
 
     def start(self) -> ModelAPI:
         api = self

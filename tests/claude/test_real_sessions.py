@@ -47,6 +47,10 @@ def test_whoami_answers_the_sessions_agent(daemon: Daemon, claude: Claude) -> No
     run = claude.run("who am I?")
     run.check()
     first, second = run.requests
+    # -p sends nothing but streaming model requests (FACTS.md), MCP schemas in full.
+    assert {(r.method, r.path, r.body.get("stream")) for r in run.requests} == {
+        ("POST", "/v1/messages?beta=true", True)
+    }
     tool = first.tool(WHOAMI)
     assert tool["input_schema"].get("properties", {}) == {}, tool
     (result,) = tool_results(second)
@@ -167,21 +171,17 @@ def test_a_message_arrives_with_the_next_prompt(
     first.check()
     me = _session_agent(first.requests[0])
     assert not context_texts(first.requests[0], "UserPromptSubmit")
-    (sent,) = session_call(daemon, claude_bin, [("send", {"to": me, "text": "rebase on main"})])
+    calls = [("whoami", {}), ("send", {"to": me, "text": "rebase on main"})]
+    who, sent = session_call(daemon, claude_bin, calls)
     assert not sent["isError"], sent
-    sender = sent["structuredContent"].get("from") or _sender(daemon, me)
+    sender = who["structuredContent"]["agent"]
+    assert sender != me
     claude.api.script(Text("ok"))
     second = claude.run("next", "--resume", first.result["session_id"])
     second.check()
     (context,) = context_texts(second.requests[0], "UserPromptSubmit")
     assert f"- from {sender}: rebase on main" in context, context
     assert second.result["session_id"] == first.result["session_id"]
-
-
-def _sender(d: Daemon, recipient: str) -> str:
-    """The one agent other than ``recipient`` (the sending session)."""
-    (other,) = [name for name in _agents(d) if name != recipient]
-    return other
 
 
 def test_a_message_sent_mid_turn_arrives_after_the_next_tool_call(
