@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from agentcoord.claude_setup import setup_claude
+from agentcoord.daemon.httpmcp import _known_peer, _socket_of, _started
+from agentcoord.kernel.caller import Caller
 from tests.conftest import Daemon
 from tests.tools.conftest import human_call
 
-# Posts each (event, body) on one keep-alive connection, as Claude Code does; prints the
-# answers as [[status, body text], ...].
+# Posts each (event, body) on one keep-alive connection, as Claude Code does (or on a new
+# connection each, as after an idle pause); prints the answers as [[status, body], ...].
 _POSTER = """
 import http.client, json, sys
-addr, posts = sys.argv[1], json.loads(sys.argv[2])
+addr, posts, fresh = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] == "fresh"
 host, port = addr.rsplit(":", 1)
 conn = http.client.HTTPConnection(host, int(port), timeout=20)
 out = []
@@ -29,16 +33,24 @@ for event, body in posts:
                  {"content-type": "application/json"})
     resp = conn.getresponse()
     out.append([resp.status, resp.read().decode()])
+    if fresh:
+        conn.close()
+        conn = http.client.HTTPConnection(host, int(port), timeout=20)
 print(json.dumps(out))
 """
 
 
 def _session_posts(
-    d: Daemon, claude: Path, posts: list[tuple[str, dict[str, Any]]], **env: str
+    d: Daemon,
+    claude: Path,
+    posts: list[tuple[str, dict[str, Any]]],
+    fresh: bool = False,
+    **env: str,
 ) -> list[tuple[int, str]]:
     """POST ``posts`` from a process under its own stand-in ``claude`` (a session)."""
+    how = "fresh" if fresh else "keep"
     out = subprocess.run(
-        [str(claude), "--", sys.executable, "-c", _POSTER, d.http_addr, json.dumps(posts)],
+        [str(claude), "--", sys.executable, "-c", _POSTER, d.http_addr, json.dumps(posts), how],
         env=dict(d.env, **env),
         cwd=d.root,
         capture_output=True,
@@ -91,6 +103,51 @@ def test_pre_tool_use_over_http_denies_a_claimed_file(daemon: Daemon, claude_bin
     assert free == (200, "")
 
 
+def test_a_new_connection_of_the_same_session_is_answered_as_that_session(
+    daemon: Daemon, claude_bin: Path
+) -> None:
+    """Posts on a new connection each (Claude Code reconnects after an idle pause) are each
+    answered as the same session: denied for the claimed file, allowed for its own."""
+    claimed = daemon.root / "src" / "auth.py"
+    human_call(daemon, "claim", resource_key=f"file:{claimed}", mode="write", ttl="5m")
+    posts = [("pre-tool-use", _write(daemon, claimed))] * 3
+    posts.append(("pre-tool-use", _write(daemon, daemon.root / "mine.py")))
+    answers = _session_posts(daemon, claude_bin, posts, fresh=True)
+    for status, body in answers[:3]:
+        assert status == 200, body
+        assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert answers[3] == (200, "")
+
+
+def test_a_known_peer_is_the_process_holding_the_connections_socket() -> None:
+    """A new connection's peer is found among known processes by the socket it holds (not the
+    daemon's end), and only while it is the same process (its start time)."""
+    me = Caller("session", "shop-1", "http-peer", pid=os.getpid(), uid=os.getuid())
+    started = _started(os.getpid())
+    assert started is not None
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        with socket.create_connection(srv.getsockname()) as client:
+            accepted, _ = srv.accept()
+            with accepted:
+                peer, local = client.getsockname(), srv.getsockname()
+                found = _socket_of(peer, local)
+                assert found == (f"socket:[{os.fstat(client.fileno()).st_ino}]", os.getuid())
+                assert _known_peer(peer, local, [(os.getpid(), started, me)]) == me
+                assert _known_peer(peer, local, [(os.getpid(), started + 1, me)]) is None
+                other = subprocess.Popen(["sleep", "30"])
+                try:
+                    other_started = _started(other.pid)
+                    assert other_started is not None
+                    known = [(other.pid, other_started, me)]
+                    assert _known_peer(peer, local, known) is None
+                finally:
+                    other.kill()
+                    other.wait()
+        assert _socket_of(peer, local) is None  # closed: no such socket
+
+
 def test_a_caller_that_is_no_agent_gets_an_empty_200(daemon: Daemon) -> None:
     """The same Write to a claimed file, posted by a process with no ``claude`` above it,
     gets an empty 200: the hook passes (fail open), nothing is answered to a non-agent."""
@@ -119,7 +176,7 @@ def test_post_tool_use_over_http_delivers_a_queued_message_once(
     human_call(daemon, "send", to=name, text="tests are green on main")
     tool = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}
     first, second = _session_posts(
-        daemon, claude_bin, [("post-tool-use", tool), ("post-tool-use", tool)], **env
+        daemon, claude_bin, [("post-tool-use", tool), ("post-tool-use", tool)], False, **env
     )
     assert first[0] == 200, first
     spec = json.loads(first[1])["hookSpecificOutput"]

@@ -12,14 +12,26 @@ body as the hook's output, an empty one as "no output"; a non-2xx answer, a time
 connection is a non-blocking error (the tool runs). The caller is the TCP peer, which for an
 http hook is the ``claude`` process itself, never what the body says. A peer that is no agent
 gets an empty 200: the hook passes, as it does with no daemon.
+
+Claude Code keeps one connection for a session's hooks but opens a new one after a few idle
+seconds (seen with 2.1.328: a new connection after an 8 s model turn), and finding a TCP peer's
+process by scanning every process's sockets costs tens of milliseconds. So a new hook
+connection is first looked for among the processes of earlier ones (:class:`HookPeers`): the
+process that holds the connection's socket is the peer, as in the full scan.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import logging
+import os
+import socket
+import struct
 from typing import Any
+
+import psutil
 
 from agentcoord.console.routes import ConsoleRoutes, root_page
 from agentcoord.daemon.hooks import Hooks
@@ -52,6 +64,107 @@ def _rpc_error(status: int, code: int, message: str) -> HttpResponse:
     return json_response(status, encode(error_response(None, ProtocolError(code, message))))
 
 
+# sock_diag (linux/sock_diag.h, linux/inet_diag.h): one socket looked up by its 4-tuple, in
+# microseconds, where /proc/net/tcp is generated whole on every read (milliseconds on a busy
+# host).
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST = 1
+_NO_COOKIE = b"\xff" * 8  # INET_DIAG_NOCOOKIE, twice
+_DIAG_UID_INODE = 16 + 4 + 48 + 12  # nlmsghdr, inet_diag_msg's head, sockid, three counters
+
+
+def _socket_of(peer: tuple[str, int], local: tuple[str, int]) -> tuple[str, int] | None:
+    """(``socket:[inode]``, uid) of the peer's end of the TCP connection ``peer`` ->
+    ``local``, or None."""
+    family = socket.AF_INET6 if ":" in peer[0] else socket.AF_INET
+    try:
+        src = socket.inet_pton(family, peer[0]).ljust(16, b"\0")
+        dst = socket.inet_pton(family, local[0]).ljust(16, b"\0")
+        sockid = struct.pack("!HH16s16s", peer[1], local[1], src, dst)
+        sockid += struct.pack("=I", 0) + _NO_COOKIE
+        req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
+        head = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0)
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
+            nl.settimeout(1.0)
+            nl.sendto(head + req, (0, 0))
+            data = nl.recv(65536)
+    except (OSError, ValueError):
+        return None
+    if len(data) < _DIAG_UID_INODE + 8:
+        return None
+    (kind,) = struct.unpack_from("=H", data, 4)
+    if kind != _SOCK_DIAG_BY_FAMILY:
+        return None  # NLMSG_ERROR: no such socket
+    uid, inode = struct.unpack_from("=II", data, _DIAG_UID_INODE)
+    return f"socket:[{inode}]", uid
+
+
+def _holds(pid: int, link: str) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == link:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _started(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+def _known_peer(
+    peer: tuple[str, int], local: tuple[str, int], known: list[tuple[int, float, Caller]]
+) -> Caller | None:
+    """The caller among ``known`` (pid, start time, caller) whose process holds the peer's
+    socket now, the same process (its start time) as when it was identified."""
+    found = _socket_of(peer, local)
+    if found is None:
+        return None
+    link, uid = found
+    for pid, started, caller in known:
+        if caller.uid == uid and _holds(pid, link) and _started(pid) == started:
+            return caller
+    return None
+
+
+class HookPeers:
+    """The callers of earlier hook connections, by the process that held them (bounded)."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self._limit = limit
+        self._by_pid: collections.OrderedDict[int, tuple[float, Caller]] = collections.OrderedDict()
+
+    async def find(self, peer: tuple[str, int], local: tuple[str, int]) -> Caller | None:
+        known = [(pid, started, caller) for pid, (started, caller) in self._by_pid.items()]
+        if not known:
+            return None
+        return await asyncio.to_thread(_known_peer, peer, local, known)
+
+    async def remember(self, caller: Caller) -> None:
+        if caller.pid is None or caller.uid is None:
+            return
+        started = await asyncio.to_thread(_started, caller.pid)
+        if started is None:
+            return
+        self._by_pid[caller.pid] = (started, caller)
+        self._by_pid.move_to_end(caller.pid)
+        while len(self._by_pid) > self._limit:
+            self._by_pid.popitem(last=False)
+
+    def forget(self, caller: Caller) -> None:
+        if caller.pid is not None:
+            self._by_pid.pop(caller.pid, None)
+
+
 class HttpRoutes:
     """The request handler given to :class:`agentcoord.kernel.httpserver.HttpServer`."""
 
@@ -67,6 +180,7 @@ class HttpRoutes:
         self._status = status
         self._core = core
         self._hooks = hooks
+        self._hook_peers = HookPeers()
         self._sessions: collections.OrderedDict[str, McpSession] = collections.OrderedDict()
         self._sessionless: dict[str, McpSession] = {}
         self._console = console
@@ -110,10 +224,12 @@ class HttpRoutes:
         if not isinstance(payload, dict):
             return HttpResponse(400, b"hook body is not a JSON object\n")
         try:
-            caller = await self._caller_as(req, None)
+            caller = await self._hook_caller(req)
         except IdentityError:
             return HttpResponse(200)  # not an agent: nothing to guard or deliver (fail open)
         output = await self._hooks.run(caller, event, payload)
+        if event == "session-end":
+            self._hook_peers.forget(caller)  # its Agent may have ended: identify it afresh
         if output is None:
             return HttpResponse(200)
         return json_response(200, json.dumps(output).encode())
@@ -122,6 +238,20 @@ class HttpRoutes:
         auth = req.headers.get("authorization", "")
         bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
         return await self._caller_as(req, bearer)
+
+    async def _hook_caller(self, req: HttpRequest) -> Caller:
+        """An http hook's caller: the peer alone (no bearer), once per connection, a new
+        connection of a known process without the full scan."""
+        key = "caller:None"
+        cached = req.conn.values.get(key)
+        if isinstance(cached, Caller):
+            return cached
+        caller = await self._hook_peers.find(req.conn.peer, req.conn.local)
+        if caller is None:
+            caller = await self._caller_as(req, None)
+            await self._hook_peers.remember(caller)
+        req.conn.values[key] = caller
+        return caller
 
     async def _caller_as(self, req: HttpRequest, bearer: str | None) -> Caller:
         """The caller of ``req`` with ``bearer`` (None: the peer alone), once per connection
