@@ -17,11 +17,15 @@ from agentcoord.claude_plugin import (
     PLUGIN_ID,
     PLUGIN_NAME,
     SKILLS,
+    install_plugin,
+    remove_plugin,
+    set_up_directly,
     skill_text,
     write_plugin,
 )
 from agentcoord.claude_plugin._install import bare
-from agentcoord.claude_setup import HOOKS, with_hooks, with_server
+from agentcoord.claude_setup import HOOKS, user_config_file, with_hooks, with_server
+from agentcoord.errors import ConfigError
 from agentcoord.tools import (
     a2a,
     agents,
@@ -213,3 +217,27 @@ def test_bare_tells_leftovers_from_edits(now: Any, was: Any, same: bool) -> None
     """Removal gives a file back only when what is left is the original plus the emptied
     containers (and a new file's format key) Claude Code leaves."""
     assert (bare(now, was) == was) is same
+
+
+@pytest.mark.parametrize("step", [install_plugin, remove_plugin])
+def test_without_claude_on_path_nothing_is_written(step: Any, tmp_path: Path) -> None:
+    """With no `claude` on PATH, install and remove fail with a ConfigError saying how to get
+    it, before writing a marketplace, a record or a setting."""
+    env = {"PATH": str(tmp_path / "bin"), "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path)}
+    with pytest.raises(ConfigError, match="no `claude` on PATH"):
+        step(env, tmp_path / ".claude", tmp_path / "state")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_set_up_directly_reads_the_user_config(tmp_path: Path) -> None:
+    """The plugin install warns of a direct setup only when the user config registers
+    agent-coord itself."""
+    claude_dir = tmp_path / ".claude"
+    config = user_config_file(tmp_path, claude_dir)
+    assert not set_up_directly(tmp_path, claude_dir)
+    config.write_text(json.dumps({"mcpServers": {"github": {"command": "gh"}}}))
+    assert not set_up_directly(tmp_path, claude_dir)
+    config.write_text(json.dumps(with_server({}, COMMAND)))
+    assert set_up_directly(tmp_path, claude_dir)
+    config.write_text("not json")
+    assert not set_up_directly(tmp_path, claude_dir)
