@@ -218,6 +218,39 @@ def test_the_sessions_agent_ends_when_claude_exits(daemon: Daemon, claude: Claud
     wait_for(lambda: _agents(daemon)[me].get("phase") == "Ended", timeout=5, what="Ended")
     row = _agents(daemon)[me]
     assert row.get("ended_at"), row
-    assert row.get("reason"), row
+    # -p runs the SessionEnd hook (reason "other") before it exits: the hook ended it.
+    assert row.get("reason") == "SessionEnd hook (other)", row
     live = own_call(daemon, "list_agents", {})["structuredContent"]["agents"]
     assert me not in [a["name"] for a in live]
+
+
+def test_a_write_takes_an_edit_lease_that_ends_with_the_session(
+    daemon: Daemon, claude: Claude
+) -> None:
+    """A Write by the session takes an automatic edit lease on the file, held by the
+    session's agent while the turn goes on (docs/claims.md "Claiming files"), and released
+    when the session ends."""
+    done = threading.Event()
+    target = claude.cwd / "a.txt"
+    claude.api.script(
+        ToolUse("Write", {"file_path": str(target), "content": "x\n"}),
+        Text("done", hold=done),
+    )
+    proc = claude.start("write a.txt")
+    try:
+        first, _ = claude.api.wait_requests(2)
+        rows = own_call(daemon, "check_claims", {})["structuredContent"]["claims"]
+    finally:
+        done.set()
+    run = claude.finish(proc)
+    run.check()
+    assert target.read_text() == "x\n"
+    (lease,) = rows
+    assert lease["agent"] == _session_agent(first), lease
+    assert lease["path"] == str(target), lease
+    assert (lease["mode"], lease["purpose"]) == ("write", "automatic edit lease"), lease
+    wait_for(
+        lambda: not own_call(daemon, "check_claims", {})["structuredContent"]["claims"],
+        timeout=5,
+        what="the lease released",
+    )
