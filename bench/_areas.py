@@ -837,6 +837,14 @@ def area_week(ctx: Ctx) -> Area:
     return week.report(ctx)
 
 
+def area_hooks(ctx: Ctx) -> Area:
+    """One Claude Code hook per tool call: the http hooks against a bare `true` command hook
+    (bench/hooks.py)."""
+    import hooks
+
+    return hooks.report(ctx)
+
+
 AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("startup", area_startup),
     ("claims", area_claims),
@@ -847,4 +855,5 @@ AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("asks", area_asks),
     ("memory", area_memory),
     ("week", area_week),
+    ("hooks", area_hooks),
 ]
