@@ -6,11 +6,12 @@
 A daemon on temp dirs, a repository with ``--files`` staged files spread over ``--dirs``
 directories, and the hook ``agentcoord setup git`` installs, run as git runs it (from the
 worktree's top level). Cases: no claim at all (the usual case: the daemon resolves nothing);
-a live write claim elsewhere in the repository (every staged path is resolved to its canonical
-key; the directories' git answers are cached, as between two commits); the same with the cache
-expired (each directory asks git once: ``--cold`` runs, spaced past filekeys.CACHE_TTL); a
-claimed staged file (the refusal); no daemon (fail open). The caller is this process: anonymous,
-as the human's terminal is.
+a live write claim elsewhere in the repository (no staged path is named as it: none is
+resolved); the worst case, every staged file's name claimed in another clone of the project
+(every path is resolved to its canonical key; the directories' git answers cached, as between
+two commits, then expired: ``--cold`` runs spaced past filekeys.CACHE_TTL, each directory asks
+git once); a claimed staged file (the refusal); no daemon (fail open). The caller is this
+process: anonymous, as the human's terminal is.
 
 Goal: the hook <= 50 ms for 100 files (warm); the ratio to the bare hook is printed with it.
 """
@@ -44,7 +45,7 @@ def _git(cwd: Path, env: dict[str, str], *args: str) -> None:
 
 def make_repo(root: Path, env: dict[str, str], files: int, dirs: int) -> Path:
     repo = root / "repo"
-    repo.mkdir()
+    repo.mkdir(parents=True)
     _git(repo, env, "init", "-q", "-b", "main")
     (repo / "README").write_text("bench\n")
     _git(repo, env, "add", "README")
@@ -142,14 +143,24 @@ def main() -> int:
             rows.append(("guard, no claim", sample(guard(), a.runs)))
             other = f"file:{repo / 'README'}"
             claim(sock, token, other)
-            rows.append(("guard, a claim elsewhere (warm)", sample(guard(), a.runs)))
+            rows.append(("guard, a claim elsewhere in the repository", sample(guard(), a.runs)))
+            release(sock, token, other)
+            # The worst case for the daemon: another clone of the project with every staged
+            # file's name claimed, so each staged path has to be resolved (and git asked once
+            # per directory when filekeys' cache has expired).
+            twin = make_repo(root / "twin", env, a.files, a.dirs)
+            names = [p for p in twin.rglob("*.py")]
+            for path in names:
+                claim(sock, token, f"file:{path}")
+            rows.append((f"guard, {a.files} same-named claims in a clone", sample(guard(), a.runs)))
             cold = []
             for _ in range(a.cold):
                 time.sleep(CACHE_TTL + 0.5)  # filekeys' per-directory answers expire
                 cold.append(guard()())
             if cold:
-                rows.append((f"guard, a claim elsewhere (cold, {a.dirs} dirs)", cold))
-            release(sock, token, other)
+                rows.append((f"  the same, cache expired ({a.dirs} dirs ask git)", cold))
+            for path in names:
+                release(sock, token, f"file:{path}")
             staged = f"file:{repo / 'src' / 'pkg0' / 'mod0.py'}"
             claim(sock, token, staged)
             rows.append(("guard, a staged file claimed (refusal)", sample(guard(1), a.runs)))
