@@ -147,3 +147,31 @@ def _text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def test_ask_cold_starts_then_resumes_the_real_claude(
+    runner_daemon: tuple[Daemon, Path], model_api: ModelAPI
+) -> None:
+    """`ask` of a sleeping package agent cold-starts the real `claude -p` in bubblewrap and
+    returns its model's answer (its whoami resolved as the agent); a second ask resumes the
+    same linked session (`--resume`): its model request carries the first turn's exchange
+    before the new prompt (docs/ask-and-operator.md "Linked sessions")."""
+    d, _ = runner_daemon
+    model_api.script(ToolUse(WHOAMI, {}), _answer_with_identity, Text("second answer"))
+    first = own_call(d, "ask", {"agent": "alpha", "text": "who are you?", "timeout_secs": 60})
+    assert not first["isError"], first
+    one = first["structuredContent"]
+    assert (one["answered"], one["answer"]) == (True, "I am alpha (runner, depth 1)"), one
+    assert one["resumed"] is False
+    second = own_call(d, "ask", {"agent": "alpha", "text": "and now?", "timeout_secs": 60})
+    assert not second["isError"], second
+    two = second["structuredContent"]
+    assert (two["answer"], two["resumed"]) == ("second answer", True), two
+    assert two["session_id"] == one["session_id"]
+    *_, resumed = model_api.requests
+    history = resumed.body["messages"]
+    said = [b for m in history if m["role"] == "assistant" for b in m["content"]]
+    assert [b["type"] for b in said] == ["tool_use", "text"], said
+    assert said[1]["text"] == "I am alpha (runner, depth 1)"
+    assert history[-1]["role"] == "user"
+    assert "and now?" in _text(history[-1]), history[-1]
