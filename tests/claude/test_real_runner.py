@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -16,9 +18,9 @@ from typing import Any
 import pytest
 
 from tests.claude.conftest import OFFLINE, SERVER
-from tests.claude.model_api import ModelAPI, Request, Text, ToolUse, tool_results
+from tests.claude.model_api import ModelAPI, Request, Text, ToolUse, context_texts, tool_results
 from tests.conftest import Daemon
-from tests.tools.session_helpers import own_call
+from tests.tools.session_helpers import holding, own_call
 
 WHOAMI = f"mcp__{SERVER}__whoami"
 
@@ -175,3 +177,42 @@ def test_ask_cold_starts_then_resumes_the_real_claude(
     assert said[1]["text"] == "I am alpha (runner, depth 1)"
     assert history[-1]["role"] == "user"
     assert "and now?" in _text(history[-1]), history[-1]
+
+
+def test_a_runner_in_bwrap_runs_the_hooks_setup_installed(
+    runner_daemon: tuple[Daemon, Path], model_api: ModelAPI, claude_bin: Path
+) -> None:
+    """With `agentcoord setup claude` done for the daemon's Claude Code config dir, the runner
+    in bubblewrap runs the hooks through the bound socket: SessionStart tells its model it is
+    the package agent, and its Write to a file another session write-claimed is denied naming
+    the holder; the file is unchanged."""
+    d, pkg = runner_daemon
+    setup = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "setup", "claude"],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert setup.returncode == 0, setup.stderr
+    target = pkg / "claimed.txt"
+    target.write_text("orig\n")
+    claim = [("claim", {"resource_key": str(target)})]
+    with holding(d, claude_bin, claim) as held:
+        assert not held[0]["isError"], held
+        holder = held[0]["structuredContent"]["claim"]["agent"]
+        model_api.script(
+            ToolUse("Read", {"file_path": str(target)}),
+            ToolUse("Write", {"file_path": str(target), "content": "new\n"}),
+            Text("done"),
+        )
+        res = own_call(d, "run_agent", {"agent_id": "alpha", "task": "rewrite", "wait": True})
+    assert not res["isError"], res
+    assert res["structuredContent"]["job"]["status"] == "succeeded", res
+    first, *_, last = model_api.requests
+    (start,) = context_texts(first, "SessionStart")
+    assert "you are agent `alpha`" in start, start[:300]
+    _, write = tool_results(last)
+    assert write.get("is_error"), write
+    assert f"is claimed for writing by {holder}" in write["text"], write
+    assert target.read_text() == "orig\n"
