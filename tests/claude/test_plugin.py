@@ -15,6 +15,7 @@ from tests.claude.conftest import Claude, claude_env
 from tests.claude.model_api import ModelAPI, Text, ToolUse, tool_results
 from tests.conftest import Daemon
 from tests.test_claude_plugin import skill_calls
+from tests.tools.session_helpers import holding
 
 # Claude Code names a plugin's server plugin:<plugin>:<server>, its tools
 # mcp__plugin_<plugin>_<server>__<tool> (seen with 2.1.328).
@@ -198,3 +199,39 @@ def test_a_session_lists_the_skill_loads_it_and_gets_every_tool_it_names(
     loaded = json.dumps(run.requests[-1].body["messages"][1:])
     assert "Lock protocol: claim before you modify" in loaded, loaded[:3000]
     assert "Lock protocol: claim before you modify" not in json.dumps(first.body["messages"])
+
+
+def test_the_plugins_hook_guards_writes_and_its_server_answers(
+    daemon: Daemon, real_claude: Path, model_api: ModelAPI, claude_bin: Path, tmp_path: Path
+) -> None:
+    """With only the plugin installed (no `setup claude`), its whoami tool answers as the
+    session's agent, and its PreToolUse http hook denies a Write of a file another session
+    holds a write claim on, naming the holder; the file is unchanged."""
+    env = _env(daemon, real_claude, tmp_path)
+    env.update(ANTHROPIC_BASE_URL=model_api.url, ENABLE_TOOL_SEARCH="false")
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30)
+    notes = project / "notes.txt"
+    notes.write_text("original\n")
+    _agentcoord(env, project)
+    claim = {"resource_key": str(notes), "purpose": "rewrite"}
+    with holding(daemon, claude_bin, [("claim", claim)]) as held:
+        assert not held[0]["isError"], held
+        holder = held[0]["structuredContent"]["claim"]["agent"]
+        model_api.script(
+            ToolUse(TOOL_PREFIX + "whoami", {}),
+            ToolUse("Write", {"file_path": str(notes), "content": "overwritten\n"}),
+            Text("done"),
+        )
+        allow = TOOL_PREFIX.rstrip("_")  # the server's every tool
+        run = Claude(real_claude, env, project, model_api).run("rewrite", "--allowedTools", allow)
+    run.check()
+    who, write = tool_results(run.requests[-1])
+    assert not who.get("is_error"), who
+    me = json.loads(who["text"])
+    assert me["kind"] == "session", me
+    assert me["session"] == run.result["session_id"], me
+    assert write.get("is_error"), write
+    assert f"claimed for writing by {holder}" in write["text"], write
+    assert notes.read_text() == "original\n"
