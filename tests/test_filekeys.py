@@ -166,19 +166,32 @@ def test_the_cache_expires(
     assert len(git_calls) == 2
 
 
-def test_git_runs_once_per_directory(
+def test_git_runs_once_per_worktree(
     worktrees: tuple[Path, Path], git_calls: list[tuple[list[str], str]]
 ) -> None:
-    """Many paths in two directories cost two git runs, each with the directory as its cwd."""
+    """Paths in many directories of one worktree cost one git run (the top level's answer is
+    inherited below it), with the directory as git's cwd."""
     main, _ = worktrees
-    (main / "sub").mkdir()
+    for d in ("sub", "sub/deeper", "other"):
+        (main / d).mkdir()
     keys = resolve_file_keys(
-        ["a", "file:b", str(main / "c"), "sub/d", "sub/e", "../main/sub/f"], str(main)
+        ["a", "file:b", str(main / "c"), "sub/d", "sub/deeper/e", "other/f", "../main/sub/g"],
+        str(main),
     )
-    assert [k.rel for k in keys] == ["a", "b", "c", "sub/d", "sub/e", "sub/f"]
-    assert sorted(cwd for _, cwd in git_calls) == sorted(
-        [os.path.realpath(main), os.path.realpath(main / "sub")]
-    )
+    assert [k.rel for k in keys] == ["a", "b", "c", "sub/d", "sub/deeper/e", "other/f", "sub/g"]
+    assert [cwd for _, cwd in git_calls] == [os.path.realpath(main)]
+
+
+def test_a_nested_repository_is_asked_on_its_own(
+    worktrees: tuple[Path, Path], git_calls: list[tuple[list[str], str]]
+) -> None:
+    """A repository inside another (a .git below the cached top level) is not inherited."""
+    main, _ = worktrees
+    inner = _repo(main / "vendor" / "lib")
+    outer_key, inner_key = resolve_file_keys(["x", "vendor/lib/y"], str(main))
+    assert inner_key.repo == os.path.realpath(inner / ".git")
+    assert inner_key.rel == "y" and outer_key.repo != inner_key.repo
+    assert len(git_calls) == 2
 
 
 def test_option_like_names_never_reach_git(

@@ -43,6 +43,7 @@ __all__ = [
 
 FILE_PREFIX = "file:"
 SEPARATOR = "//"
+_MAX_WALK = 64  # directory levels an inherited answer is looked for
 CACHE_TTL = 5.0  # seconds a directory's answer is trusted while its HEAD file is unchanged
 _GIT_TIMEOUT = 5.0
 
@@ -181,15 +182,45 @@ def _head_unchanged(entry: _Entry) -> bool:
     return entry.head is None or _head_sig(entry.head) == entry.head_sig
 
 
-def _repo_of(directory: str, now: float) -> _Repo | None:
+def _valid(directory: str, now: float) -> _Entry | None:
     with _lock:
         entry = _cache.get(directory)
     if entry is not None and now < entry.expires and _head_unchanged(entry):
+        return entry
+    return None
+
+
+def _inherited(directory: str, now: float) -> _Entry | None:
+    """The answer of the nearest cached ancestor, when no ``.git`` entry lies between it and
+    ``directory`` (so no nested repository or worktree starts in between): one ``lstat`` per
+    level instead of a git run per directory of a commit (docs/claims.md "Claiming files")."""
+    d = directory
+    for _ in range(_MAX_WALK):
+        if os.path.basename(d) == ".git" or os.path.lexists(os.path.join(d, ".git")):
+            return None  # a worktree's top (or git's own dir) answers only for itself
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        entry = _valid(parent, now)
+        if entry is not None:
+            return entry
+        d = parent
+    return None
+
+
+def _repo_of(directory: str, now: float) -> _Repo | None:
+    entry = _valid(directory, now) or _inherited(directory, now)
+    if entry is not None:
+        with _lock:
+            _cache.setdefault(directory, entry)
         return entry.repo
     repo, head = _ask_git(directory)
     entry = _Entry(repo, now + CACHE_TTL, head, _head_sig(head) if head else None)
     with _lock:
         _cache[directory] = entry
+        if repo is not None:
+            # The top level answers for every directory below it that has no .git of its own.
+            _cache[repo.toplevel] = entry
     return repo
 
 
@@ -232,7 +263,7 @@ def resolve_file_key(path: str, cwd: str | None) -> FileKey:
 
 
 def resolve_file_keys(paths: Sequence[str], cwd: str | None) -> list[FileKey]:
-    """:func:`resolve_file_key` for each path, asking git at most once per directory."""
+    """:func:`resolve_file_key` for each path, asking git at most once per worktree."""
     now = time.monotonic()
     return [_key_for(p, cwd, now) for p in paths]
 
