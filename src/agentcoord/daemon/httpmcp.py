@@ -136,6 +136,9 @@ def _known_peer(
     return None
 
 
+_PEERS_TRIED = 32
+
+
 class HookPeers:
     """The callers of earlier hook connections, by the process that held them (bounded)."""
 
@@ -144,10 +147,16 @@ class HookPeers:
         self._by_pid: collections.OrderedDict[int, tuple[float, Caller]] = collections.OrderedDict()
 
     async def find(self, peer: tuple[str, int], local: tuple[str, int]) -> Caller | None:
-        known = [(pid, started, caller) for pid, (started, caller) in self._by_pid.items()]
+        # The most recent first, and a bounded few: each costs a walk of its fd table, and a
+        # peer found in none of them still gets the full scan.
+        recent = list(reversed(self._by_pid.items()))[:_PEERS_TRIED]
+        known = [(pid, started, caller) for pid, (started, caller) in recent]
         if not known:
             return None
-        return await asyncio.to_thread(_known_peer, peer, local, known)
+        found = await asyncio.to_thread(_known_peer, peer, local, known)
+        if found is not None and found.pid is not None and found.pid in self._by_pid:
+            self._by_pid.move_to_end(found.pid)
+        return found
 
     async def remember(self, caller: Caller) -> None:
         if caller.pid is None or caller.uid is None:
@@ -156,7 +165,7 @@ class HookPeers:
         if started is None:
             return
         self._by_pid[caller.pid] = (started, caller)
-        self._by_pid.move_to_end(caller.pid)
+        self._by_pid.move_to_end(caller.pid)  # most recent last
         while len(self._by_pid) > self._limit:
             self._by_pid.popitem(last=False)
 
