@@ -52,9 +52,9 @@ _MAX_SESSIONS = 1024
 _SESSIONLESS = "-"  # key for callers that never echo Mcp-Session-Id
 
 HOOK_PATH = "/hooks/"
-# The events served over http, named as ``agentcoord hook EVENT`` names them. SessionStart is
-# not among them: Claude Code runs no http hook on it (it skips them, "HTTP hooks are not
-# supported for SessionStart", seen with 2.1.328), so it stays a command hook.
+# The events served over http, named as ``agentcoord hook EVENT`` names them. session-start is
+# answered too, but Claude Code runs no http hook on SessionStart (it skips them, "HTTP hooks
+# are not supported for SessionStart", seen with 2.1.328): setup keeps a command hook there.
 HOOK_EVENTS = frozenset(
     {"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "session-end"}
 )
@@ -238,7 +238,9 @@ class HttpRoutes:
             return HttpResponse(200)  # not an agent: nothing to guard or deliver (fail open)
         output = await self._hooks.run(caller, event, payload)
         if event == "session-end":
-            self._hook_peers.forget(caller)  # its Agent may have ended: identify it afresh
+            # Its Agent may have ended: the next hook identifies the process afresh.
+            self._hook_peers.forget(caller)
+            req.conn.values.pop("caller:None", None)
         if output is None:
             return HttpResponse(200)
         return json_response(200, json.dumps(output).encode())
