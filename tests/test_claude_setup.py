@@ -458,3 +458,27 @@ def test_remove_keeps_what_the_user_changed_since(tmp_path: Path) -> None:
     assert json.loads(path.read_text()) == {"model": "opus", "env": {"FOO": "1"}}
     state = Path(env["HOME"]) / ".local" / "state" / "agentcoord" / "claude-setup"
     assert list(state.iterdir()) == []
+
+
+def test_doctor_hooks_check_reads_the_kind_and_the_address(tmp_path: Path) -> None:
+    """doctor's hooks check: missing hooks fail; the old command hooks pass with a note to
+    set up again; http hooks fail when they post where the running daemon does not serve
+    (its http.addr), and pass when they post there or no daemon says otherwise."""
+    from agentcoord.doctor import _hooks
+
+    cfg = Config(state_dir=tmp_path / "s", runtime_dir=tmp_path / "r", claude_dir=tmp_path / "c")
+    cfg.claude_dir.mkdir()
+    settings = cfg.claude_dir / "settings.json"
+    assert _hooks(cfg, None).ok is False
+    settings.write_text(json.dumps({"hooks": _old_setup("agentcoord hook")}))
+    old = _hooks(cfg, None)
+    assert (old.ok, old.info, old.fix) == (True, True, "agentcoord setup claude")
+    settings.write_text(json.dumps(with_hooks({}, "agentcoord hook", ADDR)))
+    assert _hooks(cfg, None).ok is True  # no daemon running: nothing to compare with
+    cfg.runtime_dir.mkdir()
+    cfg.http_addr_file.write_text("127.0.0.1:40999\n")
+    moved = _hooks(cfg, None)
+    assert moved.ok is False
+    assert ADDR in moved.detail
+    assert "127.0.0.1:40999" in moved.detail
+    assert _hooks(cfg, {"http_addr": ADDR}).ok is True
