@@ -164,8 +164,8 @@ def test_a_message_arrives_with_the_next_prompt(
     daemon: Daemon, claude: Claude, claude_bin: Path
 ) -> None:
     """A message another agent sends the session between two prompts reaches the model in the
-    next prompt's first request, as UserPromptSubmit hook additional context naming the sender;
-    the first prompt's requests had no such context."""
+    next prompt's first request (`--resume`, the same Agent), as UserPromptSubmit hook
+    additional context naming the sender; the first prompt's requests had no such context."""
     claude.api.script(Text("hello"))
     first = claude.run("hello")
     first.check()
@@ -182,6 +182,8 @@ def test_a_message_arrives_with_the_next_prompt(
     (context,) = context_texts(second.requests[0], "UserPromptSubmit")
     assert f"- from {sender}: rebase on main" in context, context
     assert second.result["session_id"] == first.result["session_id"]
+    # --resume is a new process of the same session: the same Agent (docs/localagents.md).
+    assert _session_agent(second.requests[0]) == me
 
 
 def test_a_message_sent_mid_turn_arrives_after_the_next_tool_call(
