@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from agentcoord.claude_setup import (
     HOOK_HEADER,
@@ -482,3 +485,31 @@ def test_doctor_hooks_check_reads_the_kind_and_the_address(tmp_path: Path) -> No
     assert ADDR in moved.detail
     assert "127.0.0.1:40999" in moved.detail
     assert _hooks(cfg, {"http_addr": ADDR}).ok is True
+
+
+def test_session_start_says_when_the_hooks_cannot_reach_the_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the daemon's http.addr hidden (a runner's sandbox masks it) and the hooks' address
+    refusing connections, the SessionStart text says the hooks cannot reach the daemon; with
+    the address listening, it says nothing."""
+    from agentcoord.hookclient import _moved_text
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        live = f"127.0.0.1:{listening.getsockname()[1]}"
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+            dead = f"127.0.0.1:{closed.getsockname()[1]}"
+            config = tmp_path / "claude"
+            config.mkdir()
+            monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+            monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+            hidden = tmp_path / "masked-runtime"
+            settings = config / "settings.json"
+            settings.write_text(json.dumps(with_hooks({}, "agentcoord hook", dead)))
+            text = _moved_text(hidden, {})
+            assert f"cannot reach the daemon at {dead}" in text
+            settings.write_text(json.dumps(with_hooks({}, "agentcoord hook", live)))
+            assert _moved_text(hidden, {}) == ""

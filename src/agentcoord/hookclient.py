@@ -8,8 +8,8 @@ on any error, it exits 0 (a PreToolUse hook then allows the tool).
 ``setup claude`` installs it on SessionStart only; the other events are http hooks the daemon
 answers on its loopback port (docs/claude-code.md "Hooks"). An http hook that cannot connect
 says nothing to the model, so this one says it, once per session start: with no daemon,
-coordination is off; with the http hooks posting to an address the daemon no longer serves,
-they are off until setup runs again.
+coordination is off; with the http hooks posting to an address the daemon no longer serves, or
+one this session cannot reach (a sandbox with a network namespace of its own), they are off.
 """
 
 from __future__ import annotations
@@ -111,28 +111,47 @@ def _settings_files(payload: dict[str, Any]) -> list[Path]:
 
 
 def _moved_text(runtime: Path, payload: dict[str, Any]) -> str:
-    """Why our http hooks miss the daemon (they post where it no longer serves), or ""."""
-    try:
-        serving = (runtime / "http.addr").read_text().strip()
-    except OSError:
-        return ""
-    if not serving:
-        return ""
+    """Why our http hooks miss the daemon, which answered on its socket: they post where it
+    no longer serves, or cannot reach it from here (a sandbox with a network namespace of its
+    own, a firewall); "" when they reach it."""
     from agentcoord.claude_setup import http_hook_addrs
 
-    stale: list[str] = []
+    posts: list[tuple[str, Path]] = []
     for path in _settings_files(payload):
         try:
             settings = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         if isinstance(settings, dict):
-            stale += [f"{a} ({path})" for a in sorted(http_hook_addrs(settings) - {serving})]
-    if not stale:
+            posts += [(addr, path) for addr in sorted(http_hook_addrs(settings))]
+    if not posts:
         return ""
-    return (
-        f"agentcoord hooks post to {', '.join(stale)} but the daemon serves {serving}: file "
-        "claims are not checked and messages are not delivered in this session; run "
-        "`agentcoord setup claude` (`--project` for the project's file), then start a new "
-        "session."
-    )
+    try:
+        serving = (runtime / "http.addr").read_text().strip()
+    except OSError:
+        serving = ""  # hidden (a runner's sandbox masks it): reachability still tells
+    stale = [f"{addr} ({path})" for addr, path in posts if serving and addr != serving]
+    if stale:
+        return (
+            f"agentcoord hooks post to {', '.join(stale)} but the daemon serves {serving}: "
+            "file claims are not checked and messages are not delivered in this session; run "
+            "`agentcoord setup claude` (`--project` for the project's file), then start a new "
+            "session."
+        )
+    unreachable = sorted({addr for addr, _ in posts if not _reachable(addr)})
+    if unreachable:
+        return (
+            f"agentcoord hooks cannot reach the daemon at {', '.join(unreachable)} from this "
+            "session (no network to it here?): file claims are not checked and messages are "
+            "not delivered in this session."
+        )
+    return ""
+
+
+def _reachable(addr: str, timeout: float = 0.5) -> bool:
+    host, _, port = addr.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
