@@ -216,3 +216,23 @@ def test_a_runner_in_bwrap_runs_the_hooks_setup_installed(
     assert write.get("is_error"), write
     assert f"is claimed for writing by {holder}" in write["text"], write
     assert target.read_text() == "orig\n"
+
+
+def test_the_default_profile_allows_only_tools_the_runner_has(
+    runner_daemon: tuple[Daemon, Path], model_api: ModelAPI
+) -> None:
+    """Every built-in tool the shipped `default` AgentProfile allows (docs/profiles.md) is one
+    the real runner offers its model: a name the binary does not have would allow nothing."""
+    d, _ = runner_daemon
+    res = own_call(d, "list_profiles", {})
+    assert not res["isError"], res
+    (default,) = [p for p in res["structuredContent"]["profiles"] if p["name"] == "default"]
+    allowed = default["allowedTools"]
+    assert {"Read", "Edit", "Write"} <= set(allowed), allowed
+    model_api.script(Text("nothing to do"))
+    run = own_call(d, "run_agent", {"agent_id": "alpha", "task": "look", "wait": True})
+    assert not run["isError"], run
+    assert run["structuredContent"]["job"]["status"] == "succeeded", run
+    (first,) = model_api.requests
+    offered = first.tool_names
+    assert [t for t in allowed if t not in offered] == [], offered
