@@ -54,10 +54,14 @@ def real_claude() -> Path:
 
 def claude_env(d: Daemon, home: Path) -> dict[str, str]:
     """The daemon's environment (its ``CLAUDE_CONFIG_DIR``, so Claude Code's config dir is
-    moved out of HOME, and the daemon reads the same sessions dir) with a private HOME and the
-    offline switches."""
+    moved out of HOME, and the daemon reads the same sessions dir) with a private HOME, a
+    private scratch dir and the offline switches."""
     home.mkdir(parents=True, exist_ok=True)
-    return {**d.env, "HOME": str(home), **OFFLINE}
+    # Claude Code keeps per-project scratch dirs under /tmp/claude-<uid> unless told otherwise
+    # (it wants a private 0700 dir): inside the test's own dir they go with it.
+    scratch = home / "claude-tmp"
+    scratch.mkdir(mode=0o700, exist_ok=True)
+    return {**d.env, "HOME": str(home), "CLAUDE_CODE_TMPDIR": str(scratch), **OFFLINE}
 
 
 def mcp_list_line(claude: Path, env: dict[str, str], cwd: Path) -> str:
