@@ -256,3 +256,23 @@ def test_a_write_takes_an_edit_lease_that_ends_with_the_session(
         timeout=5,
         what="the lease released",
     )
+
+
+def test_a_tool_call_in_another_agents_name_is_refused_to_the_model(
+    daemon: Daemon, claude: Claude
+) -> None:
+    """A claim the model makes with `agent` naming someone else comes back to it as an error
+    tool_result, `identity mismatch: you are <session agent>, not <name>` (docs/profiles.md
+    "Identity"), and no claim is taken."""
+    key = str(claude.cwd / "x.py")
+    claude.api.script(
+        ToolUse(f"mcp__{SERVER}__claim", {"resource_key": key, "agent": "someone-else"}),
+        _echo_last_result,
+    )
+    run = claude.run("claim x.py as someone else")
+    run.check()
+    me = _session_agent(run.requests[0])
+    (result,) = tool_results(run.requests[-1])
+    assert result.get("is_error"), result
+    assert f"identity mismatch: you are {me}, not someone-else" in result["text"], result
+    assert own_call(daemon, "check_claims", {})["structuredContent"]["claims"] == []
