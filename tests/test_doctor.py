@@ -45,7 +45,7 @@ def test_doctor_sees_daemon_socket_and_hooks(daemon: Daemon, tmp_path: Path) -> 
     """With a running daemon and setup done, the daemon, socket, server and hooks checks pass."""
     home = tmp_path / "home"
     claude_dir = Path(daemon.env["CLAUDE_CONFIG_DIR"])
-    setup_claude(home, claude_dir, "agentcoord")
+    setup_claude(home, claude_dir, "agentcoord", http_addr=daemon.http_addr)
     _, checks = _doctor(dict(daemon.env, HOME=str(home)))
     for name in ("daemon", "socket", "runtime dir", "mcp server", "hooks"):
         assert checks[name]["ok"] is True, checks[name]
