@@ -276,3 +276,35 @@ def test_a_tool_call_in_another_agents_name_is_refused_to_the_model(
     assert result.get("is_error"), result
     assert f"identity mismatch: you are {me}, not someone-else" in result["text"], result
     assert own_call(daemon, "check_claims", {})["structuredContent"]["claims"] == []
+
+
+def _references(result: dict[str, Any]) -> list[str]:
+    """The tools a ToolSearch result loaded (its ``tool_reference`` blocks), best first."""
+    content = result.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [b["tool_name"] for b in blocks if b.get("type") == "tool_reference"]
+
+
+def test_with_tool_search_the_model_finds_and_loads_the_tools(
+    daemon: Daemon, claude: Claude
+) -> None:
+    """With Claude Code's default tool search (FACTS.md: MCP tools deferred), the model sees
+    agent-coord's tools by name only; a keyword search for claiming a file finds `claim`
+    first (its description is what matches), and whoami loaded by name works."""
+    del claude.env["ENABLE_TOOL_SEARCH"]
+    claude.api.script(
+        ToolUse("ToolSearch", {"query": "claim a file before editing", "max_results": 5}),
+        ToolUse("ToolSearch", {"query": f"select:{WHOAMI}", "max_results": 5}),
+        ToolUse(WHOAMI, {}),
+        _echo_last_result,
+    )
+    run = claude.run("who am I, and how do I claim a file?")
+    run.check()
+    first = run.requests[0]
+    assert WHOAMI not in first.tool_names
+    assert WHOAMI in json.dumps(first.body["messages"])  # listed by name for ToolSearch
+    found, selected, whoami = tool_results(run.requests[-1])
+    assert _references(found)[0] == f"mcp__{SERVER}__claim", found
+    assert _references(selected) == [WHOAMI], selected
+    assert not whoami.get("is_error"), whoami
+    assert json.loads(whoami["text"])["agent"] == _session_agent(first)
