@@ -296,6 +296,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
         cfg.tools_page_size,
         claims=s.claims,
         focus=s.focus,
+        push_from=s.messaging,  # channel push (docs/claude-code.md "Channels")
     )
     sections = ConsoleSections(
         claims=s.claims,

@@ -249,21 +249,28 @@ async def _release_edit_leases(deps: HookDeps, caller: Caller) -> None:
 async def _inbox_context(
     deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """UserPromptSubmit/PostToolUse: hand pending messages to the model as context."""
+    """UserPromptSubmit/PostToolUse: hand pending messages to the model as context.
+
+    A session with a channel (daemon/push.py) reads the same consumer: each message reaches the
+    model once, through whichever read takes it first; what this read takes is acknowledged
+    here. The hook also tells the channel the session went past its permission dialogs."""
     messaging = deps.messaging
     if caller.kind == "human":
         return None
     from agentcoord import wire
+    from agentcoord.daemon.push import context_line, push_for
 
+    push = push_for(messaging)
+    if push is not None and caller.kind == "session":
+        guess = "PostToolUse" if "tool_name" in payload else "UserPromptSubmit"
+        push.moved_on(caller.agent, str(payload.get("hook_event_name") or guess), payload)
     got = await messaging.bus.read(caller.agent, 20, 0.0)
     lines = []
     for r in got:
         view = wire.message_view(r.message, r.seq)
         if view.get("from") == caller.agent:
             continue
-        where = f" in #{view['channel']}" if view.get("channel") else ""
-        body = "a handoff offer (see the inbox tool)" if "handoff" in view else view.get("text", "")
-        lines.append(f"- from {view.get('from')}{where}: {body}")
+        lines.append(f"- {context_line(view)}")
     if not lines:
         return None
     return {"context": "agentcoord messages for you:\n" + "\n".join(lines)}

@@ -13,11 +13,13 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
 from agentcoord.daemon.commitcheck import COMMIT_CHECK, check_commit, commit_params
+from agentcoord.daemon.push import CHANNEL_CAPS, PERMISSION_REQUEST, ChannelPush
 from agentcoord.errors import IdentityMismatch, ProtocolError, ToolError
 from agentcoord.humanproof import attempt_of
 from agentcoord.kernel.caller import Caller
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from agentcoord.daemon.hooks import Hooks
     from agentcoord.daemon.identity import IdentityResolver
     from agentcoord.daemon.status import DaemonStatus
+    from agentcoord.messaging import Messaging
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
 __all__ = ["ACCESS_DENIED", "LATEST_PROTOCOL", "SUPPORTED_PROTOCOLS", "McpCore", "McpSession"]
@@ -68,6 +71,12 @@ class McpSession:
     client_info: dict[str, Any] = field(default_factory=dict)
     created: float = field(default_factory=time.monotonic)
     inflight: dict[str | int, asyncio.Task[Any]] = field(default_factory=dict)
+    # Server push (daemon/push.py): how the transport writes a line unasked (the unix
+    # connection's writer; None over HTTP), whether the peer's launcher opted into channels,
+    # and whether this session was told it has them (its initialize declared claude/channel).
+    send: Callable[[Any], Awaitable[None]] | None = None
+    push_opt_in: bool = False
+    channels: bool = False
 
 
 class McpCore:
@@ -83,6 +92,7 @@ class McpCore:
         *,
         claims: ClaimStore,
         focus: FocusStore,
+        push_from: Messaging | None = None,
     ) -> None:
         self._registry = registry
         self._identity = identity
@@ -91,6 +101,9 @@ class McpCore:
         self._page_size = max(1, page_size)
         self._claims = claims  # read by agentcoord/commit-check (daemon/commitcheck.py)
         self._focus = focus
+        # Pushes inbox messages from ``push_from`` into channel sessions; entered by the unix
+        # listener, the one transport that can write unasked.
+        self.push = ChannelPush(push_from) if push_from is not None else None
 
     async def handle_payload(self, value: Any, session: McpSession) -> Any:
         """Answer one decoded payload (a message or a batch); None when nothing is owed."""
@@ -113,7 +126,7 @@ class McpCore:
         if msg is None:
             return None
         if isinstance(msg, Notification):
-            self._notify(msg, session)
+            await self._notify(msg, session)
             return None
         try:
             return result_response(msg.id, await self._dispatch(msg, session))
@@ -123,9 +136,14 @@ class McpCore:
             log.exception("method %s failed", msg.method)
             return error_response(msg.id, exc)
 
-    def _notify(self, msg: Notification, session: McpSession) -> None:
+    async def _notify(self, msg: Notification, session: McpSession) -> None:
         if msg.method == "notifications/initialized":
             session.initialized = True
+            if session.channels and self.push is not None:
+                self.push.attach(session)
+        elif msg.method == PERMISSION_REQUEST:
+            if session.channels and self.push is not None:
+                await self.push.permission_request(session, msg.params)
         elif msg.method == "notifications/cancelled":
             task = session.inflight.get(msg.params.get("requestId"))  # type: ignore[arg-type]
             if task is not None:
@@ -171,12 +189,23 @@ class McpCore:
         session.protocol_version = version
         info = params.get("clientInfo")
         session.client_info = info if isinstance(info, dict) else {}
+        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+        # Channels ride the 2025 protocols: server/discover (2026-07-28) is answered -32601
+        # below, which keeps Claude Code on them (FACTS.md "The real Claude Code, offline").
+        session.channels = self.push is not None and self.push.eligible(session)
+        if session.channels:
+            capabilities["experimental"] = dict(CHANNEL_CAPS)
         return {
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": capabilities,
             "serverInfo": {"name": SERVER_NAME, "version": __version__},
             "instructions": INSTRUCTIONS,
         }
+
+    def closed(self, session: McpSession) -> None:
+        """The transport's connection for ``session`` ended."""
+        if session.channels and self.push is not None:
+            self.push.detach(session)
 
     def _tools_list(self, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
         # Human-only tools are listed to the human alone: they would cost every agent tokens

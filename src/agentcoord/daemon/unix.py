@@ -26,6 +26,7 @@ from agentcoord.daemon.hangup import cancel_on_hangup
 from agentcoord.daemon.identity import IdentityResolver
 from agentcoord.daemon.mcp import ACCESS_DENIED, McpCore, McpSession
 from agentcoord.daemon.procprobe import peer_cred
+from agentcoord.daemon.push import opted_in
 from agentcoord.daemon.status import Connections
 from agentcoord.errors import IdentityError, ProtocolError
 from agentcoord.kernel.framing import OVERSIZE, LineSplitter
@@ -78,9 +79,21 @@ class UnixListener:
         self._cutting = False  # past the drain: a cancelled request is answered STOPPING
 
     async def __aenter__(self) -> UnixListener:
+        if self._core.push is not None:
+            # Channel push writes on these connections only: it lives and stops with them.
+            await self._core.push.__aenter__()
+        try:
+            await self._listen()
+        except BaseException:
+            if self._core.push is not None:
+                await self._core.push.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _listen(self) -> None:
         if self._inherited is not None:
             self._server = await asyncio.start_unix_server(self._serve, sock=self._inherited)
-            return self
+            return
         # We hold the runtime-dir lock, so a socket file here is a dead daemon's: remove it.
         with contextlib.suppress(FileNotFoundError):
             self._path.unlink()
@@ -90,7 +103,6 @@ class UnixListener:
         finally:
             os.umask(old)
         os.chmod(self._path, 0o600)
-        return self
 
     def stop_accepting(self) -> None:
         """Close the listener and stop reading requests; those in flight go on. Idempotent."""
@@ -121,6 +133,8 @@ class UnixListener:
         if self._inherited is None:
             with contextlib.suppress(FileNotFoundError):
                 self._path.unlink()
+        if self._core.push is not None:
+            await self._core.push.__aexit__(None, None, None)
 
     def _cut_off(self, late: set[asyncio.Task[Any]]) -> None:
         running = sum(
@@ -168,7 +182,10 @@ class UnixListener:
             if reply is None:
                 return
             # One write() per reply keeps replies whole (the transport buffers it entire, with
-            # no await in between); concurrent drain() waiters are fine, so no lock.
+            # no await in between); concurrent drain() waiters are fine, so no lock. Channel
+            # pushes (daemon/push.py) go through here too, so they never split a reply.
+            if writer.is_closing():
+                raise ConnectionResetError("the connection is closed")
             writer.write(encode(reply) + b"\n")
             await writer.drain()
 
@@ -179,12 +196,20 @@ class UnixListener:
                 log.warning("refused unix peer pid %s uid %s: %s", cred.pid, cred.uid, exc)
                 await self._refuse(reader, send, str(exc))
                 return
+            # Read while the pidfd pins the peer: its launcher's opt-in to channel push.
+            push = (
+                caller.kind == "session"
+                and self._core.push is not None
+                and opted_in(cred.pid)
+                and cred.still_alive()
+            )
         finally:
             cred.close()
-        session = conn.session = McpSession(caller=caller)
+        session = conn.session = McpSession(caller=caller, send=send, push_opt_in=push)
         try:
             await self._session(reader, sock, session, send, conn)
         finally:
+            self._core.closed(session)
             # A refused login with nothing after it is audited now (daemon/identity.py).
             self._identity.hung_up(session.caller)
 

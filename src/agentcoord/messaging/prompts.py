@@ -32,6 +32,7 @@ __all__ = [
     "PROMPTS_NEW",
     "HumanPrompts",
     "answer_prompt",
+    "new_prompt_id",
     "reply_subject",
 ]
 
@@ -46,7 +47,9 @@ def reply_subject(prompt_id: str) -> str:
     return f"prompts.{prompt_id}.reply"
 
 
-def _new_id() -> str:
+def new_prompt_id() -> str:
+    """A fresh HumanPrompt id (for a caller that must know it before :meth:`HumanPrompts.ask`
+    returns, as the channel permission relay does)."""
     return f"prompt-{int(time.time() * 1000):x}{secrets.token_hex(2)}"
 
 
@@ -93,10 +96,12 @@ class HumanPrompts:
         schema: dict[str, Any] | None = None,
         choices: list[str] | None = None,
         timeout: float = 60.0,
+        prompt_id: str | None = None,
     ) -> dict[str, Any]:
-        """Create a HumanPrompt and wait up to ``timeout`` s for its answer."""
+        """Create a HumanPrompt (``prompt_id``, else a new id) and wait up to ``timeout`` s
+        for its answer."""
         rec = PromptRecord(
-            id=_new_id(),
+            id=prompt_id or new_prompt_id(),
             agent=me,
             kind=kind,
             question=question,
