@@ -64,7 +64,28 @@ def _dispatch(args: list[str]) -> int:
         return run_hook(args[1])
     if args == ["serve"]:  # how systemd starts the daemon: no flags, so no parser to build
         return _serve_with({})
+    if args[:1] == ["claude"]:  # every other argument is Claude Code's: no parser of ours
+        return _claude(args[1:])
     return _main_full(args)
+
+
+def _claude(args: list[str]) -> int:
+    """``agentcoord claude [ARGS...]``: Claude Code with agent-coord as its channel, so inbox
+    messages reach the session while it is idle and its permission dialogs reach the console
+    (docs/claude-code.md "Channels"). Replaces this process with ``claude``."""
+    import os
+    import shutil
+
+    from agentcoord.daemon.push import PUSH_ENV
+
+    binary = os.environ.get("AGENTCOORD_CLAUDE") or shutil.which("claude")
+    if not binary:
+        print("agentcoord: claude is not on PATH (install Claude Code first)", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    # Last, because the flag takes several values and would swallow a prompt after it. The
+    # variable only opts this session into push; who it is still comes from its processes.
+    argv = [binary, *args, "--dangerously-load-development-channels", "server:agent-coord"]
+    os.execvpe(binary, argv, {**os.environ, PUSH_ENV: "1"})
 
 
 def _serve_with(flags: dict[str, Any]) -> int:
@@ -137,6 +158,7 @@ def _main_full(args: list[str]) -> int:
     )
     p_mcp = sub.add_parser("mcp", help="stdio MCP shim (what Claude Code launches)")
     p_mcp.add_argument("--runtime-dir", dest="runtime_dir", help="runtime directory (socket)")
+    sub.add_parser("claude", help="start Claude Code with agent-coord's channel: claude ARGS...")
     p_status = sub.add_parser("status", help="show the running daemon's status")
     _common(p_status)
     p_status.add_argument("--json", action="store_true", help="machine-readable output")

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,7 @@ def sessions(daemon: Daemon, claude_bin: Path) -> Iterator[list[ShimSession]]:
     made: list[ShimSession] = []
     yield made
     for s in made:
-        finish(s.proc)  # type: ignore[arg-type]
+        finish(s.proc)
         assert s.proc.stdin is not None
         with contextlib.suppress(BrokenPipeError):
             s.proc.stdin.close()
@@ -174,14 +174,27 @@ def test_a_session_without_channels_gets_its_messages_from_the_hook(
     assert s.notes.empty()
 
 
-def _open_prompt(d: Daemon, agent: str) -> dict[str, Any]:
-    """The open permission prompt of ``agent``, once the daemon has created it."""
+def _poll(pred: Callable[[], Any], what: str) -> Any:
+    """Poll ``pred`` until it returns something truthy (bounded; the pause only paces it)."""
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
-        for p in cli_json(d, "prompts")["prompts"]:
-            if p["agent"] == agent and p["question"].startswith(PERMISSION_PREFIX):
-                return p  # type: ignore[no-any-return]
-    raise AssertionError(f"no permission prompt from {agent}")
+        if value := pred():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _open_prompts(d: Daemon, agent: str) -> list[dict[str, Any]]:
+    """``agent``'s open permission prompts, as `agentcoord prompts` lists them."""
+    listed = cli_json(d, "prompts")["prompts"]
+    return [
+        p for p in listed if p["agent"] == agent and p["question"].startswith(PERMISSION_PREFIX)
+    ]
+
+
+def _open_prompt(d: Daemon, agent: str) -> dict[str, Any]:
+    """The open permission prompt of ``agent``, once the daemon has created it."""
+    return _poll(lambda: _open_prompts(d, agent), f"a permission prompt from {agent}")[0]  # type: ignore[no-any-return]
 
 
 def _answer(d: Daemon, prompt: str, text: str) -> subprocess.CompletedProcess[str]:
@@ -224,10 +237,11 @@ def test_a_permission_request_becomes_a_prompt_whose_first_answer_goes_back(
     assert second.returncode != 0
     assert "already answered" in second.stderr
 
-    deadline = time.monotonic() + WAIT
-    types: set[str] = set()
-    while time.monotonic() < deadline and "PERMISSION_RELAYED" not in types:
+    def audited() -> set[str]:
         types = {e["type"] for e in cli_json(daemon, "audit")["events"]}
+        return types if "PERMISSION_RELAYED" in types else set()
+
+    types = _poll(audited, "the relay's audit event")
     assert {"HUMAN_ANSWERED", "PERMISSION_RELAYED"} <= types
 
 
@@ -243,11 +257,7 @@ def test_a_dialog_answered_in_the_terminal_closes_its_prompt(
     prompt = _open_prompt(daemon, me)
     s.hook("post-tool-use", {"tool_name": "Bash", "hook_event_name": "PostToolUse"})
 
-    deadline = time.monotonic() + WAIT
-    still_open = True
-    while time.monotonic() < deadline and still_open:
-        still_open = any(p["id"] == prompt["id"] for p in cli_json(daemon, "prompts")["prompts"])
-    assert not still_open
+    _poll(lambda: not _open_prompts(daemon, me), "the prompt to close")
     late = _answer(daemon, prompt["id"], "allow")
     assert late.returncode != 0
     assert "already answered" in late.stderr
