@@ -241,11 +241,15 @@ class ChannelPush:
         bus = self._messaging.bus
         mine = inbox_subject(target.agent)
         written = 0  # the highest seq written to the socket (or skipped as our own)
-        linger = 0.0
+        linger = _LINGER_S  # first read: what queued up while the session was away
         while not target.stopped:
             target.wake.clear()
-            got = await bus.read(target.agent, _BATCH, linger, after=written)
-            linger = 0.0
+            # A read that does not linger takes one message: with nothing pulled at once, the
+            # bus then waits for the batch to fill (up to 1 s) whenever its pending count says
+            # a message is on its way, and this read is the one that confirms the last write.
+            batch = _BATCH if linger else 1
+            got = await bus.read(target.agent, batch, linger, after=written)
+            linger = _LINGER_S if len(got) >= batch > 1 else 0.0
             for r in got:
                 if target.stopped:
                     return  # left held: the next reader gets it
