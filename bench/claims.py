@@ -60,6 +60,16 @@ class Mcp:
             raise RuntimeError(result["content"][0]["text"])
         return result["structuredContent"]  # type: ignore[no-any-return]
 
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One JSON-RPC request that is not a tool call (``ping``, ``agentcoord/hook``)."""
+        self.n += 1
+        req = {"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}
+        self.writer.write(json.dumps(req).encode() + b"\n")
+        reply = json.loads(await self.reader.readline())
+        if "error" in reply:
+            raise RuntimeError(reply["error"].get("message"))
+        return reply["result"]  # type: ignore[no-any-return]
+
     async def close(self) -> None:
         self.writer.close()
         await self.writer.wait_closed()
@@ -81,6 +91,34 @@ async def _daemon_pair(c: Mcp, key: str) -> float:
     return time.perf_counter() - t
 
 
+async def release_only(kv: Any, c: Mcp, n: int, prefix: str = "ro") -> dict[str, list[float]]:
+    """Release alone, timed: the seed's ``release {resource_key}`` (no token) and the fenced
+    form (with the token) against raw ``kv.delete(last=rev)``; each key is claimed (or created)
+    untimed first, and the three alternate key by key so the machine's noise hits all alike."""
+    raw: list[float] = []
+    bare: list[float] = []
+    fenced: list[float] = []
+    for i in range(n):
+        key = f"{prefix}-{i}"
+        rev = await kv.create(key, b'{"agent":"bench"}', msg_ttl=300)
+        t = time.perf_counter()
+        await kv.delete(key, last=rev)
+        raw.append(time.perf_counter() - t)
+        for samples, with_token in ((bare, False), (fenced, True)):
+            got = await c.call("claim", {"resource_key": key, "ttl": "5m"})
+            if not got["acquired"]:
+                raise RuntimeError(f"contention on {key}")
+            args: dict[str, Any] = {"resource_key": key}
+            if with_token:
+                args["token"] = got["token"]
+            t = time.perf_counter()
+            out = await c.call("release", args)
+            samples.append(time.perf_counter() - t)
+            if out != {"released": True}:
+                raise RuntimeError(f"release of {key} answered {out}")
+    return {"raw": raw, "bare": bare, "fenced": fenced}
+
+
 async def measure(
     pairs: int, clients: int, focus: int, sock: Path, token: str, nats_url: str, pw: str
 ) -> dict[str, Any]:
@@ -99,6 +137,7 @@ async def measure(
 
     raw1 = [await _raw_pair(kv, f"r1-{i}") for i in range(pairs)]
     dmn1 = [await _daemon_pair(conns[0], f"d1-{i}") for i in range(pairs)]
+    rel = await release_only(kv, conns[0], pairs)
 
     per = max(1, pairs // clients) * 2
 
@@ -130,6 +169,9 @@ async def measure(
     return {
         "raw1": raw1,
         "dmn1": dmn1,
+        "rel_raw": rel["raw"],
+        "rel_bare": rel["bare"],
+        "rel_fenced": rel["fenced"],
         "rawn": rawn,
         "dmnn": dmnn,
         "raw_rate": statistics.median(raw_rates),
@@ -197,6 +239,16 @@ async def _run(
     show(f"{clients} clients", rawn, dmnn, r["raw_rate"], r["dmn_rate"])
     rounds = ", ".join(f"{x:,.0f}" for x in r["dmn_rates"])
     print(f"  daemon pairs/s by round: {rounds} (the median is shown)")
+    raw_rel = _pct(r["rel_raw"], 0.5)
+    for label, samples in (
+        ("release {key}", r["rel_bare"]),
+        ("release with token", r["rel_fenced"]),
+    ):
+        p50 = _pct(samples, 0.5)
+        print(
+            f"{label} ({len(samples)} sequential): ratio p50 {p50 / raw_rel:.2f}x raw kv.delete "
+            f"(p50 {p50 * 1e3:.2f} vs {raw_rel * 1e3:.2f} ms) (goal <= 2x)"
+        )
 
     print(
         f"find_agents over {focus:,} annotations via MCP: p50 {_pct(lat, 0.5) * 1e3:.2f} ms "

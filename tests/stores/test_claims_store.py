@@ -181,6 +181,21 @@ async def test_release_leaves_nothing_behind(js: Any, audit: Recorder) -> None:
             await sub.unsubscribe()
 
 
+async def test_holders_of_one_key_match_check(js: Any, audit: Recorder) -> None:
+    """holders(key) gives the live holders of exactly that key, as check() does for it,
+    without the keys it is a prefix of; nothing for a free or escaped-but-absent key."""
+    async with ClaimStore(js, audit) as store:
+        for agent, key in (("a", "file:src/a.py"), ("b", "file:src/a.py.orig"), ("c", "k")):
+            assert isinstance(await store.claim(agent, key, "read", 60), Granted)
+        assert isinstance(await store.claim("d", "file:src/a.py", "read", 60), Granted)
+        exact = [h for k, h in store.check("file:src/a.py") if k == "file:src/a.py"]
+        assert store.holders("file:src/a.py") == exact
+        assert [h.agent for h in exact] == ["a", "d"]
+        assert store.holders("file:src/b.py") == []
+        assert await store.release("a", "file:src/a.py") is True
+        assert [h.agent for h in store.holders("file:src/a.py")] == ["d"]
+
+
 @pytest.mark.parametrize("handed", [False, True])
 async def test_key_lock_passes_on_past_a_cancelled_waiter(
     js: Any, audit: Recorder, handed: bool

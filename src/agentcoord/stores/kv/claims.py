@@ -202,6 +202,18 @@ class ClaimStore:
     def held_by(self, agent: str) -> list[tuple[str, Holder]]:
         return self.check("", agent)
 
+    def holders(self, key: str) -> list[Holder]:
+        """The live holders of exactly ``key``, oldest grant first: one lookup in the view,
+        where :meth:`check` with the key as prefix visits every live claim (the write guard
+        asks this on every Write, docs/claims.md "Claiming files")."""
+        record = self._records.get(escape_key(key))
+        if record is None:
+            return []
+        now = self._clock()
+        live = [h for h in record.holders if due_reason(h, now, self.policy) is None]
+        live.sort(key=lambda h: h.token or 0)
+        return live
+
     # ---- commands ------------------------------------------------------------------------
 
     async def claim(
