@@ -57,16 +57,14 @@ def tools(operator: AgentOps) -> list[Tool]:
     return [
         Tool(
             "send_message",
-            "Prompt another agent (name) and return at once; it works on it in its own session. "
-            "A sleeping agent is woken.",
+            "Prompt another agent and return at once; a sleeping one is woken.",
             obj_schema(("agent", "text"), agent=_S, text=_TEXT, **{"from": _S}),
             send_message,
             _render_sent,
         ),
         Tool(
             "ask",
-            "Prompt another agent and wait for its turn to end; returns its final answer. "
-            "An interactive session gets it in its inbox and answers with reply.",
+            "Prompt another agent and wait for its final answer (a session answers with reply).",
             obj_schema(
                 ("agent", "text"), agent=_S, text=_TEXT, timeout_secs=_TIMEOUT, **{"from": _S}
             ),
@@ -75,7 +73,7 @@ def tools(operator: AgentOps) -> list[Tool]:
         ),
         Tool(
             "reply",
-            "Answer an ask that reached your inbox (ask = its correlation_id).",
+            "Answer an ask from your inbox (ask = its correlation_id).",
             obj_schema(("ask", "text"), ask=_S, text=_TEXT, **{"from": _S}),
             reply,
             lambda r: f"replied to {r['to']}",

@@ -125,7 +125,7 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
     return [
         Tool(
             "register_agent",
-            "Register or update an HTTP agent for discovery and dispatch (idempotent).",
+            "Register or update an HTTP agent (idempotent).",
             obj_schema(
                 ("agent_id",),
                 agent_id=_ID,
@@ -148,8 +148,7 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
         ),
         Tool(
             "heartbeat_agent",
-            "Refresh a registered agent's heartbeat; status online or degraded; "
-            "metadata is merged.",
+            "Refresh a registered agent's heartbeat; metadata is merged.",
             obj_schema(
                 ("agent_id",),
                 agent_id=_ID,
@@ -161,28 +160,28 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
         ),
         Tool(
             "discover_local_agents",
-            "Local AgentiHub package agents on this machine (online or idle, never offline).",
+            "Local AgentiHub package agents on this machine.",
             obj_schema(status={"type": "string", "enum": ["online", "idle"]}),
             discover,
             _render_discover,
         ),
         Tool(
             "run_agent",
-            "Send a task to one agent by id; local agents are cold-started in a sandbox.",
+            "Send a task to one agent by id; a local one is cold-started.",
             obj_schema(("agent_id", "task"), agent_id=_ID, **_JOB),
             run,
             _render_job,
         ),
         Tool(
             "dispatch_to_agent",
-            "Send a task to the best agent advertising a capability (warm, with capacity, first).",
+            "Send a task to the best agent with a capability.",
             obj_schema(("capability", "task"), capability=_S, **_JOB),
             dispatch,
             _render_job,
         ),
         Tool(
             "list_profiles",
-            "AgentProfiles (backend, MCP servers, model, limits) that started agents run with.",
+            "The AgentProfiles started agents run with.",
             obj_schema(),
             profiles,
             _render_profiles,

@@ -44,13 +44,9 @@ __all__ = [
 ]
 
 _STR: dict[str, Any] = {"type": "string"}
-_AGENT: dict[str, Any] = {"type": "string", "description": "optional; must be you"}
+_AGENT: dict[str, Any] = {"type": "string"}
 _KEY: dict[str, Any] = {"type": "string", "maxLength": 512}
-_TOKEN: dict[str, Any] = {
-    "type": "integer",
-    "minimum": 1,
-    "description": "optional fencing token from claim; must be your current grant's",
-}
+_TOKEN: dict[str, Any] = {"type": "integer", "minimum": 1}
 _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
 
 
@@ -349,9 +345,8 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
     return [
         Tool(
             "claim",
-            "Lease a resource key before touching it. mode: write (exclusive, default), read "
-            "(shared), intent (advisory). ttl: Go duration, default 5m. Returns a token for "
-            "release/renew, or the holder.",
+            "Lease a key (file:<path> or any name) before editing; ttl e.g. 10m (default 5m). "
+            "Returns a token, or the holder.",
             obj_schema(
                 ("resource_key",),
                 resource_key=_KEY,
@@ -365,36 +360,32 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         ),
         Tool(
             "release",
-            "Drop your claim on a key. released: false when you held none; a token, if "
-            "given, must be your current one.",
+            "Drop your claim on a key; a token, if given, must be your current one.",
             obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
             release,
         ),
         Tool(
             "renew",
-            "Extend your claim on a key; ttl defaults to the claim's own. A token, if given, "
-            "must be your current one.",
+            "Extend your claim on a key; ttl defaults to the claim's own.",
             obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=_AGENT),
             renew,
         ),
         Tool(
             "heartbeat",
-            "Renew all your claims; send every 30s. "
-            "After one heartbeat, 2m of silence releases them.",
+            "Renew all your claims; after one, 2m without another releases them.",
             obj_schema(agent=_AGENT),
             heartbeat,
         ),
         Tool(
             "check_claims",
-            "Live claims whose key starts with prefix (all when empty), optionally one holder's.",
+            "Live claims whose key starts with prefix, optionally one holder's.",
             obj_schema(prefix=_STR, holder=_STR, limit=_LIMIT),
             check_claims,
             _render_claims,
         ),
         Tool(
             "audit",
-            "Audit events, newest last. since: duration ago (1h) or ISO time; actor: an agent; "
-            "type e.g. CLAIM_RELEASED.",
+            "Audit events, oldest first; since 1h or an ISO time; type e.g. CLAIM_RELEASED.",
             obj_schema(since=_STR, actor=_STR, type=_STR, limit=_LIMIT),
             audit_query,
             _render_audit,

@@ -152,7 +152,7 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
     return [
         Tool(
             "annotate",
-            "Publish your current focus for find_agents. Whole-record write: omitted fields clear.",
+            "Publish your focus for find_agents; omitted fields are cleared.",
             obj_schema(
                 intent=_STR, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
             ),
@@ -160,22 +160,21 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
         ),
         Tool(
             "find_agents",
-            "Who works on what (query: keywords over focus) or who can do what (capability tag).",
+            "Agents by focus keywords (query) or by capability tag.",
             obj_schema(query=_STR, capability=_STR, limit=_LIMIT),
             find_agents,
             _render_find,
         ),
         Tool(
             "list_agents",
-            "Agents: sessions, registered and local; live ones unless status is ended or all. "
-            "selector a=b,c!=d; status; agent_type; capability.",
+            "Agents, live unless status is ended or all; selector: labels a=b,c!=d.",
             obj_schema(selector=_STR, status=_STR, agent_type=_STR, capability=_STR, limit=_LIMIT),
             list_agents,
             _render_list,
         ),
         Tool(
             "get_agent",
-            "One agent by name with its focus; found:false when unknown.",
+            "One agent by name, with its focus; found:false if unknown.",
             obj_schema(name=_STR, agent_id=_STR),
             get_agent,
         ),

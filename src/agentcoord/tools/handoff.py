@@ -58,8 +58,7 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "handoff",
-            "Hand a task to another agent with a handoff document; blocks until it accepts or "
-            "rejects, or timeout_secs passes.",
+            "Hand a task to an agent; waits for accept or reject, up to timeout_secs.",
             obj_schema(
                 ("to", "task"),
                 to=_STR,
@@ -77,7 +76,7 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "answer_handoff",
-            "Accept or reject a handoff offer from your inbox (offer = its correlation_id).",
+            "Accept or reject a handoff offer (offer = its correlation_id).",
             obj_schema(
                 ("offer", "accept"),
                 offer=_STR,

@@ -97,15 +97,14 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "escalate",
-            "Ask the human; waits timeout_secs (default 60) for the answer. Unanswered "
-            "prompts stay open.",
+            "Ask the human; waits timeout_secs (60), then the prompt stays open.",
             obj_schema(("question",), **_ASK_PROPS),
             escalate,
             _render_ask,
         ),
         Tool(
             "request_approval",
-            "Ask the human to approve or deny; answer is true/false.",
+            "Ask the human to approve; answer is true or false.",
             obj_schema(("question",), **_ASK_PROPS),
             request_approval,
             _render_ask,
@@ -121,14 +120,14 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "request_input",
-            "Ask the human for input matching a JSON Schema (schema).",
+            "Ask the human for input matching a JSON Schema.",
             obj_schema(("question", "schema"), schema={"type": "object"}, **_ASK_PROPS),
             request_input,
             _render_ask,
         ),
         Tool(
             "list_prompts",
-            "Open human prompts (all=true includes answered ones).",
+            "Open human prompts (all=true adds answered ones).",
             obj_schema(all={"type": "boolean"}),
             list_prompts,
             _render_prompts,

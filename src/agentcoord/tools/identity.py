@@ -37,7 +37,7 @@ def tools() -> list[Tool]:
     return [
         Tool(
             "whoami",
-            "Who the daemon says you are (agent, session, cwd), derived from your connection.",
+            "Who you are to the daemon (agent, session, cwd), from your connection.",
             obj_schema(),
             _whoami,
             _render,

@@ -47,37 +47,35 @@ def tools(operator: AgentOps) -> list[Tool]:
     return [
         Tool(
             "spawn_subagent",
-            "Start a new agent: prompt becomes its task (<name>-task); repo gives it a git "
-            "worktree. An existing name is returned as is; another profile is an error.",
+            "Start an agent; prompt becomes its task, repo gives it a worktree.",
             obj_schema(("name",), name=_NAME, profile=_S, prompt=_S, repo=_S),
             spawn,
             lambda r: f"agent {r['name']} ({'spawned' if r['created'] else 'exists'})",
         ),
         Tool(
             "cancel",
-            "Stop an agent: its Agent (else its AgentTask) is deleted and its runner stopped.",
+            "Stop an agent (else its task) and its runner.",
             obj_schema(("name",), name=_S),
             cancel,
             lambda r: f"cancelled {r['name']}" + (" (runner stopped)" if r.get("stopped") else ""),
         ),
         Tool(
             "checkpoint",
-            "Save an agent's work in progress and session (default: yours) "
-            "to its task's checkpoints.",
+            "Save an agent's work and session (default yours) to its task.",
             obj_schema(name=_S, task=_S, summary=_S),
             checkpoint,
             lambda r: f"checkpoint {r['ref']} on task {r['task']}",
         ),
         Tool(
             "resume",
-            "Start a fresh agent from a task's last checkpoint (work and session restored).",
+            "Start a fresh agent from a task's last checkpoint.",
             obj_schema(("task",), task=_S, name=_NAME),
             resume,
             lambda r: f"agent {r['agent']} resumes from {r['resumed_from']}",
         ),
         Tool(
             "merge",
-            "Record that source's work was merged into target (appends to lineage.mergedFrom).",
+            "Record that source was merged into target (lineage).",
             obj_schema(("target", "source"), target=_S, source=_S),
             merge,
             lambda r: f"{r['target']} merged from {', '.join(r['mergedFrom'])}",

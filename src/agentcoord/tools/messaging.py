@@ -124,9 +124,8 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "send",
-            "Message one agent (to) or a channel you are in. Says whether a live reader took "
-            "it (delivered) or it waits in the durable inbox (queued). kind: text|control, or "
-            "accept|reject with correlation_id to answer a handoff offer.",
+            "Message an agent (to) or your channel; says delivered or queued. kind: text, "
+            "control, accept/reject + correlation_id.",
             obj_schema(
                 (),
                 to=_STR,
@@ -142,10 +141,8 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "inbox",
-            "Read and acknowledge your pending messages (direct, broadcast, your channels), "
-            "in order per sender; wait_secs long-polls when empty. Pass after=<highest seq you "
-            "have> to confirm receipt instead: unconfirmed messages are shown again (exactly "
-            "once across daemon restarts).",
+            "Read and ack your messages; wait_secs long-polls. after=<last seq> acks up to it "
+            "instead: the rest come again.",
             obj_schema(
                 limit={"type": "integer", "minimum": 1, "maximum": 1000},
                 after={"type": "integer", "minimum": 0},
@@ -157,15 +154,14 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "broadcast",
-            "Announce text to every agent (agents.broadcast).",
+            "Announce text to every agent.",
             obj_schema(("text",), text=_TEXT, **{"from": _STR}),
             broadcast,
             lambda r: f"broadcast sent, seq {r['seq']}",
         ),
         Tool(
             "open_channel",
-            "Open (or reopen) a durable channel for a set of agents; you are added. "
-            "add=true adds new participants to an existing channel.",
+            "Open or reopen a channel with you in it; add=true adds participants.",
             obj_schema(
                 ("name", "participants"),
                 name=_STR,
@@ -180,22 +176,21 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "list_channels",
-            "Channels you take part in, with phase and participants.",
+            "Your channels, with phase and participants.",
             obj_schema(),
             list_channels,
             _render_channels,
         ),
         Tool(
             "close_channel",
-            "Close a channel you take part in.",
+            "Close a channel you are in.",
             obj_schema(("name",), name=_STR, agent=_STR),
             close_channel,
             lambda r: f"channel {r['channel']} is {r['phase'].lower()}",
         ),
         Tool(
             "nats_credentials",
-            "Your own NATS login for reading your inbox, broadcasts and channels live "
-            "(subscribe only; send with the tools).",
+            "Your subscribe-only NATS login, to read your inbox and channels live.",
             obj_schema(agent=_STR),
             nats_credentials,
             lambda r: (

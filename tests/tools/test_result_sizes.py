@@ -1,0 +1,186 @@
+"""What the model reads is small: an agent's ``tools/list`` within its byte budget with every
+seed argument kept, and agents' results without the CLI's extra fields (docs/claude-code.md
+"Results for the model")."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import pytest
+
+from agentcoord.daemon.services import Services
+from agentcoord.daemon.toolset import build_registry
+from agentcoord.tools._base import model_schema
+
+# The bytes of the compact JSON tools array an agent's tools/list sends (every page). With
+# every tool, every argument and its type it cannot go below ~8.1 KB even with empty
+# descriptions; this budget leaves one short sentence per tool.
+AGENT_LISTING_BUDGET = 10_752
+
+# Every argument each seed names for a tool: (type, required). Seed 001 lists its arguments
+# with types; seed 000 names them in its prose (arrays also take a comma-separated string, and
+# the acting agent is `agent` or `from`); seed 004 gives send_message(agent, text) and
+# ask(agent, text).
+STR, ARR, INT, BOOL, NUM = "string", "array", "integer", "boolean", "number"
+SEED_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
+    # seed 000
+    "list_agents": {
+        "selector": (STR, False),
+        "agent_type": (STR, False),
+        "capability": (STR, False),
+        "status": (STR, False),
+        "limit": (INT, False),
+    },
+    "get_agent": {"agent_id": (STR, False)},
+    "find_agents": {"query": (STR, False), "capability": (STR, False)},
+    "annotate": {
+        "intent": (STR, False),
+        "files": (ARR, False),
+        "symbols": (ARR, False),
+        "concepts": (ARR, False),
+        "agent": (STR, False),
+    },
+    "claim": {
+        "resource_key": (STR, True),
+        "mode": (STR, False),
+        "ttl": (STR, False),
+        "agent": (STR, False),
+    },
+    "release": {"resource_key": (STR, True), "agent": (STR, False)},
+    "check_claims": {"prefix": (STR, False)},
+    "spawn_subagent": {"name": (STR, True), "profile": (STR, False), "prompt": (STR, False)},
+    "cancel": {"name": (STR, True)},
+    "send": {"to": (STR, False), "kind": (STR, False), "text": (STR, False), "from": (STR, False)},
+    "open_channel": {"name": (STR, True), "participants": (ARR, True), "topic": (STR, False)},
+    "broadcast": {"text": (STR, True), "from": (STR, False)},
+    "handoff": {
+        "to": (STR, True),
+        "task": (STR, True),
+        "current_state": (STR, False),
+        "in_progress": (STR, False),
+        "decisions": (ARR, False),
+        "next_steps": (ARR, False),
+        "timeout_secs": (NUM, False),
+        "from": (STR, False),
+    },
+    "merge": {"target": (STR, True), "source": (STR, True)},
+    "escalate": {"question": (STR, True), "timeout_secs": (NUM, False), "agent": (STR, False)},
+    "checkpoint": {"task": (STR, False)},
+    "resume": {"task": (STR, True)},
+    # seed 001
+    "register_agent": {
+        "agent_id": (STR, True),
+        "agent_name": (STR, False),
+        "agent_type": (STR, False),
+        "capabilities": (STR, False),
+        "endpoint": (STR, False),
+        "metadata": (STR, False),
+        "heartbeat_ttl": (INT, False),
+        "transport": (STR, False),
+    },
+    "deregister_agent": {"agent_id": (STR, True)},
+    "heartbeat_agent": {"agent_id": (STR, True), "status": (STR, False), "metadata": (STR, False)},
+    "discover_local_agents": {"status": (STR, False)},
+    "run_agent": {
+        "agent_id": (STR, True),
+        "task": (STR, True),
+        "profile": (STR, False),
+        "repo_url": (STR, False),
+        "wait": (BOOL, False),
+        "file_path": (STR, False),
+    },
+    "dispatch_to_agent": {
+        "capability": (STR, True),
+        "task": (STR, True),
+        "profile": (STR, False),
+        "repo_url": (STR, False),
+        "wait": (BOOL, False),
+        "file_path": (STR, False),
+    },
+    # seed 004
+    "send_message": {"agent": (STR, True), "text": (STR, True)},
+    "ask": {"agent": (STR, True), "text": (STR, True)},
+}
+
+
+class _Unused:
+    """Stands for every service: the tool builders only close over their services (and read
+    the messaging service's parts), they call none while building."""
+
+    handoffs = humans = None
+
+    def __getattr__(self, name: str) -> _Unused:
+        return _Unused()
+
+
+def _agent_listing() -> list[dict[str, Any]]:
+    registry = build_registry(cast(Services, _Unused()))
+    return [t.listing() for t in registry.listed_for("session")]
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@pytest.mark.unit
+def test_agent_tools_list_within_budget() -> None:
+    """An agent's tools/list, as the daemon encodes it, fits AGENT_LISTING_BUDGET bytes."""
+    listing = _agent_listing()
+    assert len(listing) >= 35
+    size = _size(listing)
+    biggest = sorted(((_size(t), t["name"]) for t in listing), reverse=True)[:5]
+    assert size <= AGENT_LISTING_BUDGET, (size, biggest)
+
+
+@pytest.mark.unit
+def test_every_seed_argument_is_listed_with_its_type() -> None:
+    """Each seed tool lists each seed argument, with a type that takes the seed's, required as
+    the seed has it."""
+    tools = {t["name"]: t for t in _agent_listing()}
+    for name, arguments in SEED_ARGUMENTS.items():
+        assert name in tools, name
+        schema = tools[name]["inputSchema"]
+        assert schema["type"] == "object"
+        props, required = schema.get("properties", {}), set(schema.get("required", []))
+        for arg, (kind, needed) in arguments.items():
+            assert arg in props, (name, arg)
+            listed = props[arg]["type"]
+            assert kind in (listed if isinstance(listed, list) else [listed]), (name, arg, listed)
+            if kind == ARR:
+                assert props[arg].get("items", {}).get("type") in (None, STR), (name, arg)
+            assert (arg in required) == needed, (name, arg, sorted(required))
+
+
+@pytest.mark.unit
+def test_descriptions_are_one_short_sentence() -> None:
+    """Every listed tool has a description of at most 120 characters."""
+    for tool in _agent_listing():
+        assert 0 < len(tool["description"]) <= 120, (tool["name"], tool["description"])
+
+
+@pytest.mark.unit
+def test_model_schema_drops_only_checker_limits() -> None:
+    """The listed schema keeps types, enums, items and required, and drops the limits the
+    argument checker enforces and an empty properties."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string", "maxLength": 512},
+            "mode": {"type": "string", "enum": ["write", "read"]},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 9}},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+        },
+        "required": ["key"],
+    }
+    assert model_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string"},
+            "mode": {"type": "string", "enum": ["write", "read"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "limit": {"type": "integer"},
+        },
+        "required": ["key"],
+    }
+    assert model_schema({"type": "object", "properties": {}}) == {"type": "object"}
