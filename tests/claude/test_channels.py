@@ -9,21 +9,24 @@ which only tests do; the launcher's confirmation dialog is answered with Enter.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentcoord.daemon.push import PERMISSION_PREFIX
 from tests.claude.conftest import OFFLINE, Claude
-from tests.claude.model_api import Request, Text
-from tests.conftest import Daemon
+from tests.claude.model_api import Request, Text, ToolUse, tool_results
+from tests.conftest import Daemon, cli_json
 from tests.tools.session_helpers import session_call
 
 WAIT = 60.0
@@ -94,24 +97,23 @@ def _channel_texts(req: Request) -> list[str]:
     return out
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_a_message_reaches_the_idle_session_with_no_keystroke(
-    daemon: Daemon, claude: Claude, claude_bin: Path, tmp_path: Path
-) -> None:
-    """A message sent to an idle session started by `agentcoord claude` is pushed over the
-    channel and Claude Code sends it to the model at once, as a <channel source="agent-coord">
-    block from the sender; nobody types anything after the start-up dialog."""
+@contextlib.contextmanager
+def _channel_session(daemon: Daemon, claude: Claude, tmp_path: Path) -> Iterator[Channel]:
+    """`agentcoord claude --permission-mode default` under tmux, past its start-up dialog,
+    once the daemon pushes to it: the screen and the session's agent."""
     from tests.claude.conftest import VERSION
 
-    config_dir = Path(claude.env["CLAUDE_CONFIG_DIR"])
-    _seed(config_dir, claude.cwd, VERSION)
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    _seed(Path(claude.env["CLAUDE_CONFIG_DIR"]), claude.cwd, VERSION)
     env = dict(
         claude.env,
         AGENTCOORD_CLAUDE=str(claude.binary),
         CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF="1",
         TERM="xterm-256color",
     )
-    claude.api.script(Text("Noted."), Text("Noted."), Text("Noted."))
+    # A permission dialog for every tool but agent-coord's (the mode a classifier cannot
+    # answer: FACTS.md).
     launch = [sys.executable, "-m", "agentcoord", "claude", "--permission-mode", "default"]
     command = "cd {} && exec env -i {} {}".format(
         shlex.quote(str(claude.cwd)),
@@ -124,16 +126,107 @@ def test_a_message_reaches_the_idle_session_with_no_keystroke(
         tmux.wait_screen(CONFIRM)
         tmux.run("send-keys", "-t", "s", "Enter")
         line = _poll(lambda: _log_line(daemon, "messages over its channel"), "the push")
-        agent = line.split("pushing ", 1)[1].split("'s messages", 1)[0]
-        sent = session_call(
-            daemon, claude_bin, [("whoami", {}), ("send", {"to": agent, "text": "ping, idle one"})]
-        )
-        sender = sent[0]["structuredContent"]["agent"]
+        yield Channel(tmux, line.split("pushing ", 1)[1].split("'s messages", 1)[0])
+    finally:
+        tmux.run("kill-server")
+
+
+@dataclass
+class Channel:
+    tmux: Tmux
+    agent: str
+
+
+def _send(daemon: Daemon, claude_bin: Path, to: str, text: str) -> str:
+    sent = session_call(daemon, claude_bin, [("whoami", {}), ("send", {"to": to, "text": text})])
+    return str(sent[0]["structuredContent"]["agent"])
+
+
+def test_a_message_reaches_the_idle_session_with_no_keystroke(
+    daemon: Daemon, claude: Claude, claude_bin: Path, tmp_path: Path
+) -> None:
+    """A message sent to an idle session started by `agentcoord claude` is pushed over the
+    channel and Claude Code sends it to the model at once, as a <channel source="agent-coord">
+    block from the sender; nobody types anything after the start-up dialog."""
+    claude.api.script(Text("Noted."), Text("Noted."), Text("Noted."))
+    with _channel_session(daemon, claude, tmp_path) as ch:
+        sender = _send(daemon, claude_bin, ch.agent, "ping, idle one")
         first = claude.api.wait_requests(1, timeout=WAIT)[0]
         texts = _channel_texts(first)
         assert texts, first.body.get("messages")
         assert 'source="agent-coord"' in texts[-1]
         assert f'from="{sender}"' in texts[-1]
         assert "ping, idle one" in texts[-1]
-    finally:
-        tmux.run("kill-server")
+
+
+def _permission_prompt(d: Daemon, agent: str) -> dict[str, Any] | None:
+    for p in cli_json(d, "prompts")["prompts"]:
+        if p["agent"] == agent and p["question"].startswith(PERMISSION_PREFIX):
+            return p  # type: ignore[no-any-return]
+    return None
+
+
+def test_a_permission_dialog_is_answered_from_agentcoord_answer(
+    daemon: Daemon, claude: Claude, claude_bin: Path, tmp_path: Path
+) -> None:
+    """The session's Bash permission dialog becomes a prompt in `agentcoord prompts` naming the
+    command; the human's `agentcoord answer ID allow` closes the dialog and the command runs
+    (its output reaches the model); a second answer is refused."""
+    marker = "channel-permission-ok"
+    claude.api.script(
+        # Not a read-only command, so the default mode asks (echo alone would just run).
+        ToolUse("Bash", {"command": f"touch {marker} && echo {marker}", "description": "Mark"}),
+        Text("Done."),
+        Text("Done."),
+    )
+    with _channel_session(daemon, claude, tmp_path) as ch:
+        _send(daemon, claude_bin, ch.agent, "run the marker command")
+        try:
+            prompt = _poll(lambda: _permission_prompt(daemon, ch.agent), "the permission prompt")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the session shows:\n{ch.tmux.screen()}") from None
+        assert "Bash" in prompt["question"]
+        assert marker in prompt["context"]
+        answered = _answer(daemon, prompt["id"], "allow")
+        assert answered.returncode == 0, answered.stderr
+        after = claude.api.wait_requests(2, timeout=WAIT)[1]
+        assert any(marker in r["text"] for r in tool_results(after)), tool_results(after)
+        assert (claude.cwd / marker).exists()
+        again = _answer(daemon, prompt["id"], "deny")
+        assert again.returncode != 0
+        assert "already answered" in again.stderr
+
+
+def _answer(d: Daemon, prompt: str, text: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentcoord", "answer", prompt, text],
+        env=d.env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+
+
+def test_a_dialog_answered_in_the_terminal_closes_its_prompt(
+    daemon: Daemon, claude: Claude, claude_bin: Path, tmp_path: Path
+) -> None:
+    """Claude Code tells the channel nothing when its own dialog is answered: after Enter on
+    "Yes" in the terminal the command runs, and its PostToolUse hook closes the prompt, so the
+    human's late answer is refused."""
+    marker = "terminal-permission-ok"
+    claude.api.script(
+        ToolUse("Bash", {"command": f"touch {marker} && echo {marker}", "description": "Mark"}),
+        Text("Done."),
+        Text("Done."),
+    )
+    with _channel_session(daemon, claude, tmp_path) as ch:
+        _send(daemon, claude_bin, ch.agent, "run the marker command")
+        prompt = _poll(lambda: _permission_prompt(daemon, ch.agent), "the permission prompt")
+        ch.tmux.wait_screen("Do you want to proceed?")
+        ch.tmux.run("send-keys", "-t", "s", "Enter")
+        claude.api.wait_requests(2, timeout=WAIT)
+        _poll(lambda: "closed" if _permission_prompt(daemon, ch.agent) is None else "", "close")
+        late = _answer(daemon, prompt["id"], "deny")
+        assert late.returncode != 0
+        assert "already answered" in late.stderr
+        assert (claude.cwd / marker).exists()
