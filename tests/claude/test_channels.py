@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -30,6 +30,7 @@ from tests.conftest import Daemon, cli_json
 from tests.tools.session_helpers import session_call
 
 WAIT = 60.0
+T = TypeVar("T")
 CONFIRM = "I am using this for local development"
 
 
@@ -71,8 +72,8 @@ class Tmux:
         return _poll(shown, f"{text!r} on the screen")
 
 
-def _poll(pred: Callable[[], str], what: str) -> str:
-    """Poll ``pred`` until it returns a non-empty string (bounded; the pause only paces it)."""
+def _poll(pred: Callable[[], T | None], what: str) -> T:
+    """Poll ``pred`` until it returns something truthy (bounded; the pause only paces it)."""
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
         if value := pred():
