@@ -3,13 +3,15 @@
 It forwards the hook's stdin JSON to the daemon (vendor method ``agentcoord/hook``) over the
 unix socket, where the caller is identified by this process's ancestry (the ``claude`` that ran
 the hook), and prints what the daemon returns. It never blocks Claude Code: with no daemon, or
-on any error, it exits 0 (a PreToolUse hook then allows the tool).
+on any error, it exits 0 (a PreToolUse hook then allows the tool). SessionStart starts the
+daemon when none listens, as the shim does (:mod:`agentcoord.autostart`), within its bound.
 
 ``setup claude`` installs it on SessionStart only; the other events are http hooks the daemon
 answers on its loopback port (docs/claude-code.md "Hooks"). An http hook that cannot connect
-says nothing to the model, so this one says it, once per session start: with no daemon,
-coordination is off; with the http hooks posting to an address the daemon no longer serves, or
-one this session cannot reach (a sandbox with a network namespace of its own), they are off.
+says nothing to the model, so this one says it, once per session start: with no daemon (none
+could be started), coordination is off; with the http hooks posting to an address the daemon
+no longer serves, or one this session cannot reach (a sandbox with a network namespace of its
+own), they are off.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord._paths import default_runtime_dir
+from agentcoord.errors import DaemonUnreachable
 
 __all__ = ["run_hook"]
 
@@ -42,9 +45,8 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
         "params": {"event": event, "payload": payload},
     }
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        with _connect(runtime, event) as sock:
             sock.settimeout(timeout)
-            sock.connect(str(runtime / "agentcoord.sock"))
             sock.sendall(json.dumps(request).encode() + b"\n")
             buf = b""
             while b"\n" not in buf:
@@ -52,6 +54,9 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
                 if not chunk:
                     raise ConnectionResetError("the daemon closed the connection")
                 buf += chunk
+    except DaemonUnreachable as exc:
+        _print(_notice("", _off_text(str(exc))))
+        return 0
     except OSError:
         if event == "session-start":
             _print(_notice("", _off_text()))
@@ -70,15 +75,33 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
     return 0
 
 
+def _connect(runtime: Path, event: str) -> socket.socket:
+    """The daemon's socket; SessionStart starts the daemon when none listens (docs/claude-code.md
+    "Daemon on demand"), the other events never wait for one."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(runtime / "agentcoord.sock"))
+    except OSError as exc:
+        sock.close()
+        if event != "session-start":
+            raise
+        from agentcoord.autostart import connect_or_start
+
+        # Within the hook's 10 s (claude_setup.HOOKS), the request's own 5 s after it.
+        return connect_or_start(runtime, os.environ, exc.strerror or str(exc), timeout=4.0)
+    return sock
+
+
 def _print(output: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(output) + "\n")
 
 
-def _off_text() -> str:
+def _off_text(why: str = "") -> str:
+    because = f" ({why})" if why else ""
     return (
-        "agentcoord is off for this session: the coordination daemon is not running, so files "
-        "are not guarded by claims, messages are not delivered and the agent-coord tools "
-        f"fail; {_START}, then start a new session."
+        "agentcoord is off for this session: the coordination daemon is not running"
+        f"{because}, so files are not guarded by claims, messages are not delivered and the "
+        f"agent-coord tools fail; {_START}, then start a new session."
     )
 
 

@@ -3,6 +3,13 @@
 Nothing but the daemon's replies ever reaches stdout. Deliberately tiny (no asyncio, no config
 parsing) because every Claude Code session starts one: the daemon identifies the caller from
 this process's credentials and ancestry, so the shim adds nothing to the messages.
+
+With no daemon listening, the shim starts one (:mod:`agentcoord.autostart`). When none can be
+reached or started it does not just exit: Claude Code shows a failed stdio server only as
+"Failed to connect" and keeps its stderr in the MCP log, where neither the user nor the model
+looks. So the shim completes the MCP handshake itself, with ``instructions`` saying that
+coordination is off, why, and what to do, and one ``agentcoord_status`` tool answering the
+same (docs/claude-code.md "Daemon on demand").
 """
 
 from __future__ import annotations
@@ -13,10 +20,11 @@ import socket
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from agentcoord._paths import default_runtime_dir
 
-__all__ = ["run_shim"]
+__all__ = ["offline_reply", "run_shim"]
 
 
 _stdin_done = threading.Event()
@@ -36,16 +44,21 @@ def _pump_in(sock: socket.socket) -> None:
 
 def run_shim(runtime_dir: Path | None = None) -> int:
     """Connect stdin/stdout to the daemon's socket until either side closes."""
-    path = (runtime_dir or default_runtime_dir(os.environ, os.getuid())) / "agentcoord.sock"
+    runtime = runtime_dir or default_runtime_dir(os.environ, os.getuid())
+    path = runtime / "agentcoord.sock"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
     except OSError as exc:
-        sys.stderr.write(
-            f"agentcoord mcp: no daemon is listening on {path} ({exc.strerror}).\n"
-            "Start it with `agentcoord serve` (or `agentcoord install --user` for a service).\n"
-        )
-        return 69  # EX_UNAVAILABLE
+        sock.close()
+        from agentcoord.autostart import connect_or_start
+        from agentcoord.errors import DaemonUnreachable
+
+        try:
+            sock = connect_or_start(runtime, os.environ, exc.strerror or str(exc))
+        except DaemonUnreachable as why:
+            sys.stderr.write(f"agentcoord mcp: {why}\n")  # Claude Code's MCP log keeps it
+            return _serve_offline(str(why))
     threading.Thread(target=_pump_in, args=(sock,), daemon=True).start()
     try:
         while data := sock.recv(65536):
@@ -60,4 +73,97 @@ def run_shim(runtime_dir: Path | None = None) -> int:
     if not _stdin_done.is_set():
         sys.stderr.write("agentcoord mcp: the daemon closed the connection\n")
         return 74
+    return 0
+
+
+# -- coordination off: a minimal MCP server saying why ---------------------------------------
+
+STATUS_TOOL = "agentcoord_status"
+# The versions the daemon speaks (daemon/mcp.py SUPPORTED_PROTOCOLS), newest first.
+_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26")
+
+
+def offline_text(reason: str) -> str:
+    """What the session is told: coordination is off, why, and how to get it back."""
+    return (
+        "agentcoord coordination is OFF for this session: the agentcoord daemon is not "
+        f"running. {reason[:1].upper()}{reason[1:]}. Until it runs, files are not guarded by "
+        "claims, messages are not delivered and there are no agent-coord tools. Fix the "
+        "cause, start the daemon (`agentcoord serve`, or `agentcoord install --user` for a "
+        "service), then reconnect agent-coord (/mcp) or start a new session."
+    )
+
+
+def offline_reply(message: Any, text: str) -> dict[str, Any] | None:
+    """The reply to one JSON-RPC message while coordination is off (None: a notification)."""
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        if isinstance(message, dict) and "method" not in message and "id" in message:
+            return None  # a reply to a request of ours: we make none
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "not a request"}}
+    if "id" not in message:
+        return None
+    method, mid = message["method"], message["id"]
+    raw = message.get("params")
+    params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    result: dict[str, Any]
+    if method == "initialize":
+        asked = params.get("protocolVersion")
+        from agentcoord import __version__
+
+        result = {
+            "protocolVersion": asked if asked in _PROTOCOLS else _PROTOCOLS[0],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "agentcoord (off: no daemon)", "version": __version__},
+            "instructions": text,
+        }
+    elif method == "ping":
+        result = {}
+    elif method == "tools/list":
+        result = {
+            "tools": [
+                {
+                    "name": STATUS_TOOL,
+                    "description": "Why agentcoord coordination is off here, and the fix.",
+                    "inputSchema": {"type": "object", "properties": {}},
+                }
+            ]
+        }
+    elif method == "tools/call" and params.get("name") == STATUS_TOOL:
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
+    elif method == "tools/call":
+        return {
+            "jsonrpc": "2.0",
+            "id": mid,
+            "error": {"code": -32602, "message": f"unknown tool: {text}"},
+        }
+    else:
+        return {
+            "jsonrpc": "2.0",
+            "id": mid,
+            "error": {"code": -32601, "message": f"method not found: {method}"},
+        }
+    return {"jsonrpc": "2.0", "id": mid, "result": result}
+
+
+def _serve_offline(reason: str) -> int:
+    """Answer newline-delimited JSON-RPC on stdio (the MCP stdio transport) until stdin ends."""
+    import json
+
+    text = offline_text(reason)
+    for line in sys.stdin.buffer:
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line)
+        except ValueError:
+            reply: dict[str, Any] | None = {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32700, "message": "parse error"},
+            }
+        else:
+            reply = offline_reply(message, text)
+        if reply is not None:
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
     return 0

@@ -1,0 +1,155 @@
+"""Daemon on demand: the first shim or SessionStart hook that finds no daemon starts one.
+
+Where no systemd socket unit serves the socket (no socket file, or a refused connect), the
+caller spawns ``<this python> -m agentcoord serve`` with its own environment (so the same state
+and runtime dirs), detached (a session of its own, stdin from /dev/null, stdout and stderr
+appended to ``<state>/daemon.log``), and waits a bounded time for the socket to accept. Two
+callers starting at once start two daemons; the dir lock lets one serve and the other exit
+"already running", and its caller connects to the winner (docs/claude-code.md "Daemon on
+demand"). ``AGENTCOORD_NO_AUTOSTART=1`` turns this off. Imported only when the first connect
+failed, so a session whose daemon is up never pays for it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from agentcoord._paths import default_state_dir
+from agentcoord.errors import DaemonUnreachable
+
+__all__ = ["NO_AUTOSTART_ENV", "connect_or_start", "log_path"]
+
+NO_AUTOSTART_ENV = "AGENTCOORD_NO_AUTOSTART"
+_POLL_S = 0.02  # a bounded wait for a process we started, not a test's synchronisation
+# The Claude session that happens to start the daemon is not its owner: the daemon serves
+# every session, so it does not carry this one's markers (the runners drop them too).
+_SESSION_ENV = (
+    "CLAUDECODE",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
+    "CLAUDE_PROJECT_DIR",
+)
+_ALREADY = b"already running"  # DaemonAlreadyRunning's text, as `serve` prints it
+
+
+def log_path(env: Mapping[str, str], runtime: Path) -> Path:
+    """Where an on-demand daemon logs: ``<state>/daemon.log``; the runtime dir's when the
+    state dir cannot be written (the daemon will say why there)."""
+    state = default_state_dir(env)
+    try:
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return state / "daemon.log"
+    except OSError:
+        return runtime / "daemon.log"
+
+
+def _connect(path: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _disabled(env: Mapping[str, str]) -> bool:
+    return env.get(NO_AUTOSTART_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def connect_or_start(
+    runtime: Path, env: Mapping[str, str], why: str, timeout: float = 5.0
+) -> socket.socket:
+    """A connection to the daemon on ``runtime``'s socket, starting the daemon if need be.
+
+    ``why`` is the first connect's failure. Raises :class:`DaemonUnreachable` with one
+    sentence saying what happened and what to do.
+    """
+    path = runtime / "agentcoord.sock"
+    if _disabled(env):
+        raise DaemonUnreachable(
+            f"no daemon is listening on {path} ({why}) and {NO_AUTOSTART_ENV}=1 keeps it from "
+            "being started on demand: start it with `agentcoord serve`, or `systemctl --user "
+            "start agentcoord.socket` after `agentcoord install --user`"
+        )
+    if env.get("AGENTCOORD_JOB_ID"):
+        # A runner the daemon started: its daemon is gone, and one started here (in the
+        # runner's sandbox, with the dirs masked) would be no one else's.
+        raise DaemonUnreachable(f"the daemon that started this agent is gone ({path}: {why})")
+    log = log_path(env, runtime)
+    try:
+        runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
+        out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise DaemonUnreachable(
+            f"no daemon is listening on {path} ({why}), and none can be started: "
+            f"{log}: {exc.strerror}"
+        ) from None
+    start = os.lseek(out, 0, os.SEEK_END)
+    daemon_env = {k: v for k, v in env.items() if k not in _SESSION_ENV}
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentcoord", "serve"],
+            env=daemon_env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            cwd="/",  # holds no project directory (or mount) busy for its whole life
+            start_new_session=True,  # not in the session's process group: it outlives it
+        )
+    except OSError as exc:
+        what = f"`{sys.executable} -m agentcoord serve`"
+        raise DaemonUnreachable(f"could not start {what}: {exc}") from None
+    finally:
+        os.close(out)
+    deadline = time.monotonic() + timeout
+    lost = False  # our daemon exited "already running": another caller's serves
+    while True:
+        sock = _connect(path)
+        if sock is not None and (runtime / "http.addr").exists():
+            _forget(proc)
+            return sock  # http.addr is written last: the daemon serves
+        if sock is not None:
+            sock.close()
+        if not lost and proc.poll() is not None:
+            said = _said_since(log, start)
+            if _ALREADY not in said:
+                raise DaemonUnreachable(
+                    f"the daemon could not start (exit {proc.returncode}): "
+                    f"{_last_line(said) or 'no message'} (its log: {log})"
+                )
+            lost = True
+        if time.monotonic() >= deadline:
+            raise DaemonUnreachable(
+                f"the daemon started on demand (pid {proc.pid}) did not answer on {path} "
+                f"within {timeout:g} s (its log: {log})"
+            )
+        time.sleep(_POLL_S)
+
+
+def _forget(proc: subprocess.Popen[bytes]) -> None:
+    """Let a daemon we started run on without us: it is no child to wait for (a running
+    Popen's finaliser would warn). The kernel reparents it when we exit."""
+    if proc.poll() is None:
+        proc.returncode = 0
+
+
+def _said_since(log: Path, offset: int) -> bytes:
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            return f.read(65536)
+    except OSError:
+        return b""
+
+
+def _last_line(text: bytes) -> str:
+    lines = [ln.strip() for ln in text.decode(errors="replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
