@@ -73,19 +73,34 @@ def _claude(args: list[str]) -> int:
     """``agentcoord claude [ARGS...]``: Claude Code with agent-coord as its channel, so inbox
     messages reach the session while it is idle and its permission dialogs reach the console
     (docs/claude-code.md "Channels"). Replaces this process with ``claude``."""
+    import json
     import os
     import shutil
+    from pathlib import Path
 
-    from agentcoord.daemon.push import PUSH_ENV
+    from agentcoord.daemon.push import PUSH_ENV, channels_off
 
     binary = os.environ.get("AGENTCOORD_CLAUDE") or shutil.which("claude")
     if not binary:
         print("agentcoord: claude is not on PATH (install Claude Code first)", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    # Last, because the flag takes several values and would swallow a prompt after it. The
-    # variable only opts this session into push; who it is still comes from its processes.
+    home = os.environ.get("CLAUDE_CONFIG_DIR")
+    config_file = Path(home) / ".claude.json" if home else Path.home() / ".claude.json"
+    try:
+        config = json.loads(config_file.read_text())
+    except (OSError, ValueError):
+        config = {}
+    env = dict(os.environ)
+    off = channels_off(env, config if isinstance(config, dict) else {})
+    if off is None:
+        # The variable only opts this session into push; who it is still comes from its
+        # processes (DESIGN.md "Identity and trust").
+        env[PUSH_ENV] = "1"
+    else:
+        print(f"agentcoord: channels are off: {off}; messages arrive with hooks", file=sys.stderr)
+    # Last, because the flag takes several values and would swallow a prompt after it.
     argv = [binary, *args, "--dangerously-load-development-channels", "server:agent-coord"]
-    os.execvpe(binary, argv, {**os.environ, PUSH_ENV: "1"})
+    os.execvpe(binary, argv, env)
 
 
 def _serve_with(flags: dict[str, Any]) -> int:

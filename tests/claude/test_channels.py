@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -231,3 +232,57 @@ def test_a_dialog_answered_in_the_terminal_closes_its_prompt(
         assert late.returncode != 0
         assert "already answered" in late.stderr
         assert (claude.cwd / marker).exists()
+
+
+_PRINT_ARGV = (
+    "import json, os, sys\n"
+    'print(json.dumps({"argv": sys.argv[1:], "push": os.environ.get("AGENTCOORD_CHANNELS")}))\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "push"),
+    [
+        ({"tengu_harbor": True}, {}, "1"),
+        ({"tengu_harbor": False}, {}, None),
+        ({"tengu_harbor": True}, {"DISABLE_TELEMETRY": "1"}, None),
+        (
+            {"tengu_harbor": True},
+            {"DISABLE_TELEMETRY": "1", "CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF": "1"},
+            "1",
+        ),
+    ],
+)
+def test_the_launcher_loads_the_channel_and_opts_in_only_when_claude_code_reads_it(
+    tmp_path: Path, flags: dict[str, bool], env: dict[str, str], push: str | None
+) -> None:
+    """`agentcoord claude ARGS` runs claude with ARGS first and the development-channel flag
+    last; it opts the session into push only when Claude Code's flag cache and environment say
+    channels are on (else a pushed message would be acknowledged and never seen)."""
+    fake = tmp_path / "claude"
+    fake.write_text(f"#!{sys.executable}\n{_PRINT_ARGV}")
+    fake.chmod(0o755)
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / ".claude.json").write_text(json.dumps({"cachedGrowthBookFeatures": flags}))
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCOORD_", "CLAUDE"))}
+    for key in ("DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"):
+        base.pop(key, None)
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "claude", "fix the bug", "--model", "m"],
+        env={**base, **env, "AGENTCOORD_CLAUDE": str(fake), "CLAUDE_CONFIG_DIR": str(config)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    seen = json.loads(out.stdout)
+    assert seen["argv"] == [
+        "fix the bug",
+        "--model",
+        "m",
+        "--dangerously-load-development-channels",
+        "server:agent-coord",
+    ]
+    assert seen["push"] == push
+    assert ("channels are off" in out.stderr) == (push is None)

@@ -31,7 +31,7 @@ import logging
 import re
 import time
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,12 +45,14 @@ if TYPE_CHECKING:
 __all__ = [
     "CHANNEL",
     "CHANNEL_CAPS",
+    "CHANNEL_FLAGS",
     "PERMISSION",
     "PERMISSION_KIND",
     "PERMISSION_PREFIX",
     "PERMISSION_REQUEST",
     "PUSH_ENV",
     "ChannelPush",
+    "channels_off",
     "context_line",
     "notification",
     "opted_in",
@@ -102,6 +104,27 @@ def opted_in(pid: int | None) -> bool:
         return psutil.Process(pid).environ().get(PUSH_ENV) == "1"
     except (psutil.Error, OSError):
         return False
+
+
+# Claude Code's remote feature flags for channels and for the permission relay; offline (no
+# telemetry) they read false unless the disk cache is honoured (FACTS.md).
+CHANNEL_FLAGS = ("tengu_harbor", "tengu_harbor_permissions")
+_TELEMETRY_OFF = ("DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
+_GB_DISK_CACHE = "CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF"
+
+
+def channels_off(environ: Mapping[str, str], config: Mapping[str, Any]) -> str | None:
+    """Why Claude Code would ignore our channel, from its environment and its ``.claude.json``
+    (read, never written: the flag cache is Claude Code's own); None when channels are on.
+    A session whose channel is ignored must not be pushed to: the pushed messages would be
+    acknowledged and never seen, where the hooks would have delivered them."""
+    cached = config.get("cachedGrowthBookFeatures")
+    flags = cached if isinstance(cached, dict) else {}
+    if flags.get(CHANNEL_FLAGS[0]) is not True:
+        return f"Claude Code's {CHANNEL_FLAGS[0]} feature flag (channels) is not on for you"
+    if any(environ.get(k) for k in _TELEMETRY_OFF) and environ.get(_GB_DISK_CACHE) != "1":
+        return f"with telemetry off Claude Code reads its feature flags as off ({_GB_DISK_CACHE})"
+    return None
 
 
 def _body(view: dict[str, Any]) -> str:
