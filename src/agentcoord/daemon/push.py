@@ -264,15 +264,15 @@ class ChannelPush:
         bus = self._messaging.bus
         mine = inbox_subject(target.agent)
         written = 0  # the highest seq written to the socket (or skipped as our own)
-        linger = _LINGER_S  # first read: what queued up while the session was away
+        batch, linger = _BATCH, 0.0  # first: what queued up while the session was away
         while not target.stopped:
             target.wake.clear()
-            # A read that does not linger takes one message: with nothing pulled at once, the
-            # bus then waits for the batch to fill (up to 1 s) whenever its pending count says
-            # a message is on its way, and this read is the one that confirms the last write.
-            batch = _BATCH if linger else 1
             got = await bus.read(target.agent, batch, linger, after=written)
-            linger = _LINGER_S if len(got) >= batch > 1 else 0.0
+            # Then one message a read: a wake-up is about one message, a batch costs a second
+            # pull for the rest, and a read that finds nothing at once waits for its whole
+            # batch (up to 1 s) when the consumer says a message is on its way. A full batch
+            # means a backlog: keep taking batches.
+            batch, linger = (_BATCH if len(got) >= batch > 1 else 1), 0.0
             for r in got:
                 if target.stopped:
                     return  # left held: the next reader gets it
