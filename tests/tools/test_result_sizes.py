@@ -12,6 +12,7 @@ import pytest
 from agentcoord.daemon.services import Services
 from agentcoord.daemon.toolset import build_registry
 from agentcoord.tools._base import model_schema
+from agentcoord.tools._shape import compact, short_time
 
 # The bytes of the compact JSON tools array an agent's tools/list sends (every page). With
 # every tool, every argument and its type it cannot go below ~8.1 KB even with empty
@@ -184,3 +185,65 @@ def test_model_schema_drops_only_checker_limits() -> None:
         "required": ["key"],
     }
     assert model_schema({"type": "object", "properties": {}}) == {"type": "object"}
+
+
+@pytest.mark.unit
+def test_compact_drops_empty_fields_but_zero_and_kept_ones() -> None:
+    """compact drops None, False, "", [] and {} (not 0), and keeps the fields named in keep."""
+    row: dict[str, Any] = {
+        "a": None,
+        "b": False,
+        "c": "",
+        "d": [],
+        "e": {},
+        "f": 0,
+        "g": "x",
+        "profile": "",
+    }
+    assert compact(row, keep=("profile",)) == {"f": 0, "g": "x", "profile": ""}
+
+
+@pytest.mark.unit
+def test_short_time_is_iso_to_the_second() -> None:
+    """Epoch seconds and millisecond ISO times in UTC become YYYY-MM-DDTHH:MM:SSZ; others stay."""
+    assert short_time(1796126144.987) == "2026-12-01T11:55:44Z"
+    assert short_time("2026-12-01T11:55:44.768Z") == "2026-12-01T11:55:44Z"
+    assert short_time("2026-12-01T11:55:44.632+00:00") == "2026-12-01T11:55:44Z"
+    assert short_time("2026-12-01T11:55:44+00:00") == "2026-12-01T11:55:44Z"
+    assert short_time("2026-12-01T11:55:44+02:00") == "2026-12-01T11:55:44+02:00"
+    assert short_time(None) is None
+
+
+def test_an_agent_reads_no_pids_internal_ids_or_raw_times(agents: Any) -> None:
+    """Through the real daemon an agent's whoami, claims, inbox and channels carry no pids,
+    acquisition times, internal labels or sender keys, and times to the second; the seed's
+    fields are all there."""
+    a, b = agents("a"), agents("b")
+    who = a.call("whoami")
+    assert who["agent"] == a.name
+    assert who["kind"] == "session"
+    assert who["via"] == "unix"
+    assert "pid" not in who
+    assert "session_pid" not in who
+    a.call("annotate", intent="fix the parser", files=["src/p.py"])
+    (row,) = [r for r in b.call("list_agents")["agents"] if r["name"] == a.name]
+    assert {"name", "profile", "pool", "phase", "focus", "labels"} <= set(row)
+    assert row["focus"] == {"intent": "fix the parser", "files": ["src/p.py"]}
+    assert not any(k.endswith(("/session-proc", "/session-id")) for k in row["labels"])
+    got = a.call("claim", resource_key="lock:db", ttl="10m")
+    assert got["acquired"] is True
+    assert isinstance(got["revision"], int)
+    assert got["token"] >= 1
+    assert "token" not in got["claim"]
+    assert "acquired_at" not in got["claim"]
+    (held,) = b.call("check_claims", prefix="lock:")["claims"]
+    assert set(held) == {"resource_key", "agent", "mode", "ttl", "expires_at", "token"}
+    assert len(held["expires_at"]) == 20
+    assert held["expires_at"].endswith("Z")
+    b.call("send", to=a.name, text="hi", idempotency_key="k-1")
+    (msg,) = a.call("inbox")["messages"]
+    assert set(msg) == {"from", "kind", "seq", "ts", "text"}
+    assert msg["ts"].endswith("Z")
+    a.call("open_channel", name="shape", participants=[b.name])
+    (chan,) = b.call("list_channels")["channels"]
+    assert set(chan) == {"name", "participants", "created_by", "phase"}

@@ -10,12 +10,25 @@ from agentcoord.agentops import AgentOps
 from agentcoord.kernel.caller import Caller
 from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._shape import for_model
 
 __all__ = ["tools"]
 
 _S: dict[str, Any] = {"type": "string"}
 _TEXT: dict[str, Any] = {"type": "string", "maxLength": 100_000}
 _TIMEOUT: dict[str, Any] = {"type": "number", "minimum": 0.1, "maximum": 3600}
+
+
+# The operator's own handles on a delivery: the linked session's Claude session id, the turn's
+# id, the inbox sequence number, the inbox ask's id and the turn's duration. A model acts on
+# the agent, the session's name and the answer.
+_INTERNAL = ("session_id", "turn", "seq", "ask", "duration_ms")
+
+
+def _shaped(caller: Caller, result: dict[str, Any]) -> dict[str, Any]:
+    if not for_model(caller):
+        return result
+    return {k: v for k, v in result.items() if k not in _INTERNAL}
 
 
 def _render_sent(r: dict[str, Any]) -> str:
@@ -41,14 +54,16 @@ def tools(operator: AgentOps) -> list[Tool]:
 
     async def send_message(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         acting_agent(caller, args, "from")
-        return await operator.deliver(caller, args["agent"], args["text"], wait=False, timeout=0)
+        sent = await operator.deliver(caller, args["agent"], args["text"], wait=False, timeout=0)
+        return _shaped(caller, sent)
 
     async def ask(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         acting_agent(caller, args, "from")
         timeout = float(args.get("timeout_secs", 600))
-        return await operator.deliver(
+        answer = await operator.deliver(
             caller, args["agent"], args["text"], wait=True, timeout=timeout
         )
+        return _shaped(caller, answer)
 
     async def reply(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args, "from")

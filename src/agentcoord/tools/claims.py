@@ -31,6 +31,7 @@ from agentcoord.stores.kv import (
 from agentcoord.stores.kv._procwatch import ProcKey, proc_key
 from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._shape import compact, for_model, short_time
 
 __all__ = [
     "ClaimSites",
@@ -192,6 +193,17 @@ def _claim_row(key: str, h: Holder, site: Site | None = None) -> dict[str, Any]:
     return row
 
 
+def _model_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A claim row as a model reads it (docs/claude-code.md "Results for the model"): seed
+    000's resource_key, agent, mode, ttl and expires_at (to the second), then the token, purpose
+    and a file's path, repository, worktree and branch when known; not when it was acquired
+    (ttl and expires_at say how long it holds)."""
+    out = compact(row, keep=("resource_key", "agent", "mode", "ttl", "expires_at"))
+    out.pop("acquired_at", None)
+    out["expires_at"] = short_time(row["expires_at"])
+    return out
+
+
 def _ttl(args: dict[str, Any], default: float | None) -> float | None:
     text = args.get("ttl")
     if not text:
@@ -232,8 +244,9 @@ def _render_claims(r: dict[str, Any]) -> str:
         f"{shown_key(c)}  {c['agent']}  {c['mode']}  until {c['expires_at']}  token {c['token']}"
         for c in r["claims"]
     ]
-    if r["total"] > len(lines):
-        lines.append(f"... {r['total'] - len(lines)} more")
+    total = r.get("total", len(lines))  # a model's result says total only when cut short
+    if total > len(lines):
+        lines.append(f"... {total - len(lines)} more")
     return "\n".join(lines)
 
 
@@ -292,15 +305,21 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         out = await claims.claim(
             agent, key, mode, ttl, purpose=args.get("purpose", ""), proc=holder_process(caller)
         )
+        model = for_model(caller)
         if isinstance(out, Contention):
-            return {"acquired": False, "holder": row(key, out.holder)}
+            held = row(key, out.holder)
+            return {"acquired": False, "holder": _model_row(held) if model else held}
         if fk is not None:
             sites.note(key, out.holder.token, holder_site(fk, caller.cwd))
+        granted = row(key, out.holder)
+        if model:  # the token once, beside revision, as seed 000's claim result puts it
+            granted = _model_row(granted)
+            del granted["token"]
         return {
             "acquired": True,
             "revision": out.revision,
             "token": out.holder.token,
-            "claim": row(key, out.holder),
+            "claim": granted,
         }
 
     async def release(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -330,6 +349,11 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         prefix = _prefix_key(args.get("prefix", ""), caller.cwd)
         rows = claims.check(prefix, args.get("holder", ""))
         limit = args.get("limit", 200)
+        if for_model(caller):
+            shown: dict[str, Any] = {"claims": [_model_row(row(k, h)) for k, h in rows[:limit]]}
+            if len(rows) > limit:
+                shown["total"] = len(rows)
+            return shown
         return {"claims": [row(k, h) for k, h in rows[:limit]], "total": len(rows)}
 
     async def audit_query(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:

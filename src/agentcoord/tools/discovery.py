@@ -11,10 +11,12 @@ from agentcoord.kernel.caller import Caller
 from agentcoord.localagents import LocalAgents
 from agentcoord.stores.agentsource import AgentSource
 from agentcoord.stores.kv import Focus, FocusStore
+from agentcoord.stores.objects.directory import PROC_LABEL, SESSION_LABEL
 from agentcoord.stores.objects.errors import BadRequest
 from agentcoord.stores.objects.selectors import parse_labels
 from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._shape import compact, for_model
 
 __all__ = ["tools"]
 
@@ -30,6 +32,31 @@ def _focus_row(f: Focus) -> dict[str, Any]:
         "symbols": list(f.symbols),
         "concepts": list(f.concepts),
     }
+
+
+# The daemon's own bookkeeping on a session's Agent: its claude's pid and start time, and its
+# Claude Code session id. A model acts on names, so its rows leave them out.
+_INTERNAL_LABELS = frozenset({PROC_LABEL, SESSION_LABEL})
+
+
+def _model_agent(row: dict[str, Any]) -> dict[str, Any]:
+    """A session agent's row as a model reads it: seed 000's fields (name, profile, pool,
+    phase, focus, labels) always, the focus without its empty parts, no internal labels."""
+    if "labels" not in row or "transport" in row:  # seed 001's records are their own contract
+        return row
+    out = compact(row, keep=("name", "profile", "pool", "phase", "focus", "labels"))
+    out["labels"] = {k: v for k, v in row["labels"].items() if k not in _INTERNAL_LABELS}
+    if row.get("focus"):
+        out["focus"] = compact(row["focus"])
+    return out
+
+
+def _model_match(match: dict[str, Any]) -> dict[str, Any]:
+    """A find_agents match as a model reads it: seed 000's agent, intent, concepts and files
+    always; symbols when there are some; the rank is the order, not a score."""
+    out = compact(match, keep=("agent", "intent", "concepts", "files"))
+    out.pop("score", None)
+    return out
 
 
 def _match_selector(labels: dict[str, str], selector: str) -> bool:
@@ -97,6 +124,8 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
         if query:
             found = focus.find(query, limit)
             out["matches"] = [{"agent": f.agent, **_focus_row(f), "score": s} for f, s in found]
+            if for_model(caller):
+                out["matches"] = [_model_match(m) for m in out["matches"]]
         if capability:
             await local_agents.refresh_sessions()  # the process walk runs off the event loop
             out["agents"] = local_agents.find(capability, limit)
@@ -134,6 +163,8 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
                 limit=limit,
             )
             rows += [{"name": r["agent_id"], "phase": r["effective_status"], **r} for r in merged]
+        if for_model(caller):
+            return {"agents": [_model_agent(r) for r in rows[:limit]]}
         return {"agents": rows[:limit]}
 
     async def get_agent(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -142,7 +173,8 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
             raise InvalidArguments("`name` is required")
         row = await agents.get_agent(name)
         if row is not None:
-            return {"found": True, "agent": with_focus(row)}
+            shown = with_focus(row)
+            return {"found": True, "agent": _model_agent(shown) if for_model(caller) else shown}
         await local_agents.refresh_sessions()
         record = local_agents.get(name)
         if record is not None:  # seed 001: registered first, then a computed local agent

@@ -16,6 +16,7 @@ from agentcoord.messaging import Messaging
 from agentcoord.messaging.prompts import ONLY_THE_HUMAN
 from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._shape import for_model, short_time
 
 __all__ = ["HUMAN_ONLY", "tools"]
 
@@ -33,6 +34,15 @@ _ASK_PROPS: dict[str, dict[str, Any]] = {
     "timeout_secs": _TIMEOUT,
     "agent": _STR,
 }
+
+
+def _model_prompt(row: dict[str, Any]) -> dict[str, Any]:
+    """A prompt row as a model reads it: not when it was raised (the list is in that order),
+    and when it was answered to the second, as ISO text."""
+    out = {k: v for k, v in row.items() if k != "created_at"}
+    if "answered_at" in out:
+        out["answered_at"] = short_time(out["answered_at"])
+    return out
 
 
 def _render_ask(r: dict[str, Any]) -> str:
@@ -89,7 +99,10 @@ def tools(messaging: Messaging) -> list[Tool]:
         return await ask(caller, args, "input", answers.check_schema(args["schema"]))
 
     async def list_prompts(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return {"prompts": await humans.list(everything=bool(args.get("all", False)))}
+        rows = await humans.list(everything=bool(args.get("all", False)))
+        if for_model(caller):
+            return {"prompts": [_model_prompt(r) for r in rows]}
+        return {"prompts": rows}
 
     async def answer_prompt(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         return await humans.answer(args["prompt"], args["answer"], caller)

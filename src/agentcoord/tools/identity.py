@@ -6,11 +6,25 @@ from typing import Any
 
 from agentcoord.kernel.caller import Caller
 from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools._shape import compact, for_model
 
 __all__ = ["tools"]
 
 
 async def _whoami(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    """Who the caller is; a model is not shown the pids (only the human's tools use them)."""
+    if for_model(caller):
+        return compact(
+            {
+                "agent": caller.agent,
+                "kind": caller.kind,
+                "session": caller.session_id,
+                "cwd": caller.cwd,
+                "via": caller.via,
+                "depth": caller.depth or None,  # 0, a person's turn, goes without saying
+            },
+            keep=("agent", "kind", "via"),
+        )
     return {
         "agent": caller.agent,
         "kind": caller.kind,

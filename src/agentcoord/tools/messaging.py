@@ -17,12 +17,33 @@ from agentcoord.messaging import Messaging
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._shape import compact, for_model, short_time
 
 __all__ = ["tools"]
 
 _STR = {"type": "string"}
 _TEXT = {"type": "string", "maxLength": 65536}
 _AGENTS = {"type": "array", "items": _STR}
+
+
+def _model_message(msg: dict[str, Any], me: str) -> dict[str, Any]:
+    """An inbox message as a model reads it: no ``to`` when it is the reader, no sender's
+    idempotency key (``id``), the time to the second; ``seq`` stays (``after`` takes it)."""
+    out = {k: v for k, v in msg.items() if k != "id" and not (k == "to" and v == me)}
+    if "ts" in out:
+        out["ts"] = short_time(out["ts"])
+    return out
+
+
+def _model_channel(row: dict[str, Any]) -> dict[str, Any]:
+    """A channel row as a model reads it: name, participants, phase, who opened it, and the
+    topic and expiry when set; not the subject (``channels.<name>``) or the creation time."""
+    out = compact(row, keep=("name", "participants", "phase"))
+    out.pop("subject", None)
+    out.pop("created_at", None)
+    if out.get("expires_at") is not None:
+        out["expires_at"] = short_time(out["expires_at"])
+    return out
 
 
 def _render_send(r: dict[str, Any]) -> str:
@@ -94,7 +115,13 @@ def tools(messaging: Messaging) -> list[Tool]:
     async def inbox(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
         limit, wait = int(args.get("limit", 100)), float(args.get("wait_secs", 0))
-        return await m.mail.inbox(me, limit, wait, after=args.get("after"))
+        got = await m.mail.inbox(me, limit, wait, after=args.get("after"))
+        if for_model(caller):  # the reader knows who it is: no `agent`
+            return {
+                "count": got["count"],
+                "messages": [_model_message(msg, me) for msg in got["messages"]],
+            }
+        return got
 
     async def broadcast(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         return await m.mail.broadcast(acting_agent(caller, args), args["text"])
@@ -113,6 +140,8 @@ def tools(messaging: Messaging) -> list[Tool]:
     async def list_channels(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         """Channels you take part in (the human sees every channel)."""
         rows = await m.rooms.visible(caller.agent, everyone=caller.kind == "human")
+        if for_model(caller):
+            return {"channels": [_model_channel(r) for r in rows]}
         return {"channels": rows}
 
     async def close_channel(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
