@@ -22,7 +22,13 @@ from typing import Any
 
 import pytest
 
-from agentcoord.daemon.push import CHANNEL, PERMISSION, PERMISSION_PREFIX, PUSH_ENV
+from agentcoord.daemon.push import (
+    CHANNEL,
+    PERMISSION,
+    PERMISSION_PREFIX,
+    PUSH_ENV,
+    notification,
+)
 from tests.conftest import Daemon, cli_json
 from tests.tools.session_helpers import finish, session_call
 
@@ -228,6 +234,7 @@ def test_a_permission_request_becomes_a_prompt_whose_first_answer_goes_back(
     s.notify("notifications/claude/channel/permission_request", _REQUEST)
     prompt = _open_prompt(daemon, me)
     assert "Bash" in prompt["question"]
+    assert "ls -la" in prompt["question"]  # the console shows the question alone
     assert "ls -la" in prompt["context"]
 
     first = _answer(daemon, prompt["id"], "deny")
@@ -264,3 +271,19 @@ def test_a_dialog_answered_in_the_terminal_closes_its_prompt(
     with contextlib.suppress(queue.Empty):
         note = s.notes.get_nowait()
         raise AssertionError(f"unexpected notification {note}")
+
+
+def test_a_notification_carries_the_hook_line_and_meta_keys_claude_code_takes() -> None:
+    """The channel content is the hooks' line, and every meta key is an identifier (Claude
+    Code makes them attributes of the <channel> tag)."""
+    import re
+
+    view = {"from": "a-1", "kind": "text", "channel": "ops", "seq": 7, "text": "deploy done"}
+    note = notification(view)
+    assert note["method"] == CHANNEL
+    assert note["params"]["content"] == "from a-1 in #ops: deploy done"
+    meta = note["params"]["meta"]
+    assert meta == {"from": "a-1", "kind": "text", "channel": "ops", "id": "7", "seq": "7"}
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in meta)
+    offer = notification({"from": "b", "kind": "offer", "handoff": {}, "seq": 8})
+    assert offer["params"]["content"] == "from b: a handoff offer (see the inbox tool)"

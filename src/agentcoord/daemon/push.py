@@ -81,6 +81,7 @@ _POLL_S = 2.0  # the slow poll behind the wake-ups
 _PERMISSION_WAIT_S = 24 * 3600.0  # an unanswered dialog's prompt stays open this long
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _PREVIEW_CHARS = 2000
+_SHOWN_CHARS = 300  # of the input preview, in the question
 
 Send = Callable[[Any], Awaitable[None]]
 
@@ -314,6 +315,9 @@ class ChannelPush:
         question = f"{PERMISSION_PREFIX}: allow {tool}?" + (
             f" {description}" if description else ""
         )
+        if preview:  # the console shows the question alone: it carries the input's start too
+            cut = len(preview) > _SHOWN_CHARS
+            question += f" ({preview[: _SHOWN_CHARS - 3] + '...' if cut else preview})"
         context = f"session {target.agent}, tool {tool}" + (
             f"\ninput: {preview}" if preview else ""
         )
