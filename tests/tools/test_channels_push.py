@@ -165,6 +165,21 @@ def test_a_message_reaches_an_idle_push_session_as_a_notification_exactly_once(
     assert a.notes.empty()
 
 
+def test_messages_queued_before_the_handshake_arrive_once_it_is_done(
+    daemon: Daemon, claude_bin: Path, sessions: list[ShimSession]
+) -> None:
+    """What waited in the inbox before the session finished its handshake is pushed, in order,
+    as soon as it has (nothing is pushed before notifications/initialized)."""
+    s = _session(daemon, claude_bin, sessions, push=True)
+    me = s.whoami()  # before initialize: the session is not pushed to yet
+    _send(daemon, claude_bin, me, "first")
+    _send(daemon, claude_bin, me, "second")
+    assert s.notes.empty()
+    s.initialize()
+    assert s.next_note(CHANNEL)["content"].endswith(": first")
+    assert s.next_note(CHANNEL)["content"].endswith(": second")
+
+
 def test_a_session_without_channels_gets_its_messages_from_the_hook(
     daemon: Daemon, claude_bin: Path, sessions: list[ShimSession]
 ) -> None:

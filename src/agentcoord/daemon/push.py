@@ -263,7 +263,6 @@ class ChannelPush:
     async def _pump(self, target: _Target) -> None:
         """Read, write, confirm: a message is acknowledged only once written whole."""
         bus = self._messaging.bus
-        mine = inbox_subject(target.agent)
         written = 0  # the highest seq written to the socket (or skipped as our own)
         batch, linger = _BATCH, 0.0  # first: what queued up while the session was away
         while not target.stopped:
@@ -274,22 +273,33 @@ class ChannelPush:
             # batch (up to 1 s) when the consumer says a message is on its way. A full batch
             # means a backlog: keep taking batches.
             batch, linger = (_BATCH if len(got) >= batch > 1 else 1), 0.0
-            for r in got:
-                if target.stopped:
-                    return  # left held: the next reader gets it
-                view = wire.message_view(r.message, r.seq)
-                if view.get("from") != target.agent or r.subject == mine:
-                    try:
-                        await target.send(notification(view))
-                    except (ConnectionError, RuntimeError):
-                        return
-                written = max(written, r.seq)
+            written = await self._write(target, got, written)
             if got:
                 continue  # the next read confirms what was written, and drains the rest
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._poll):
                     await target.wake.wait()
                     linger = _LINGER_S
+        if written:
+            # Confirm what this connection was given; anything the read takes with it stays
+            # held for the next reader (the bus gives it again).
+            await bus.read(target.agent, 1, 0.0, after=written)
+
+    async def _write(self, target: _Target, got: list[Any], written: int) -> int:
+        """Write ``got`` as notifications until one fails; the highest seq written."""
+        mine = inbox_subject(target.agent)
+        for r in got:
+            if target.stopped:
+                break  # left unconfirmed: the next reader gets it
+            view = wire.message_view(r.message, r.seq)
+            if view.get("from") != target.agent or r.subject == mine:  # not our own post
+                try:
+                    await target.send(notification(view))
+                except (ConnectionError, RuntimeError):
+                    target.stopped = True
+                    break
+            written = max(written, r.seq)
+        return written
 
     # -- permission relay ----------------------------------------------------------------------
 
