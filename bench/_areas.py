@@ -899,6 +899,13 @@ def area_hooks(ctx: Ctx) -> Area:
     return hooks.report(ctx)
 
 
+def area_results(ctx: Ctx) -> Area:
+    """What the model reads: result and tools/list sizes (bench/results.py)."""
+    import results
+
+    return results.area(ctx)  # type: ignore[no-any-return]
+
+
 AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("startup", area_startup),
     ("claims", area_claims),
@@ -911,4 +918,5 @@ AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("memory", area_memory),
     ("week", area_week),
     ("hooks", area_hooks),
+    ("results", area_results),
 ]

@@ -29,7 +29,7 @@ from tests.conftest import FAKES, Daemon, make_env  # noqa: E402
 from tests.tools.conftest import AgentProc  # noqa: E402
 from tests.tools.session_helpers import unix_request  # noqa: E402
 
-__all__ = ["BEFORE", "measure", "report"]
+__all__ = ["BEFORE", "area", "measure", "report"]
 
 AGENTS, CLAIMS, CHANNELS, MESSAGES = 7, 20, 3, 10
 
@@ -83,9 +83,15 @@ def _state(agents: list[AgentProc]) -> None:
         agents[2].call("escalate", question=f"may I drop table t{q}?", timeout_secs=0)
 
 
-def measure(tmp: Path, shown: dict[str, Any] | None = None) -> dict[str, int]:
+def measure(shown: dict[str, Any] | None = None) -> dict[str, int]:
     """The size of each common tool's result for the first of seven agents (each result also
-    put in ``shown``, when given)."""
+    put in ``shown``, when given). File keys hold the project's path, so every run makes it
+    in a temp dir named like BEFORE's (``/tmp/bench-results-XXXXXXXX``)."""
+    with tempfile.TemporaryDirectory(prefix="bench-results-") as tmp:
+        return _measure(Path(tmp), shown)
+
+
+def _measure(tmp: Path, shown: dict[str, Any] | None) -> dict[str, int]:
     claude = tmp / "bin" / "claude"
     claude.parent.mkdir(parents=True)
     claude.write_text(f"#!{sys.executable}\n" + (FAKES / "claude_standin.py").read_text())
@@ -165,10 +171,36 @@ def report(sizes: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
+def area(ctx: Any) -> Any:
+    """bench/run's area (bench/_areas.py ``Ctx`` -> ``Area``): each size against BEFORE, in
+    bytes; lower is better."""
+    from _areas import Area
+    from _common import Figure
+
+    sizes = measure()
+    figures = [
+        Figure(
+            f"{label} bytes" if label.startswith("tools/") else f"{label} structuredContent",
+            float(now),
+            "before (7921778)",
+            float(BEFORE[label]) if label in BEFORE else None,
+            "B",
+            "<= 1x",
+        )
+        for label, now in sizes.items()
+    ]
+    notes = [
+        "Bytes of the compact JSON a model gets (FACTS.md: Claude Code sends structuredContent, "
+        "not the text): 7 agents, 20 claims, 3 channels, 10 messages waiting, 2 open prompts; "
+        "the baseline is the same state measured at commit 7921778, before results were shaped "
+        "for the model (bench/results.py BEFORE)."
+    ]
+    return Area("Results for the model", figures, notes=notes)
+
+
 def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="bench-results-") as tmp:
-        shown: dict[str, Any] = {}
-        sizes = measure(Path(tmp), shown)
+    shown: dict[str, Any] = {}
+    sizes = measure(shown)
     if "--show" in sys.argv[1:]:
         for label, result in shown.items():
             print(f"{label}: {json.dumps(result)}")
