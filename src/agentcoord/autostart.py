@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from agentcoord._paths import default_state_dir
+from agentcoord._paths import default_runtime_dir, default_state_dir
 from agentcoord.errors import DaemonUnreachable
 
 __all__ = ["NO_AUTOSTART_ENV", "connect_or_start", "log_path"]
@@ -76,8 +76,8 @@ def connect_or_start(
     if _disabled(env):
         raise DaemonUnreachable(
             f"no daemon is listening on {path} ({why}) and {NO_AUTOSTART_ENV}=1 keeps it from "
-            "being started on demand: start it with `agentcoord serve`, or `systemctl --user "
-            "start agentcoord.socket` after `agentcoord install --user`"
+            "being started on demand (the systemd service starts with `systemctl --user start "
+            "agentcoord.socket`)"
         )
     if env.get("AGENTCOORD_JOB_ID"):
         # A runner the daemon started: its daemon is gone, and one started here (in the
@@ -94,6 +94,8 @@ def connect_or_start(
         ) from None
     start = os.lseek(out, 0, os.SEEK_END)
     daemon_env = {k: v for k, v in env.items() if k not in _SESSION_ENV}
+    if runtime != default_runtime_dir(env, os.getuid()):  # `agentcoord mcp --runtime-dir`
+        daemon_env["AGENTCOORD_RUNTIME_DIR"] = str(runtime)
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "agentcoord", "serve"],

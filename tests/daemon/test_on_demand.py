@@ -58,8 +58,10 @@ def stop_daemons(state: Path) -> None:
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A private state and runtime dir with no daemon; any daemon started there is stopped."""
+    """A private state and runtime dir with no daemon, starting on demand allowed (whatever the
+    suite's default); any daemon started there is stopped."""
     env = make_env(tmp_path)
+    env.pop("AGENTCOORD_NO_AUTOSTART", None)
     yield env
     stop_daemons(Path(env["AGENTCOORD_STATE_DIR"]))
 
@@ -134,6 +136,23 @@ def test_a_stale_socket_file_does_not_stop_the_start(env: dict[str, str]) -> Non
     code, replies, err = _shim(env, _requests(INITIALIZE))
     assert code == 0, err
     assert _answered_by_daemon(replies[0]), replies
+
+
+def test_a_runtime_dir_flag_is_the_started_daemons_too(env: dict[str, str], tmp_path: Path) -> None:
+    """`agentcoord mcp --runtime-dir DIR` starts a daemon that serves DIR's socket."""
+    run = tmp_path / "flagged"
+    env.pop("AGENTCOORD_RUNTIME_DIR")
+    out = subprocess.run(
+        [*SHIM, "--runtime-dir", str(run)],
+        env=env,
+        input=_requests(INITIALIZE),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert _answered_by_daemon(json.loads(out.stdout)), out
+    assert (run / "agentcoord.sock").is_socket()
 
 
 def test_no_autostart_says_so_in_the_handshake(env: dict[str, str]) -> None:
