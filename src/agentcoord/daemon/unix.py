@@ -182,12 +182,17 @@ class UnixListener:
             if reply is None:
                 return
             # One write() per reply keeps replies whole (the transport buffers it entire, with
-            # no await in between); concurrent drain() waiters are fine, so no lock. Channel
-            # pushes (daemon/push.py) go through here too, so they never split a reply.
-            if writer.is_closing():
-                raise ConnectionResetError("the connection is closed")
+            # no await in between); concurrent drain() waiters are fine, so no lock.
             writer.write(encode(reply) + b"\n")
             await writer.drain()
+
+        async def push(note: Any) -> None:
+            """A channel notification (daemon/push.py): a line like a reply, so it never
+            splits one; and an error, not a silent drop, once the connection is closing, since
+            the push acknowledges what it wrote."""
+            if writer.is_closing():
+                raise ConnectionResetError("the connection is closed")
+            await send(note)
 
         try:
             try:
@@ -197,7 +202,7 @@ class UnixListener:
                 await self._refuse(reader, send, str(exc))
                 return
             # Read while the pidfd pins the peer: its launcher's opt-in to channel push.
-            push = (
+            opt_in = (
                 caller.kind == "session"
                 and self._core.push is not None
                 and opted_in(cred.pid)
@@ -205,7 +210,7 @@ class UnixListener:
             )
         finally:
             cred.close()
-        session = conn.session = McpSession(caller=caller, send=send, push_opt_in=push)
+        session = conn.session = McpSession(caller=caller, send=push, push_opt_in=opt_in)
         try:
             await self._session(reader, sock, session, send, conn)
         finally:
