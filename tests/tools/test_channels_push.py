@@ -70,12 +70,16 @@ class ShimSession:
         self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
         self.proc.stdin.flush()
 
-    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def reply(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The whole JSON-RPC reply to one request."""
         msg_id = next(self._ids)
         with self._lock:
             box = self._replies.setdefault(msg_id, queue.Queue())
         self._write({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
-        reply = box.get(timeout=WAIT)
+        return box.get(timeout=WAIT)
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        reply = self.reply(method, params)
         assert "result" in reply, reply
         return reply["result"]  # type: ignore[no-any-return]
 
@@ -141,6 +145,8 @@ def test_a_message_reaches_an_idle_push_session_as_a_notification_exactly_once(
     once: the next hook injects nothing and the next notification is the next message."""
     a = _session(daemon, claude_bin, sessions, push=True)
     b = _session(daemon, claude_bin, sessions, push=True)
+    # Claude Code's probe first: -32601 keeps it on a protocol that has channels (FACTS.md).
+    assert a.reply("server/discover")["error"]["code"] == -32601
     caps = a.initialize()["capabilities"]
     assert set(caps["experimental"]) == {"claude/channel", "claude/channel/permission"}
     b.initialize()
