@@ -213,6 +213,28 @@ def test_session_start_hook_starts_the_daemon(env: dict[str, str], claude_bin: P
     assert len(daemons_on(Path(env["AGENTCOORD_STATE_DIR"]))) == 1
 
 
+def test_session_start_hook_says_why_no_daemon_could_start(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """When the daemon it starts fails, the SessionStart hook tells the user and the model that
+    coordination is off, with the daemon's own reason."""
+    (tmp_path / "a-file").write_text("")
+    env["AGENTCOORD_STATE_DIR"] = str(tmp_path / "a-file" / "state")
+    out = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "hook", "session-start"],
+        env=env,
+        input="{}",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    told = json.loads(out.stdout)["systemMessage"]
+    assert "off for this session" in told
+    assert "could not start" in told
+    assert "Not a directory" in told
+
+
 def test_other_hooks_never_start_a_daemon(env: dict[str, str]) -> None:
     """A command hook on another event (an older setup's PreToolUse) passes at once with no
     daemon and starts none."""
