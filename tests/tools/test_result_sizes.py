@@ -5,6 +5,9 @@ seed argument kept, and agents' results without the CLI's extra fields (docs/cla
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -13,6 +16,8 @@ from agentcoord.daemon.services import Services
 from agentcoord.daemon.toolset import build_registry
 from agentcoord.tools._base import model_schema
 from agentcoord.tools._shape import compact, short_time
+from tests.conftest import Daemon
+from tests.tools.conftest import AgentProc
 
 # The bytes of the compact JSON tools array an agent's tools/list sends (every page). With
 # every tool, every argument and its type it cannot go below ~8.1 KB even with empty
@@ -247,3 +252,28 @@ def test_an_agent_reads_no_pids_internal_ids_or_raw_times(agents: Any) -> None:
     a.call("open_channel", name="shape", participants=[b.name])
     (chan,) = b.call("list_channels")["channels"]
     assert set(chan) == {"name", "participants", "created_by", "phase"}
+
+
+def test_a_file_claim_in_your_own_worktree_omits_worktree_and_branch(
+    daemon: Daemon, claude_bin: Path, tmp_path: Path
+) -> None:
+    """Two agents in one git worktree: each sees the other's file claim by its path and
+    repository, without the worktree and branch they share (another worktree's are shown:
+    tests/tools/test_repo_claims.py)."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    holder, looker = AgentProc(daemon, claude_bin, repo), AgentProc(daemon, claude_bin, repo)
+    try:
+        holder.call("claim", resource_key="file:src/app.py")
+        (row,) = looker.call("check_claims", prefix="file:src/")["claims"]
+        assert row["path"] == "src/app.py"
+        assert row["repository"] == os.path.realpath(repo / ".git")
+        assert "worktree" not in row
+        assert "branch" not in row
+        lost = looker.call("claim", resource_key="file:src/app.py")
+        assert lost["acquired"] is False
+        assert lost["holder"]["agent"] == holder.name
+        assert "worktree" not in lost["holder"]
+    finally:
+        holder.close()
+        looker.close()

@@ -193,15 +193,30 @@ def _claim_row(key: str, h: Holder, site: Site | None = None) -> dict[str, Any]:
     return row
 
 
-def _model_row(row: dict[str, Any]) -> dict[str, Any]:
+def _model_row(row: dict[str, Any], mine: Site | None = None) -> dict[str, Any]:
     """A claim row as a model reads it (docs/claude-code.md "Results for the model"): seed
     000's resource_key, agent, mode, ttl and expires_at (to the second), then the token, purpose
-    and a file's path, repository, worktree and branch when known; not when it was acquired
-    (ttl and expires_at say how long it holds)."""
+    and a file's path and repository, and the holder's worktree and branch when known and not
+    ``mine`` (the reader's own); not when it was acquired (ttl and expires_at say how long it
+    holds)."""
     out = compact(row, keep=("resource_key", "agent", "mode", "ttl", "expires_at"))
     out.pop("acquired_at", None)
     out["expires_at"] = short_time(row["expires_at"])
+    if mine is not None and (row.get("worktree"), row.get("branch")) == (
+        mine.worktree,
+        mine.branch,
+    ):
+        out.pop("worktree", None)
+        out.pop("branch", None)
     return out
+
+
+def _own_site(cwd: str | None) -> Site | None:
+    """The worktree and branch ``cwd`` is in, or None outside git (or without a cwd)."""
+    if not cwd:
+        return None
+    here = resolve_file_key(os.path.join(cwd, "_"), None)
+    return Site(here.worktree, here.branch) if here.repo is not None else None
 
 
 def _ttl(args: dict[str, Any], default: float | None) -> float | None:
@@ -308,12 +323,14 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         model = for_model(caller)
         if isinstance(out, Contention):
             held = row(key, out.holder)
-            return {"acquired": False, "holder": _model_row(held) if model else held}
+            if model:
+                held = _model_row(held, _own_site(caller.cwd) if fk is not None else None)
+            return {"acquired": False, "holder": held}
         if fk is not None:
             sites.note(key, out.holder.token, holder_site(fk, caller.cwd))
         granted = row(key, out.holder)
         if model:  # the token once, beside revision, as seed 000's claim result puts it
-            granted = _model_row(granted)
+            granted = _model_row(granted, _own_site(caller.cwd) if fk is not None else None)
             del granted["token"]
         return {
             "acquired": True,
@@ -350,7 +367,10 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         rows = claims.check(prefix, args.get("holder", ""))
         limit = args.get("limit", 200)
         if for_model(caller):
-            shown: dict[str, Any] = {"claims": [_model_row(row(k, h)) for k, h in rows[:limit]]}
+            mine = _own_site(caller.cwd)
+            shown: dict[str, Any] = {
+                "claims": [_model_row(row(k, h), mine) for k, h in rows[:limit]]
+            }
             if len(rows) > limit:
                 shown["total"] = len(rows)
             return shown
