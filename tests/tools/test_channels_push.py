@@ -308,3 +308,28 @@ def test_a_notification_carries_the_hook_line_and_meta_keys_claude_code_takes() 
     assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k) for k in meta)
     offer = notification({"from": "b", "kind": "offer", "handoff": {}, "seq": 8})
     assert offer["params"]["content"] == "from b: a handoff offer (see the inbox tool)"
+
+
+def test_a_channel_post_reaches_a_participating_push_session(
+    daemon: Daemon, claude_bin: Path, sessions: list[ShimSession]
+) -> None:
+    """A post on a channel the push session takes part in is pushed with the channel named in
+    the content and the meta; a session outside the channel gets nothing of it."""
+    a = _session(daemon, claude_bin, sessions, push=True)
+    out = _session(daemon, claude_bin, sessions, push=True)
+    a.initialize()
+    out.initialize()
+    me, outsider = a.whoami(), out.whoami()
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("whoami", {}),
+        ("open_channel", {"name": "ops", "participants": [me]}),
+        ("send", {"channel": "ops", "text": "deploy at noon"}),
+    ]
+    sent = session_call(daemon, claude_bin, calls)
+    assert not sent[2].get("isError"), sent[2]
+    sender = sent[0]["structuredContent"]["agent"]
+    params = a.next_note(CHANNEL)
+    assert params["content"] == f"from {sender} in #ops: deploy at noon"
+    assert params["meta"]["channel"] == "ops"
+    _send(daemon, claude_bin, outsider, "only for you")
+    assert out.next_note(CHANNEL)["content"].endswith(": only for you")

@@ -250,15 +250,27 @@ class ChannelPush:
             self._close(target, pending, why)
 
     async def _on_message(self, msg: Any) -> None:
-        """A wake-up: an inbox message wakes its agent's pump, anything else every pump."""
+        """A wake-up: an inbox message wakes its agent's pump, a channel post its
+        participants' (as the record names them: the send routed it to them), a broadcast or
+        a channel without a record every pump. A woken pump that finds nothing holds the
+        agent's inbox for the linger, so the others are left to sleep."""
         subject: str = msg.subject
+        if not self._targets:
+            return
+        woken: Any = self._targets.keys()
         if subject.startswith("agents.") and subject.endswith(".inbox"):
-            target = self._targets.get(subject[len("agents.") : -len(".inbox")])
+            woken = [subject[len("agents.") : -len(".inbox")]]
+        elif subject.startswith("channels."):
+            try:
+                rec = await self._messaging.channels.get(subject[len("channels.") :])
+            except Exception:  # a store hiccup: wake them all, the reads sort it out
+                rec = None
+            if rec is not None:
+                woken = rec.participants
+        for agent in list(woken):
+            target = self._targets.get(agent)
             if target is not None:
                 target.wake.set()
-            return
-        for target in self._targets.values():
-            target.wake.set()
 
     async def _pump(self, target: _Target) -> None:
         """Read, write, confirm: a message is acknowledged only once written whole."""
