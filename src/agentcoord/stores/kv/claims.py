@@ -96,11 +96,11 @@ class Granted:
     revision: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # one per claim and release: not frozen, whose __init__ is slower
 class _Plan:
     record: ClaimRecord | None  # the new value, None to delete
     write: bool
-    result: Callable[[int], Any]
+    result: Callable[[int, ClaimRecord | None], Any]  # (revision, the record installed)
     released: tuple[tuple[Holder, ReleaseReason], ...] = ()
 
 
@@ -245,11 +245,11 @@ class ClaimStore:
             )
             outcome = grant(cur, key, wanted, now, self.policy)
             if isinstance(outcome, Contention):
-                return _Plan(cur, False, lambda _rev: outcome)
+                return _Plan(cur, False, lambda _rev, _rec: outcome)
             record, dropped = outcome
 
-            def done(rev: int) -> Granted:
-                final = record.with_tokens(rev)
+            def done(rev: int, final: ClaimRecord | None) -> Granted:
+                assert final is not None
                 mine = final.holders[-1]
                 self._audit.emit(
                     "CLAIM_ACQUIRED",
@@ -293,9 +293,9 @@ class ClaimStore:
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
             out = _rules.release(cur, key, agent, token, now, self.policy)
             if out is None:
-                return _Plan(cur, False, lambda _rev: False)
+                return _Plan(cur, False, lambda _rev, _rec: False)
             record, gone = out
-            return _Plan(record, True, lambda _rev: True, ((gone, "released"),))
+            return _Plan(record, True, lambda _rev, _rec: True, ((gone, "released"),))
 
         return bool(await self._mutate(escape_key(key), plan))
 
@@ -309,7 +309,7 @@ class ClaimStore:
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
             record, new = _rules.renew(cur, key, agent, token, ttl, now, self.policy)
-            return _Plan(record, True, lambda _rev: new)
+            return _Plan(record, True, lambda _rev, _rec: new)
 
         return await self._mutate(escape_key(key), plan)  # type: ignore[no-any-return]
 
@@ -319,7 +319,7 @@ class ClaimStore:
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
             record = _rules.beat(cur, agent, now, self.policy)
-            return _Plan(record, record is not None, lambda _rev: record is not None)
+            return _Plan(record, record is not None, lambda _rev, _rec: record is not None)
 
         renewed: list[str] = []
         for key in sorted({key for key, _ in self.held_by(agent)}):
@@ -390,7 +390,7 @@ class ClaimStore:
                 now = self._clock()
                 plan = planner(cur, now)
                 if not plan.write:
-                    return plan.result(rev)
+                    return plan.result(rev, cur)
                 try:
                     if plan.record is None:
                         new_rev = await _natskv.delete(self._js, subject, rev, self._pub)
@@ -403,12 +403,13 @@ class ClaimStore:
                 except _natskv.CasConflict:
                     fresh = True
                     continue
-                self._apply(esc, plan.record.with_tokens(new_rev) if plan.record else None, new_rev)
+                final = plan.record.with_tokens(new_rev) if plan.record else None
+                self._apply(esc, final, new_rev)
                 if plan.released:
                     resource = unescape_key(esc)
                     for holder, reason in plan.released:
                         self._released(resource, holder, reason)
-                return plan.result(new_rev)
+                return plan.result(new_rev, final)
         finally:
             self._unlock_key(esc)
         raise ClaimConflict(f"{esc} kept changing; try again")
@@ -581,8 +582,8 @@ class ClaimStore:
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
             out = _rules.drop(cur, lambda h: why(h, now))
             if out is None:
-                return _Plan(cur, False, lambda _rev: None)
-            return _Plan(out[0], True, lambda _rev: None, tuple(out[1]))
+                return _Plan(cur, False, lambda _rev, _rec: None)
+            return _Plan(out[0], True, lambda _rev, _rec: None, tuple(out[1]))
 
         await self._mutate(esc, plan)
 
