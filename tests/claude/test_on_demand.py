@@ -21,7 +21,7 @@ from agentcoord._paths import default_runtime_dir, default_state_dir
 from agentcoord.shim import STATUS_TOOL
 from tests.claude.conftest import OFFLINE, SERVER, mcp_list_line
 from tests.claude.model_api import ModelAPI, Text
-from tests.daemon.test_on_demand import daemons_on, stop_daemons
+from tests.daemon.test_on_demand import assert_one_daemon, daemons_on, stop_daemons
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_cold_claude_mcp_list_starts_the_daemon(
     assert daemons_on(state) == []
     line = mcp_list_line(real_claude, user_env, tmp_path / "project")
     assert "✔ Connected" in line, line
-    assert len(daemons_on(state)) == 1
+    assert_one_daemon(state)
     probe = socket.socket(socket.AF_UNIX)
     try:
         probe.connect(str(default_runtime_dir(user_env, os.getuid()) / "agentcoord.sock"))
