@@ -30,6 +30,7 @@ from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natslink import NatsLink, js_timeout
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.procprobe import PsutilProbe
+from agentcoord.daemon.push import ChannelPush
 from agentcoord.daemon.services import Services
 from agentcoord.daemon.startup import Phases
 from agentcoord.daemon.status import Connections, DaemonStatus
@@ -278,6 +279,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     cfg = s.config
     connections = Connections(http_addr=cfg.http_addr)
     status = DaemonStatus(s, connections)
+    push = ChannelPush(s.messaging)  # channel push (docs/claude-code.md "Channels")
     hooks = Hooks(
         HookDeps(
             claims=s.claims,
@@ -286,6 +288,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
             directory=s.identity.directory,
             sessions=s.sessions,
             edit_leases=EditLeases.from_config(cfg),
+            push=push,
         )
     )
     core = McpCore(
@@ -296,7 +299,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
         cfg.tools_page_size,
         claims=s.claims,
         focus=s.focus,
-        push_from=s.messaging,  # channel push (docs/claude-code.md "Channels")
+        push=push,
     )
     sections = ConsoleSections(
         claims=s.claims,

@@ -21,6 +21,7 @@ from agentcoord.stores.kv._keys import MAX_KEY_CHARS
 
 if TYPE_CHECKING:
     from agentcoord.config import Config
+    from agentcoord.daemon.push import ChannelPush
     from agentcoord.kernel.directory import AgentDirectory
     from agentcoord.localagents.session_end import SessionWatch
     from agentcoord.messaging import Messaging
@@ -66,6 +67,7 @@ class HookDeps:
     directory: AgentDirectory
     sessions: SessionWatch
     edit_leases: EditLeases = field(default_factory=EditLeases)
+    push: ChannelPush | None = None  # channel sessions (docs/claude-code.md "Channels")
 
 
 _EVENT_NAMES = {
@@ -258,9 +260,9 @@ async def _inbox_context(
     if caller.kind == "human":
         return None
     from agentcoord import wire
-    from agentcoord.daemon.push import context_line, push_for
+    from agentcoord.daemon.push import context_line
 
-    push = push_for(messaging)
+    push = deps.push
     if push is not None and caller.kind == "session":
         guess = "PostToolUse" if "tool_name" in payload else "UserPromptSubmit"
         push.moved_on(caller.agent, str(payload.get("hook_event_name") or guess), payload)

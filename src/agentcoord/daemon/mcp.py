@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from agentcoord.daemon.hooks import Hooks
     from agentcoord.daemon.identity import IdentityResolver
     from agentcoord.daemon.status import DaemonStatus
-    from agentcoord.messaging import Messaging
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
 __all__ = ["ACCESS_DENIED", "LATEST_PROTOCOL", "SUPPORTED_PROTOCOLS", "McpCore", "McpSession"]
@@ -92,7 +91,7 @@ class McpCore:
         *,
         claims: ClaimStore,
         focus: FocusStore,
-        push_from: Messaging | None = None,
+        push: ChannelPush | None = None,
     ) -> None:
         self._registry = registry
         self._identity = identity
@@ -101,9 +100,9 @@ class McpCore:
         self._page_size = max(1, page_size)
         self._claims = claims  # read by agentcoord/commit-check (daemon/commitcheck.py)
         self._focus = focus
-        # Pushes inbox messages from ``push_from`` into channel sessions; entered by the unix
-        # listener, the one transport that can write unasked.
-        self.push = ChannelPush(push_from) if push_from is not None else None
+        # Pushes inbox messages into channel sessions; entered by the unix listener, the one
+        # transport that can write unasked.
+        self.push = push
 
     async def handle_payload(self, value: Any, session: McpSession) -> Any:
         """Answer one decoded payload (a message or a batch); None when nothing is owed."""

@@ -30,7 +30,6 @@ import contextlib
 import logging
 import re
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -56,7 +55,6 @@ __all__ = [
     "context_line",
     "notification",
     "opted_in",
-    "push_for",
 ]
 
 log = logging.getLogger(__name__)
@@ -84,15 +82,6 @@ _PREVIEW_CHARS = 2000
 _SHOWN_CHARS = 300  # of the input preview, in the question
 
 Send = Callable[[Any], Awaitable[None]]
-
-# Messaging service -> the push beside it, for the hooks (daemon/hooks.py), which are built
-# with the services but not with the listeners.
-_PUSHES: weakref.WeakKeyDictionary[Any, ChannelPush] = weakref.WeakKeyDictionary()
-
-
-def push_for(messaging: Any) -> ChannelPush | None:
-    """The running push of the daemon whose messaging service this is, if any."""
-    return _PUSHES.get(messaging)
 
 
 def opted_in(pid: int | None) -> bool:
@@ -195,11 +184,9 @@ class ChannelPush:
         nc = self._messaging.nc
         for subject in ("agents.*.inbox", BROADCAST_SUBJECT, "channels.>"):
             self._subs.append(await nc.subscribe(subject, cb=self._on_message))
-        _PUSHES[self._messaging] = self
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        _PUSHES.pop(self._messaging, None)
         for sub in self._subs:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
