@@ -389,8 +389,8 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
     return [
         Tool(
             "claim",
-            "Lease a key (file:<path> or any name) before editing; ttl e.g. 10m (default 5m). "
-            "Returns a token, or the holder.",
+            "Lease a key (file:<path> or a name) before editing; write excludes, read shares. "
+            "ttl e.g. 10m (default 5m).",
             obj_schema(
                 ("resource_key",),
                 resource_key=_KEY,

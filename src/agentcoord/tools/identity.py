@@ -51,7 +51,7 @@ def tools() -> list[Tool]:
     return [
         Tool(
             "whoami",
-            "Who you are to the daemon (agent, session, cwd), from your connection.",
+            "Who you are (agent, session, cwd), from your connection.",
             obj_schema(),
             _whoami,
             _render,
