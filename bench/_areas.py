@@ -252,8 +252,9 @@ def area_claims(ctx: Ctx) -> Area:
         },
         curves={"claim+release via MCP": ours_c, "raw kv.create+delete": raw_c},
         notes=[
-            "Release alone: each key is claimed (raw: created) untimed, then released; the "
-            "raw delete, the release without a token and the one with it alternate key by key. "
+            "The 1-client pairs alternate ours and raw pair by pair. Release alone: each key "
+            "is claimed (raw: created) untimed, then released; the raw delete, the release "
+            "without a token and the one with it alternate key by key. "
             "Pairs are claim + release: two KV writes each. Throughput at 16 clients is the "
             "median of three rounds (about a second each), ours and raw alternating. "
             "The embedded server writes each "
