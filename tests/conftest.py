@@ -46,6 +46,9 @@ def _isolate_home() -> Path:
         KUBECONFIG=str(home / ".kube" / "config"),
         KUBECACHEDIR=str(home / ".kube" / "cache"),  # else kubectl caches discovery in ~/.kube
         CLAUDE_CONFIG_DIR=str(home / ".claude"),
+        # No test starts a daemon on demand unless it asks (docs/claude-code.md "Daemon on
+        # demand"): a shim or hook without one would leave a daemon behind.
+        AGENTCOORD_NO_AUTOSTART="1",
     )
     if sys.prefix != sys.base_prefix:
         # Run from a venv without activating it (README: .venv/bin/python -m pytest): its
@@ -236,6 +239,7 @@ def make_env(root: Path, **extra: str) -> dict[str, str]:
         AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
         CLAUDE_CONFIG_DIR=str(root / "claude-home"),
         XDG_CONFIG_HOME=str(root / "xdg-config"),
+        AGENTCOORD_NO_AUTOSTART="1",  # a test asks for the daemon on demand explicitly
     )
     env.update(extra)
     return env

@@ -162,7 +162,8 @@ def test_other_uid_is_refused(daemon_factory: Any) -> None:
 
 
 def test_shim_without_daemon_says_so(tmp_path: Path) -> None:
-    """`agentcoord mcp` with no daemon prints a clear stderr message and nothing on stdout."""
+    """`agentcoord mcp` with no daemon and autostart off says why on stderr, and still answers
+    the client over MCP (an invalid request gets a JSON-RPC error, never silence)."""
     env = dict(os.environ, AGENTCOORD_RUNTIME_DIR=str(tmp_path / "nowhere"))
     out = subprocess.run(
         [sys.executable, "-m", "agentcoord", "mcp"],
@@ -171,6 +172,8 @@ def test_shim_without_daemon_says_so(tmp_path: Path) -> None:
         capture_output=True,
         timeout=20,
     )
-    assert out.returncode == 69
-    assert out.stdout == b""
+    assert out.returncode == 0
+    reply = json.loads(out.stdout)
+    assert reply["id"] is None and reply["error"]["code"] == -32600
     assert b"no daemon is listening" in out.stderr
+    assert b"AGENTCOORD_NO_AUTOSTART=1" in out.stderr

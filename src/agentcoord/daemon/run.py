@@ -44,7 +44,10 @@ _START_ABANDON_S = 2.0  # a start that ignores its cancel this long: the process
 def prepare_dirs(cfg: Config) -> None:
     """Create the state and runtime dirs 0700 and refuse ones another user owns."""
     for path in (cfg.state_dir, cfg.runtime_dir):
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:  # one line naming the path (STYLE.md 6), not a traceback
+            raise ConfigError(f"cannot create {path}: {exc.strerror or exc}") from None
         info = path.stat()
         if info.st_uid != os.getuid():
             raise ConfigError(f"{path} belongs to uid {info.st_uid}, not to us")
