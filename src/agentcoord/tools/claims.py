@@ -352,7 +352,8 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         agent = acting_agent(caller, args)
         key = args["resource_key"]
         holder = await claims.renew(agent, key, args.get("token"), _ttl(args, None))
-        return {"renewed": True, "claim": _claim_row(key, holder)}
+        row = _claim_row(key, holder)
+        return {"renewed": True, "claim": _model_row(row) if for_model(caller) else row}
 
     async def heartbeat(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         agent = acting_agent(caller, args)
