@@ -28,13 +28,14 @@ from agentcoord.agentops.rules import (
 )
 from agentcoord.errors import NotFound, ToolError
 from agentcoord.kernel.caller import Caller
+from agentcoord.messaging.recipients import QUEUED_NOTE
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.messagebus import check_agent_id, inbox_subject
 from agentcoord.stores.objects import AlreadyExists, ObjectNotFound, StoreError
 
 if TYPE_CHECKING:
     from agentcoord.localagents import LocalAgents
-    from agentcoord.messaging import Messaging
+    from agentcoord.messaging import Messaging, Recipients
 
 __all__ = ["AgentOps"]
 
@@ -47,10 +48,14 @@ class AgentOps:
         controller: AgentController,
         *,
         messaging: Messaging | None,
+        recipients: Recipients,
         local_agents: LocalAgents | None = None,
         bundle_retention: BundleRetention | None = None,
     ) -> None:
+        """``recipients``: who a message may be addressed to (docs/messaging.md
+        "Recipients")."""
         self.ctl = controller
+        self.recipients = recipients
         # checkpoint bundles kept (docs/reliability.md "State retention")
         self.bundle_retention = bundle_retention or BundleRetention()
         self.store = controller.store
@@ -132,11 +137,22 @@ class AgentOps:
     # -- send_message / ask ------------------------------------------------------------------
 
     async def deliver(
-        self, caller: Caller, name: str, text: str, *, wait: bool, timeout: float
+        self,
+        caller: Caller,
+        name: str,
+        text: str,
+        *,
+        wait: bool,
+        timeout: float,
+        queue_unknown: bool = False,
     ) -> dict[str, Any]:
-        """Run ``text`` on the agent ``name`` (and, with ``wait``, return its answer)."""
+        """Run ``text`` on the agent ``name`` (and, with ``wait``, return its answer). A name
+        no agent has is refused with the closest names, or with ``queue_unknown`` waits in
+        its inbox (docs/messaging.md "Recipients")."""
         try:
-            return await self._deliver(caller, name, text, wait=wait, timeout=timeout)
+            return await self._deliver(
+                caller, name, text, wait=wait, timeout=timeout, queue_unknown=queue_unknown
+            )
         except StoreError as exc:
             if isinstance(exc, ToolError):  # not found: already says what happened
                 raise
@@ -144,9 +160,24 @@ class AgentOps:
             raise ToolError(f"{name} was not reached: {exc.message}") from exc
 
     async def _deliver(
-        self, caller: Caller, name: str, text: str, *, wait: bool, timeout: float
+        self,
+        caller: Caller,
+        name: str,
+        text: str,
+        *,
+        wait: bool,
+        timeout: float,
+        queue_unknown: bool,
     ) -> dict[str, Any]:
-        target = await self.target(name)
+        unknown = False
+        try:
+            target = await self.target(name)
+        except NotFound:
+            if not queue_unknown:
+                await self.recipients.check([name])  # the closest names, when there are some
+                raise
+            target = {"metadata": {"name": name}}  # nobody yet: its inbox keeps the message
+            unknown = True
         name = target["metadata"]["name"]
         await self.check_rules(caller, target)
         place = self.place(caller, name)
@@ -163,7 +194,11 @@ class AgentOps:
             "text": text[:2000],
         }
         if not managed:
-            return await self._deliver_inbox(caller, name, place, body, wait, timeout, audit)
+            queued = await self._deliver_inbox(caller, name, place, body, wait, timeout, audit)
+            if unknown:
+                queued["delivery"] = "queued"
+                queued["note"] = QUEUED_NOTE.format(name=name) + "; " + queued.get("note", "")
+            return queued
         turn = await self.ctl.message(
             target,
             from_agent=caller.agent,

@@ -129,7 +129,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
 
     from agentcoord.localagents import LocalAgents
-    from agentcoord.messaging import Messaging, NoAgentUsers
+    from agentcoord.messaging import Messaging, NoAgentUsers, Recipients
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
@@ -155,23 +155,22 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.begin(
         "claims, focus, local agents and messaging", _js_phase(cfg) + 3, f"JetStream: {nats_hint}"
     )
+    local_agents = LocalAgents.from_config(
+        cfg,
+        runners=identity.runners,
+        base_env=dict(os.environ),
+        records=StoreAgentRecords(store, ns),
+        tasks=StoreJobRecords(store, ns),
+    )
+    # Who a message may be addressed to (docs/messaging.md "Recipients").
+    recipients = Recipients(store, ns, packages=local_agents, human=f"human:{cfg.user}")
     async with asyncio.TaskGroup() as tg:
         claims_t = tg.create_task(
             stack.enter_async_context(ClaimStore(js, audit, replicas=r, host=host))
         )
         focus_t = tg.create_task(stack.enter_async_context(FocusStore(js, audit, replicas=r)))
         # Local agents (docs/localagents.md): the package index watcher and local jobs.
-        local_t = tg.create_task(
-            stack.enter_async_context(
-                LocalAgents.from_config(
-                    cfg,
-                    runners=identity.runners,
-                    base_env=dict(os.environ),
-                    records=StoreAgentRecords(store, ns),
-                    tasks=StoreJobRecords(store, ns),
-                )
-            )
-        )
+        local_t = tg.create_task(stack.enter_async_context(local_agents))
         # Messaging (docs/messaging.md): JetStream inboxes, channels, handoff offers, prompts.
         messaging_t = tg.create_task(
             stack.enter_async_context(
@@ -186,6 +185,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
                     replicas=r,
                     js_timeout=js_timeout(cfg),
                     retention=_inbox_retention(cfg),
+                    recipients=recipients,
                 )
             )
         )
@@ -259,7 +259,13 @@ async def _operator(
         )
     )
     kept = BundleRetention(keep=cfg.checkpoint_keep, max_bytes=cfg.checkpoint_max_bytes)
-    operator = AgentOps(controller, messaging=messaging, local_agents=local, bundle_retention=kept)
+    operator = AgentOps(
+        controller,
+        messaging=messaging,
+        recipients=messaging.recipients,
+        local_agents=local,
+        bundle_retention=kept,
+    )
     if (cfg.state_dir / "checkpoints").is_dir():  # limits changed since, or older state
         await prune(store, cfg.kube_namespace, cfg.state_dir, kept)
     return operator

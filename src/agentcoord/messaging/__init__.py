@@ -4,7 +4,8 @@ store (DESIGN.md "Layout"; docs/messaging.md "Where things live").
 :mod:`.service` (:class:`Messaging`, the one service), :mod:`.sending` (direct messages,
 channel posts, broadcasts, inbox reads), :mod:`.channels` (open, close, expiry, routing to the
 participants), :mod:`.offers` (the handoff offer protocol), :mod:`.prompts` (questions for the
-human and their answers), :mod:`.access` (what messaging needs from per-agent NATS users).
+human and their answers), :mod:`.access` (what messaging needs from per-agent NATS users),
+:mod:`.recipients` (who a message may be addressed to).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from agentcoord.messaging.access import AgentAccess, AgentLogin, NoAgentUsers
 from agentcoord.messaging.offers import Offer, OfferBook
 from agentcoord.messaging.prompts import answer_prompt
+from agentcoord.messaging.recipients import Recipients
 from agentcoord.messaging.service import Messaging
 
 __all__ = [
@@ -21,5 +23,6 @@ __all__ = [
     "NoAgentUsers",
     "Offer",
     "OfferBook",
+    "Recipients",
     "answer_prompt",
 ]

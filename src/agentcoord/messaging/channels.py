@@ -18,6 +18,7 @@ from typing import Any
 
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
 from agentcoord.messaging.access import AgentAccess
+from agentcoord.messaging.recipients import Recipients
 from agentcoord.stores.messagebus import (
     MessageBus,
     channel_subject,
@@ -34,10 +35,13 @@ log = logging.getLogger(__name__)
 class Channels:
     """Channel records plus the routing their participants imply."""
 
-    def __init__(self, records: ChannelRecords, bus: MessageBus, access: AgentAccess) -> None:
+    def __init__(
+        self, records: ChannelRecords, bus: MessageBus, access: AgentAccess, recipients: Recipients
+    ) -> None:
         self._records = records
         self._bus = bus
         self._access = access
+        self._recipients = recipients
         # channel -> the participants this daemon last routed it to (None: not yet, so the
         # first route asks the server who takes the subject)
         self._routed: dict[str, frozenset[str]] = {}
@@ -93,13 +97,17 @@ class Channels:
         topic: str = "",
         ttl_secs: int | None = None,
         add: bool = False,
+        queue_unknown: bool = False,
     ) -> dict[str, Any]:
         """Open (or reopen) ``name`` for ``me`` and ``participants``; ``add`` adds newcomers
-        to an existing channel (reopening is idempotent, seed 000)."""
+        to an existing channel (reopening is idempotent, seed 000). A participant no agent
+        has is refused unless ``queue_unknown`` (docs/messaging.md "Recipients")."""
         name = check_channel_name(name)
         wanted = [check_agent_id(a) for a in participants]
         if not wanted:
             raise InvalidArguments("`participants` needs at least one agent")
+        if not queue_unknown:
+            await self._recipients.check(a for a in wanted if a != me)
         members = list(dict.fromkeys([me, *wanted]))
         now = time.time()
         rec = ChannelRecord(

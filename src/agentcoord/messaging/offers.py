@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from agentcoord import wire
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
+from agentcoord.messaging.recipients import Recipients
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.messagebus import MessageBus, check_agent_id, inbox_subject
@@ -77,20 +78,32 @@ class Handoffs:
     """The offer protocol over the bus, the open offers and the AgentTask records."""
 
     def __init__(
-        self, nc: Any, bus: MessageBus, book: OfferBook, tasks: TaskRecords, audit: AuditSink
+        self,
+        nc: Any,
+        bus: MessageBus,
+        book: OfferBook,
+        tasks: TaskRecords,
+        audit: AuditSink,
+        recipients: Recipients,
     ) -> None:
         self._nc = nc
+        self._recipients = recipients
         self._bus = bus
         self._book = book
         self._tasks = tasks
         self._audit = audit
 
-    async def offer(self, me: str, to: str, context: Any, timeout: float) -> dict[str, Any]:
+    async def offer(
+        self, me: str, to: str, context: Any, timeout: float, *, queue_unknown: bool = False
+    ) -> dict[str, Any]:
         """Offer ``context`` (a HandoffContext) to ``to``; wait for its answer up to
-        ``timeout`` s."""
+        ``timeout`` s. A name no agent has is refused unless ``queue_unknown``
+        (docs/messaging.md "Recipients"): then the offer waits in its inbox."""
         check_agent_id(to)
         if to == me:
             raise InvalidArguments("you cannot hand off to yourself")
+        if not queue_unknown:
+            await self._recipients.check([to])
         offer = Offer(
             id="ho-" + secrets.token_hex(8),
             from_agent=me,

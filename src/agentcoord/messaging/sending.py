@@ -11,6 +11,7 @@ from typing import Any
 
 from agentcoord import wire
 from agentcoord.messaging.channels import Channels
+from agentcoord.messaging.recipients import QUEUED_NOTE, Recipients
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.messagebus import (
     BROADCAST_SUBJECT,
@@ -26,16 +27,31 @@ __all__ = ["Sending"]
 class Sending:
     """Publishing into inboxes, channels and the broadcast subject, and reading inboxes."""
 
-    def __init__(self, bus: MessageBus, channels: Channels) -> None:
+    def __init__(self, bus: MessageBus, channels: Channels, recipients: Recipients) -> None:
         self._bus = bus
         self._channels = channels
+        self._recipients = recipients
 
     async def to_agent(
-        self, me: str, to: str, kind: int, text: str, correlation_id: str = "", key: str = ""
+        self,
+        me: str,
+        to: str,
+        kind: int,
+        text: str,
+        correlation_id: str = "",
+        key: str = "",
+        *,
+        queue_unknown: bool = False,
     ) -> dict[str, Any]:
         """Into ``to``'s durable inbox; ``key`` de-duplicates retries (seed 000's
-        idempotency)."""
+        idempotency). A name no agent has is refused unless ``queue_unknown``
+        (docs/messaging.md "Recipients")."""
         check_agent_id(to)
+        unknown = False
+        if queue_unknown:
+            unknown = to not in self._recipients.known()
+        else:
+            await self._recipients.check([to])
         msg = wire.make_message(
             sender=me,
             kind=kind,
@@ -60,6 +76,8 @@ class Sending:
         }
         if pub.duplicate:
             out["duplicate"] = True
+        if unknown:
+            out["note"] = QUEUED_NOTE.format(name=to)
         return out
 
     async def to_channel(

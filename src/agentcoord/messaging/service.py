@@ -15,6 +15,7 @@ from agentcoord.messaging.access import AgentAccess, credentials_view
 from agentcoord.messaging.channels import Channels
 from agentcoord.messaging.offers import Handoffs, OfferBook
 from agentcoord.messaging.prompts import HumanPrompts
+from agentcoord.messaging.recipients import Recipients
 from agentcoord.messaging.sending import Sending
 from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.messagebus import MessageBus, check_agent_id
@@ -43,11 +44,13 @@ class Messaging:
         replicas: int,
         js_timeout: float,
         retention: Mapping[str, Any],
+        recipients: Recipients,
     ) -> None:
         """``access``: per-agent NATS users (embedded NATS), else
         :class:`~agentcoord.messaging.access.NoAgentUsers`; ``replicas`` and ``js_timeout``
         for ``AGENT_MESSAGES`` (3 and longer on a cluster); ``retention``: the bus's
-        ``max_age``/``max_msgs``/``max_bytes`` (docs/reliability.md "State retention")."""
+        ``max_age``/``max_msgs``/``max_bytes`` (docs/reliability.md "State retention");
+        ``recipients``: who a message may be addressed to (docs/messaging.md "Recipients")."""
         self.nc = nc
         self.channels = channels
         self.prompts = prompts
@@ -55,11 +58,12 @@ class Messaging:
         self.access = access
         self.audit_log = audit_log
         self.nats_url = nats_url
+        self.recipients = recipients
         self.offers = OfferBook()
         self.bus = MessageBus(nc, replicas=replicas, js_timeout=js_timeout, **retention)
-        self.rooms = Channels(channels, self.bus, access)
-        self.mail = Sending(self.bus, self.rooms)
-        self.handoffs = Handoffs(nc, self.bus, self.offers, tasks, audit_log)
+        self.rooms = Channels(channels, self.bus, access, recipients)
+        self.mail = Sending(self.bus, self.rooms, recipients)
+        self.handoffs = Handoffs(nc, self.bus, self.offers, tasks, audit_log, recipients)
         self.humans = HumanPrompts(nc, prompts, audit_log)
 
     async def __aenter__(self) -> Messaging:

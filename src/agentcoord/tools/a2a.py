@@ -17,6 +17,7 @@ __all__ = ["tools"]
 _S: dict[str, Any] = {"type": "string"}
 _TEXT: dict[str, Any] = {"type": "string", "maxLength": 100_000}
 _TIMEOUT: dict[str, Any] = {"type": "number", "minimum": 0.1, "maximum": 3600}
+_BOOL: dict[str, Any] = {"type": "boolean"}
 
 
 # The operator's own handles on a delivery: the linked session's Claude session id, the turn's
@@ -54,14 +55,18 @@ def tools(operator: AgentOps) -> list[Tool]:
 
     async def send_message(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         acting_agent(caller, args, "from")
-        sent = await operator.deliver(caller, args["agent"], args["text"], wait=False, timeout=0)
+        queue = bool(args.get("queue_unknown"))
+        sent = await operator.deliver(
+            caller, args["agent"], args["text"], wait=False, timeout=0, queue_unknown=queue
+        )
         return _shaped(caller, sent)
 
     async def ask(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         acting_agent(caller, args, "from")
         timeout = float(args.get("timeout_secs", 600))
+        queue = bool(args.get("queue_unknown"))
         answer = await operator.deliver(
-            caller, args["agent"], args["text"], wait=True, timeout=timeout
+            caller, args["agent"], args["text"], wait=True, timeout=timeout, queue_unknown=queue
         )
         return _shaped(caller, answer)
 
@@ -72,16 +77,25 @@ def tools(operator: AgentOps) -> list[Tool]:
     return [
         Tool(
             "send_message",
-            "Prompt another agent and return at once; a sleeping one is woken.",
-            obj_schema(("agent", "text"), agent=_S, text=_TEXT, **{"from": _S}),
+            "Prompt another agent and return at once; a sleeping one is woken. An unknown "
+            "agent is an error unless queue_unknown=true.",
+            obj_schema(
+                ("agent", "text"), agent=_S, text=_TEXT, queue_unknown=_BOOL, **{"from": _S}
+            ),
             send_message,
             _render_sent,
         ),
         Tool(
             "ask",
-            "Prompt another agent and wait for its final answer (a session answers with reply).",
+            "Prompt another agent and wait for its final answer (a session answers with reply). "
+            "An unknown agent is an error unless queue_unknown=true.",
             obj_schema(
-                ("agent", "text"), agent=_S, text=_TEXT, timeout_secs=_TIMEOUT, **{"from": _S}
+                ("agent", "text"),
+                agent=_S,
+                text=_TEXT,
+                timeout_secs=_TIMEOUT,
+                queue_unknown=_BOOL,
+                **{"from": _S},
             ),
             ask,
             _render_ask,

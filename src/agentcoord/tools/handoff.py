@@ -48,7 +48,8 @@ def tools(messaging: Messaging) -> list[Tool]:
             next_steps=args.get("next_steps"),
             reason=args.get("reason", ""),
         )
-        return await handoffs.offer(me, args["to"], context, float(args.get("timeout_secs", 60)))
+        timeout, queue = float(args.get("timeout_secs", 60)), bool(args.get("queue_unknown"))
+        return await handoffs.offer(me, args["to"], context, timeout, queue_unknown=queue)
 
     async def answer_handoff(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
@@ -58,7 +59,8 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "handoff",
-            "Hand a task to an agent; waits for accept or reject, up to timeout_secs.",
+            "Hand a task to an agent; waits for accept or reject, up to timeout_secs. An "
+            "unknown `to` is an error unless queue_unknown=true.",
             obj_schema(
                 ("to", "task"),
                 to=_STR,
@@ -69,6 +71,7 @@ def tools(messaging: Messaging) -> list[Tool]:
                 next_steps=_LIST,
                 reason=_STR,
                 timeout_secs={"type": "number", "minimum": 0.1, "maximum": 3600},
+                queue_unknown={"type": "boolean"},
                 **{"from": _STR},
             ),
             handoff,

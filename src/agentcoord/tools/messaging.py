@@ -24,6 +24,7 @@ __all__ = ["tools"]
 _STR = {"type": "string"}
 _TEXT = {"type": "string", "maxLength": 65536}
 _AGENTS = {"type": "array", "items": _STR}
+_BOOL = {"type": "boolean"}
 
 
 def _model_message(msg: dict[str, Any], me: str) -> dict[str, Any]:
@@ -54,7 +55,8 @@ def _render_send(r: dict[str, Any]) -> str:
     else:
         where, how = r["to"], r["delivery"]
     dup = " (duplicate of an earlier send)" if r.get("duplicate") else ""
-    return f"{how}: {where}, seq {r['seq']}{dup}"
+    note = f"; {r['note']}" if r.get("note") else ""
+    return f"{how}: {where}, seq {r['seq']}{dup}{note}"
 
 
 def _render_inbox(r: dict[str, Any]) -> str:
@@ -110,7 +112,8 @@ def tools(messaging: Messaging) -> list[Tool]:
         key = args.get("idempotency_key", "")
         if channel:
             return await m.mail.to_channel(me, channel, kind, text, correlation, key)
-        return await m.mail.to_agent(me, to, kind, text, correlation, key)
+        queue = bool(args.get("queue_unknown"))
+        return await m.mail.to_agent(me, to, kind, text, correlation, key, queue_unknown=queue)
 
     async def inbox(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
@@ -135,6 +138,7 @@ def tools(messaging: Messaging) -> list[Tool]:
             topic=args.get("topic", ""),
             ttl_secs=args.get("ttl_secs"),
             add=bool(args.get("add")),
+            queue_unknown=bool(args.get("queue_unknown")),
         )
 
     async def list_channels(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +158,8 @@ def tools(messaging: Messaging) -> list[Tool]:
         Tool(
             "send",
             "Message an agent (to) or your channel; says delivered or queued. kind: text, "
-            "control, accept/reject + correlation_id.",
+            "control, accept/reject + correlation_id. An unknown `to` is an error unless "
+            "queue_unknown=true.",
             obj_schema(
                 (),
                 to=_STR,
@@ -163,6 +168,7 @@ def tools(messaging: Messaging) -> list[Tool]:
                 kind=_STR,
                 correlation_id=_STR,
                 idempotency_key={"type": "string", "maxLength": 128},
+                queue_unknown=_BOOL,
                 **{"from": _STR},
             ),
             send,
@@ -190,14 +196,16 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "open_channel",
-            "Open or reopen a channel with you in it; add=true adds participants.",
+            "Open or reopen a channel with you in it; add=true adds participants. Unknown "
+            "participants are an error unless queue_unknown=true.",
             obj_schema(
                 ("name", "participants"),
                 name=_STR,
                 participants=_AGENTS,
                 topic={"type": "string", "maxLength": 200},
                 ttl_secs={"type": "integer", "minimum": 1},
-                add={"type": "boolean"},
+                add=_BOOL,
+                queue_unknown=_BOOL,
                 agent=_STR,
             ),
             open_channel,

@@ -1,0 +1,99 @@
+"""Who a message may be addressed to (docs/messaging.md "Recipients").
+
+A direct send, a handoff offer, a channel invitation, ``send_message`` and ``ask`` name their
+recipient; a misspelt name would otherwise wait in a durable inbox for an agent that never
+comes. Known names are every Agent object in the store (any phase: an Ended session may be
+resumed; registered HTTP agents are Agent objects too), every local package agent, and the
+human. An unknown name is a tool error naming the closest known ones, unless the caller asks
+to queue for an agent that does not exist yet.
+
+The sources are small Protocols read in memory, so this module imports neither the local agents
+nor the daemon.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from agentcoord.errors import NotFound
+
+__all__ = ["QUEUED_NOTE", "AgentObjects", "PackageAgents", "Recipients", "unknown_text"]
+
+_SUGGESTIONS = 3
+
+# The note a result carries when it was queued for a name no agent has (``queue_unknown``).
+QUEUED_NOTE = "no agent named {name} exists yet; the message waits in its inbox"
+
+
+class AgentObjects(Protocol):
+    """The object store's in-memory listing (:meth:`ObjectBackend.list_raw`)."""
+
+    def list_raw(self, plural: str, namespace: str | None = None) -> tuple[Any, Any, Any]: ...
+
+
+class _Index(Protocol):
+    def packages(self) -> Iterable[Any]: ...
+
+
+class PackageAgents(Protocol):
+    """Local package agents (:class:`agentcoord.localagents.LocalAgents`): the live index."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def index(self) -> _Index: ...
+
+
+def unknown_text(name: str, known: Iterable[str]) -> str:
+    """``no agent named X; did you mean: a, b?``, or that no agent has a similar name."""
+    close = difflib.get_close_matches(name, sorted(set(known)), n=_SUGGESTIONS)
+    if close:
+        return f"no agent named {name}; did you mean: {', '.join(close)}?"
+    return f"no agent named {name} (no agent has a similar name)"
+
+
+class Recipients:
+    """Checks recipient names against the agents that exist."""
+
+    def __init__(
+        self,
+        store: AgentObjects | None,
+        namespace: str,
+        *,
+        packages: PackageAgents | None = None,
+        human: str = "",
+    ) -> None:
+        """``store``: Agent objects in ``namespace`` (None: none, for tests that have no
+        store); ``packages``: local package agents; ``human``: the human's name
+        (``human:<user>``)."""
+        self._store = store
+        self._ns = namespace
+        self._packages = packages
+        self._human = human
+
+    def known(self) -> set[str]:
+        """Every name a message may be addressed to now."""
+        names: set[str] = set()
+        if self._store is not None:
+            _, objs, _ = self._store.list_raw("agents", self._ns)
+            names.update(o["metadata"]["name"] for o in objs)
+        p = self._packages
+        if p is not None and p.enabled:
+            names.update(pkg.agent_id for pkg in p.index.packages())
+        if self._human:
+            names.add(self._human)
+        return names
+
+    async def check(self, names: Iterable[str]) -> None:
+        """Raise :class:`NotFound` for the first of ``names`` no agent has, naming the
+        closest known names."""
+        wanted = list(names)
+        if not wanted:
+            return
+        known = self.known()
+        for name in wanted:
+            if name not in known:
+                raise NotFound(unknown_text(name, known))
