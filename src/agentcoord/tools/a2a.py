@@ -77,8 +77,8 @@ def tools(operator: AgentOps) -> list[Tool]:
     return [
         Tool(
             "send_message",
-            "Prompt another agent and return at once; a sleeping one is woken. An unknown "
-            "agent is an error unless queue_unknown=true.",
+            "Prompt another agent and return at once; a sleeping one is woken. "
+            "queue_unknown: it may not exist yet.",
             obj_schema(
                 ("agent", "text"), agent=_S, text=_TEXT, queue_unknown=_BOOL, **{"from": _S}
             ),
@@ -87,8 +87,8 @@ def tools(operator: AgentOps) -> list[Tool]:
         ),
         Tool(
             "ask",
-            "Prompt another agent and wait for its final answer (a session answers with reply). "
-            "An unknown agent is an error unless queue_unknown=true.",
+            "Prompt an agent and wait for its final answer (a session answers with reply). "
+            "queue_unknown: it may not exist yet.",
             obj_schema(
                 ("agent", "text"),
                 agent=_S,

@@ -59,8 +59,8 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "handoff",
-            "Hand a task to an agent; waits for accept or reject, up to timeout_secs. An "
-            "unknown `to` is an error unless queue_unknown=true.",
+            "Hand a task to an agent; waits for accept or reject, up to timeout_secs. "
+            "queue_unknown: to may not exist yet.",
             obj_schema(
                 ("to", "task"),
                 to=_STR,

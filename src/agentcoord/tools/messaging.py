@@ -157,9 +157,8 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "send",
-            "Message an agent (to) or your channel; says delivered or queued. kind: text, "
-            "control, accept/reject + correlation_id. An unknown `to` is an error unless "
-            "queue_unknown=true.",
+            "Message an agent (to) or a channel. kind: text, control, accept/reject+"
+            "correlation_id. queue_unknown: to may be new.",
             obj_schema(
                 (),
                 to=_STR,
@@ -196,8 +195,8 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "open_channel",
-            "Open or reopen a channel with you in it; add=true adds participants. Unknown "
-            "participants are an error unless queue_unknown=true.",
+            "Open or reopen a channel with you in it; add=true adds participants. "
+            "queue_unknown: they may not exist yet.",
             obj_schema(
                 ("name", "participants"),
                 name=_STR,
