@@ -26,7 +26,6 @@ import base64
 import contextlib
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.files import write_atomic, write_private
 
 if TYPE_CHECKING:
     from agentcoord.config import Config
@@ -100,13 +100,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 def _save(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    tmp = path.with_name(path.name + ".agentcoord.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
+    # A user's file keeps its own permissions; a new one is 0600 (it may hold tokens).
+    write_atomic(path, json.dumps(data, indent=2) + "\n", keep_mode=True)
 
 
 _OURS = re.compile(r"(^|/)agentcoord hook |^" + re.escape(PORTABLE_COMMAND) + " hook ")
@@ -347,11 +342,7 @@ def _remember(backups: Path, path: Path, before: dict[str, Any]) -> None:
     if not created:
         entry["original"] = base64.b64encode(path.read_bytes()).decode()
     backups.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = record.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(entry, fh)
-    os.replace(tmp, record)
+    write_private(record, json.dumps(entry))
 
 
 def _recall(backups: Path | None, path: Path) -> tuple[Path, dict[str, Any]] | None:
@@ -420,12 +411,7 @@ def _undo(path: Path, change: Any, report: SetupReport, backups: Path | None) ->
 
 
 def _restore_bytes(path: Path, data: bytes) -> None:
-    mode = path.stat().st_mode & 0o777
-    tmp = path.with_name(path.name + ".agentcoord.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    write_atomic(path, data, keep_mode=True)
 
 
 def setup_claude(

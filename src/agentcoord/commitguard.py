@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from agentcoord.errors import AgentCoordError
+from agentcoord.kernel.files import write_atomic
 
 __all__ = [
     "ALLOW_ENV",
@@ -259,10 +260,7 @@ def _exists(path: Path) -> bool:
 
 
 def _write_hook(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.agentcoord-tmp")
-    tmp.write_text(text)
-    tmp.chmod(0o755)
-    os.replace(tmp, path)
+    write_atomic(path, text, mode=0o755)
 
 
 def install_guard(repo: Path, python: str | None = None) -> GuardReport:

@@ -37,6 +37,7 @@ from typing import Any
 
 from agentcoord.agentops.rules import project_dir_name
 from agentcoord.errors import ToolError
+from agentcoord.kernel.files import write_private
 
 __all__ = [
     "Bundle",
@@ -169,11 +170,7 @@ def store_blob(state_dir: Path, data: bytes) -> str:
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = folder / digest
     if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        write_private(path, data)
     return f"sha256:{digest}"
 
 

@@ -17,7 +17,6 @@ registers exactly what ``agentcoord setup claude`` does.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from importlib import resources
@@ -26,6 +25,7 @@ from typing import Any
 
 from agentcoord import __version__
 from agentcoord.claude_setup import hook_address, with_hooks, with_server
+from agentcoord.kernel.files import write_atomic
 
 __all__ = [
     "MARKETPLACE_NAME",
@@ -109,9 +109,7 @@ def skill_text(name: str) -> str:
 def _write(path: Path, text: str) -> None:
     """Write atomically (readable: Claude Code copies the plugin into its cache)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text, mode=0o644, durable=False)  # regenerated from the package each time
 
 
 def _json(data: dict[str, Any]) -> str:

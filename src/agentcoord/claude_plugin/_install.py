@@ -31,6 +31,7 @@ from typing import Any
 from agentcoord.claude_plugin._generate import MARKETPLACE_NAME, PLUGIN_ID, write_plugin
 from agentcoord.claude_setup import SERVER_NAME, user_config_file
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.files import write_atomic, write_private
 
 __all__ = ["PluginReport", "install_plugin", "plugin_home", "remove_plugin", "set_up_directly"]
 
@@ -177,11 +178,7 @@ def _remember(backups: Path, path: Path) -> None:
     if not created:
         entry["original"] = base64.b64encode(path.read_bytes()).decode()
     backups.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = record.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(entry, fh)
-    os.replace(tmp, record)
+    write_private(record, json.dumps(entry))
 
 
 # Keys Claude Code writes into a registry file it creates, whatever it holds.
@@ -251,12 +248,7 @@ def _give_back(backups: Path, path: Path, report: PluginReport) -> list[Path]:
 
 def _restore_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    tmp = path.with_name(path.name + ".agentcoord.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    write_atomic(path, data, keep_mode=True)
 
 
 # -- install and remove -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.errors import ToolError
+from agentcoord.kernel.files import write_private
 
 __all__ = ["AgentAccess", "AgentUser", "ScopedNatsSupervisor", "render_user", "user_name"]
 
@@ -117,11 +118,7 @@ class ScopedNatsSupervisor(NatsSupervisor):
             log.error("nats.conf has no users list; per-agent NATS users are disabled")
             return conf
         lines = "".join("\n" + render_user(u) for u in self._agents.values())
-        tmp = conf.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text.replace(_USERS_MARKER, _USERS_MARKER + lines, 1))
-        os.replace(tmp, conf)
+        write_private(conf, text.replace(_USERS_MARKER, _USERS_MARKER + lines, 1))
         return conf
 
     async def _drain_output(self, proc: asyncio.subprocess.Process) -> None:

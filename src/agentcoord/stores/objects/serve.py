@@ -10,11 +10,11 @@ Everything opened is closed by the exit stack in reverse order.
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 
 from agentcoord.config import Config, parse_http_addr
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.files import write_private
 from agentcoord.kernel.httpserver import HttpServer
 from agentcoord.stores.objects.api import KubeApi
 from agentcoord.stores.objects.backend import ObjectBackend
@@ -165,11 +165,7 @@ def write_kubeconfig(text: str, path: Path) -> Path:
 
 
 def _write_private(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    write_private(path, text)
 
 
 def _unlink(path: Path) -> None:

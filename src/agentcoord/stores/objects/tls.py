@@ -11,11 +11,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import ipaddress
-import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from agentcoord.kernel.files import write_private
 
 if TYPE_CHECKING:
     from cryptography import x509
@@ -41,11 +42,7 @@ class Credentials:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    write_private(path, data)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
