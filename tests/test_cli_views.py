@@ -29,7 +29,8 @@ def test_claims_agents_channels_audit_views(daemon: Daemon, claude_bin: Path) ->
         [
             ("annotate", {"intent": "migrating the billing schema"}),
             ("claim", {"resource_key": "db:billing", "mode": "write", "purpose": "migration"}),
-            ("open_channel", {"name": "billing", "participants": ["ops-1"]}),
+            # ops-1 joins later: queue_unknown (docs/messaging.md "Recipients")
+            ("open_channel", {"name": "billing", "participants": ["ops-1"], "queue_unknown": True}),
             ("whoami", {}),
         ],
         hold=True,

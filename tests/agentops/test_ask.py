@@ -132,7 +132,7 @@ def test_cycle_is_refused_below_the_depth_limit(local_daemon: Any) -> None:
 def test_unknown_agent_and_self_are_errors(local_daemon: Any) -> None:
     """Asking a name nobody has is NotFound; the caller can not claim to be someone else."""
     _, _, call = local_daemon()
-    assert "no agent 'nobody'" in fails(call, "ask", agent="nobody", text="hi")
+    assert "no agent named nobody" in fails(call, "ask", agent="nobody", text="hi")
     _spawn_all(call, "bee")
     assert "identity mismatch" in fails(call, "ask", agent="bee", text="hi", **{"from": "x"})
 

@@ -43,7 +43,11 @@ def test_session_agent_appears_in_the_api_servers_store(
     project.mkdir()
     calls = [
         ("whoami", {}),
-        ("open_channel", {"name": "release", "participants": ["qa-1"], "topic": "1.4"}),
+        (
+            "open_channel",
+            # qa-1 joins later: queue_unknown (docs/messaging.md "Recipients")
+            {"name": "release", "participants": ["qa-1"], "topic": "1.4", "queue_unknown": True},
+        ),
     ]
     result, opened = session_call(node, claude_bin, calls, cwd=project)
     assert opened["isError"] is False, opened

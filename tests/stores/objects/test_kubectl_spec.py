@@ -105,7 +105,9 @@ def test_patched_channel_participants_are_what_the_daemon_lists(
 ) -> None:
     """kubectl patch of an AgentChannel's spec.participants and spec.topic is what
     list_channels reports next."""
-    session_call(daemon, claude_bin, [("open_channel", {"name": "rel", "participants": ["qa-1"]})])
+    # qa-1 joins later: queue_unknown (docs/messaging.md "Recipients")
+    opening = {"name": "rel", "participants": ["qa-1"], "queue_unknown": True}
+    session_call(daemon, claude_bin, [("open_channel", opening)])
     merge_patch(
         kubectl_for(daemon),
         "agentchannel",

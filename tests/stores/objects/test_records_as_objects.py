@@ -36,7 +36,16 @@ def test_channel_and_prompt_are_objects_and_survive_restart(
         daemon,
         claude_bin,
         [
-            ("open_channel", {"name": "release", "participants": ["qa-1"], "topic": "1.4"}),
+            (
+                "open_channel",
+                # qa-1 joins later: queue_unknown (docs/messaging.md "Recipients")
+                {
+                    "name": "release",
+                    "participants": ["qa-1"],
+                    "topic": "1.4",
+                    "queue_unknown": True,
+                },
+            ),
             ("escalate", {"question": "Tag 1.4?", "timeout_secs": 1}),
         ],
     )
