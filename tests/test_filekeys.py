@@ -190,7 +190,8 @@ def test_a_nested_repository_is_asked_on_its_own(
     inner = _repo(main / "vendor" / "lib")
     outer_key, inner_key = resolve_file_keys(["x", "vendor/lib/y"], str(main))
     assert inner_key.repo == os.path.realpath(inner / ".git")
-    assert inner_key.rel == "y" and outer_key.repo != inner_key.repo
+    assert inner_key.rel == "y"
+    assert outer_key.repo != inner_key.repo
     assert len(git_calls) == 2
 
 

@@ -174,6 +174,7 @@ def test_shim_without_daemon_says_so(tmp_path: Path) -> None:
     )
     assert out.returncode == 0
     reply = json.loads(out.stdout)
-    assert reply["id"] is None and reply["error"]["code"] == -32600
+    assert reply["id"] is None
+    assert reply["error"]["code"] == -32600
     assert b"no daemon is listening" in out.stderr
     assert b"AGENTCOORD_NO_AUTOSTART=1" in out.stderr

@@ -18,8 +18,8 @@ from typing import Any
 
 from agentcoord import wire
 from agentcoord.agentops import checkpoints
-from agentcoord.agentops.ops import AgentOps
 from agentcoord.agentops.controller import FINALIZER, MANAGED_LABEL
+from agentcoord.agentops.ops import AgentOps
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
 from agentcoord.kernel.caller import Caller, decision_fields
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
