@@ -105,8 +105,8 @@ def test_an_ended_session_agent_is_still_a_recipient(daemon: Daemon, agents: Any
 
 
 def test_queue_unknown_queues_for_an_agent_that_comes_later(agents: Any) -> None:
-    """With queue_unknown, send and send_message queue for a name no agent has yet, say so,
-    and the agent that later takes the name reads both."""
+    """With queue_unknown, send, send_message, a channel invitation and a handoff offer wait
+    for a name no agent has yet, say so, and the agent that later takes the name reads them."""
     a = agents("proj")
     suffix = a.name.removeprefix("proj0-1")
     future = f"later1-1{suffix}"  # the name the next agent, in work/later1, is given
@@ -117,8 +117,14 @@ def test_queue_unknown_queues_for_an_agent_that_comes_later(agents: Any) -> None
     prompted = a.call("send_message", agent=future, text="start here", queue_unknown=True)
     assert prompted["delivery"] == "queued"
     assert "exists yet" in prompted["note"]
+    a.call("open_channel", name="lobby", participants=[future], queue_unknown=True)
+    a.call("send", channel="lobby", text="lobby news")
+    with pytest.raises(ToolFailed, match=rf"timed out; no agent named {future} exists yet"):
+        a.call("handoff", to=future, task="t", timeout_secs=0.5, queue_unknown=True)
     later = agents("later")
     assert later.name == future
-    texts = [m["text"] for m in later.call("inbox")["messages"]]
-    assert texts[0] == "welcome"
-    assert texts[1].endswith("start here")
+    got = later.call("inbox")["messages"]
+    assert [m["kind"] for m in got] == ["text", "text", "text", "offer"]
+    assert got[0]["text"] == "welcome"
+    assert got[1]["text"].endswith("start here")
+    assert (got[2].get("channel"), got[2]["text"]) == ("lobby", "lobby news")

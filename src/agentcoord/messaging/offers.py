@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from agentcoord import wire
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
-from agentcoord.messaging.recipients import Recipients
+from agentcoord.messaging.recipients import QUEUED_NOTE, Recipients
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.messagebus import MessageBus, check_agent_id, inbox_subject
@@ -102,8 +102,11 @@ class Handoffs:
         check_agent_id(to)
         if to == me:
             raise InvalidArguments("you cannot hand off to yourself")
+        timed_out = f"handoff offer to {to} timed out"
         if not queue_unknown:
             await self._recipients.check([to])
+        elif to not in self._recipients.known():
+            timed_out += f"; {QUEUED_NOTE.format(name=to)}"
         offer = Offer(
             id="ho-" + secrets.token_hex(8),
             from_agent=me,
@@ -142,12 +145,12 @@ class Handoffs:
                 reply = await asyncio.wait_for(asyncio.shield(answer), timeout)
             except TimeoutError:
                 if self._book.settle(offer.id, "expired"):
-                    raise ToolError(f"handoff offer to {to} timed out") from None
+                    raise ToolError(timed_out) from None
                 # The successor settled it at the deadline; its reply is on the way.
                 try:
                     reply = await asyncio.wait_for(answer, _GRACE_S)
                 except TimeoutError:
-                    raise ToolError(f"handoff offer to {to} timed out") from None
+                    raise ToolError(timed_out) from None
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
