@@ -98,7 +98,10 @@ def test_hostile_ids_are_refused(daemon: Daemon, tally: Tally) -> None:
 
 
 def test_hostile_claim_keys_round_trip_or_are_refused(daemon: Daemon, tally: Tally) -> None:
-    """A hostile claim key is refused or kept verbatim as a distinct name, never a path."""
+    """A hostile claim key is refused, or kept verbatim as a distinct name (an absolute path:
+    as its canonical file key, docs/claims.md "Claiming files"), never a path the daemon uses."""
+    from agentcoord.filekeys import resolve_file_key
+
     state_before = _tree(daemon.state_dir)
     granted: dict[str, int] = {}
     for bad in HOSTILE:
@@ -108,10 +111,12 @@ def test_hostile_claim_keys_round_trip_or_are_refused(daemon: Daemon, tally: Tal
             tally("hostile claim key", True, "refused or kept verbatim as a name")
             continue
         sc = reply["result"].get("structuredContent", {})
-        stored = sc.get("acquired") and sc["claim"]["resource_key"] == bad
+        # A bare absolute path names a file: it is kept under its canonical file key.
+        expected = resolve_file_key(bad, None).key if bad.startswith("/") else bad
+        stored = sc.get("acquired") and sc["claim"]["resource_key"] == expected
         tally("hostile claim key", bool(stored), "refused or kept verbatim as a name")
         assert stored, (bad[:40], text)
-        granted[bad] = sc["token"]
+        granted[expected] = sc["token"]
     rows = _tool(daemon, "check_claims", {"limit": 1000})["result"]["structuredContent"]
     keys = [r["resource_key"] for r in rows["claims"]]
     assert sorted(keys) == sorted(granted)  # each exactly once, none merged with another
