@@ -163,7 +163,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         tasks=StoreJobRecords(store, ns),
     )
     # Who a message may be addressed to (docs/messaging.md "Recipients").
-    recipients = Recipients(store, ns, packages=local_agents, human=f"human:{cfg.user}")
+    recipients = Recipients(store, ns, packages=local_agents, human=f"human:{cfg.user}", host=host)
     async with asyncio.TaskGroup() as tg:
         claims_t = tg.create_task(
             stack.enter_async_context(ClaimStore(js, audit, replicas=r, host=host))

@@ -37,8 +37,7 @@ log = logging.getLogger(__name__)
 _GC_GEN0 = 10_000  # allocations between young collections (default 700); see _tune_gc
 
 _STOP_DEADLINE = 4.5  # a SIGTERM stop ends within 5 s, inside the unit's TimeoutStopSec=10
-_START_CANCEL_S = 0.8  # a stop during start-up: closing what the start opened, at most
-_START_ABANDON_S = 2.0  # a start that ignores its cancel this long: the process exits
+_START_CANCEL_S = 0.8  # a stop during start-up: the start's end, then the close, each at most
 
 
 def prepare_dirs(cfg: Config) -> None:
@@ -127,7 +126,9 @@ async def _start_or_stop(
     failed: Exception | None = None
     try:
         async with asyncio.TaskGroup() as tg:
-            watcher = tg.create_task(_stop_start(stop, me, stopped), name="stop-during-start")
+            watcher = tg.create_task(
+                _stop_start(stop, me, stopped, stack, phases), name="stop-during-start"
+            )
             try:
                 daemon = await _bounded_start(cfg, stack, phases)
             except asyncio.CancelledError:
@@ -153,17 +154,28 @@ async def _start_or_stop(
 
 
 async def _stop_start(
-    stop: asyncio.Event, start: asyncio.Task[Any], stopped: asyncio.Event
+    stop: asyncio.Event,
+    start: asyncio.Task[Any],
+    stopped: asyncio.Event,
+    stack: contextlib.AsyncExitStack,
+    phases: Phases,
 ) -> None:
-    """Cancel the start when a stop comes first. A start that ignores its cancel for longer
-    than the bound ends the process: start-up never hangs (STYLE.md 6). Cancelled itself as
-    soon as the start ends."""
+    """Cancel the start when a stop comes first; cancelled itself as soon as the start ends.
+
+    A part may swallow its cancel (nats-py's first connect does), so a start that has not
+    ended :data:`_START_CANCEL_S` after it was cancelled is abandoned: what it opened is
+    closed, within its own bound, and the process exits 0, as a stop does (start-up never
+    hangs, STYLE.md 6)."""
     await stop.wait()
     stopped.set()
     start.cancel("stop requested during start-up")
-    await asyncio.sleep(_START_ABANDON_S)  # a deadline, not a synchronisation
-    log.error("the start did not end within %.1fs of its cancel: exiting", _START_ABANDON_S)
-    os._exit(1)
+    await asyncio.sleep(_START_CANCEL_S)  # a deadline, not a synchronisation
+    log.info("stop requested during start-up (%s): stopping", phases.current)
+    log.error("the start did not end within %.1fs of its cancel", _START_CANCEL_S)
+    await _close_cancelled_start(stack)
+    log.info("stopped")
+    logging.shutdown()
+    os._exit(0)
 
 
 def _reported(cfg: Config, exc: Exception) -> Exception:

@@ -65,6 +65,7 @@ class Recipients:
         *,
         packages: PackageAgents | None = None,
         human: str = "",
+        host: str | None = None,
     ) -> None:
         """``store``: Agent objects in ``namespace`` (None: none, for tests that have no
         store); ``packages``: local package agents; ``human``: the human's name
@@ -73,6 +74,10 @@ class Recipients:
         self._ns = namespace
         self._packages = packages
         self._human = human
+        # Hosts sharing one NATS qualify session names with ``--<host>``; an agent of another
+        # host lives in that host's store, so its name is taken on trust (docs/one-host-to-many.md
+        # "What runs where").
+        self._host = host
 
     def known(self) -> set[str]:
         """Every name a message may be addressed to now."""
@@ -95,5 +100,11 @@ class Recipients:
             return
         known = self.known()
         for name in wanted:
-            if name not in known:
+            if name not in known and not self._other_host(name):
                 raise NotFound(unknown_text(name, known))
+
+    def _other_host(self, name: str) -> bool:
+        if not self._host:
+            return False
+        stem, sep, host = name.rpartition("--")
+        return bool(sep and stem and host) and host != self._host
