@@ -20,46 +20,56 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.config import DEFAULT_HTTP_ADDR, Config
-from agentcoord.console.routes import ConsoleRoutes
-from agentcoord.console.sections import ConsoleSections
-from agentcoord.daemon.hooks import EditLeases, HookDeps, Hooks
-from agentcoord.daemon.httpmcp import HttpRoutes
 from agentcoord.daemon.identity import IdentityResolver, TokenStore
-from agentcoord.daemon.mcp import McpCore
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natslink import NatsLink, js_timeout
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
 from agentcoord.daemon.procprobe import PsutilProbe
-from agentcoord.daemon.push import ChannelPush
 from agentcoord.daemon.services import Services
 from agentcoord.daemon.startup import Phases
 from agentcoord.daemon.status import Connections, DaemonStatus
-from agentcoord.daemon.toolset import build_registry
-from agentcoord.daemon.unix import UnixListener
 from agentcoord.errors import ConfigError
 from agentcoord.kernel.files import write_private
-from agentcoord.kernel.httpserver import HttpServer
 from agentcoord.kernel.natsremote import host_qualifier
-from agentcoord.stores.agentsource import StoreAgents
-from agentcoord.stores.objects.directory import StoreDirectory
-from agentcoord.stores.objects.repository import (
-    StoreAgentRecords,
-    StoreChannelRecords,
-    StoreJobRecords,
-    StorePromptRecords,
-    StoreTaskRecords,
-)
 from agentcoord.stores.objects.serve import open_store
 from agentcoord.stores.objects.tables import LiveCells
 
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
+    from agentcoord.daemon.httpmcp import HttpRoutes
+    from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["Daemon", "compose"]
+
+# Imported while nats-server boots (its own process), not before it starts: the services'
+# and listeners' modules are most of the daemon's import time (bench/startup.py).
+_SERVICE_MODULES = (
+    "agentcoord.daemon.toolset",  # the tools, and with them every service's module
+    "agentcoord.daemon.httpmcp",
+    "agentcoord.daemon.unix",
+    "agentcoord.daemon.hooks",
+    "agentcoord.daemon.push",
+    "agentcoord.daemon.desktop",
+    "agentcoord.stores.audit",
+    "agentcoord.stores.objects.repository",
+    "agentcoord.stores.objects.directory",
+    "agentcoord.localagents.session_end",
+)
+
+
+async def _preload() -> None:
+    """Import the services' modules once nats-server has been started (the supervisor's
+    task runs first), so the import overlaps its boot."""
+    import importlib
+
+    await asyncio.sleep(0)
+    for name in _SERVICE_MODULES:
+        importlib.import_module(name)
+
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +127,23 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
                     ScopedNatsSupervisor(cfg.state_dir, cfg.nats_server_bin, cfg.nats_sync)
                 )
             )
+        # Last: its first step runs after the supervisor's, which forks nats-server.
+        tg.create_task(_preload())
     store = objects.result()
     if not cfg.nats_url:
         supervisor = started.result()
     phases.mark("store+nats-server")
     phases.begin("the NATS client", 5 if not cfg.nats_url else 10, nats_hint)
+    from agentcoord.stores.agentsource import StoreAgents
+    from agentcoord.stores.objects.directory import StoreDirectory
+    from agentcoord.stores.objects.repository import (
+        StoreAgentRecords,
+        StoreChannelRecords,
+        StoreJobRecords,
+        StorePromptRecords,
+        StoreTaskRecords,
+    )
+
     host = host_qualifier(cfg)  # claim holders' and session agents' host
     directory = StoreDirectory(store, ns, host=host)
     nats = await stack.enter_async_context(NatsLink(cfg, supervisor))
@@ -282,6 +304,15 @@ def _inbox_retention(cfg: Config) -> dict[str, Any]:
 
 async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonStatus:
     """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
+    from agentcoord.console.routes import ConsoleRoutes
+    from agentcoord.console.sections import ConsoleSections
+    from agentcoord.daemon.hooks import EditLeases, HookDeps, Hooks
+    from agentcoord.daemon.httpmcp import HttpRoutes
+    from agentcoord.daemon.mcp import McpCore
+    from agentcoord.daemon.push import ChannelPush
+    from agentcoord.daemon.toolset import build_registry
+    from agentcoord.daemon.unix import UnixListener
+
     cfg = s.config
     connections = Connections(http_addr=cfg.http_addr)
     status = DaemonStatus(s, connections)
@@ -345,6 +376,8 @@ async def _http_listener(
     """The loopback HTTP listener. When the default port is taken (a second daemon with its
     own dirs, README "Where things live"), another free port is used and written to
     ``http.addr`` (what every client reads); a port the user chose is never replaced."""
+    from agentcoord.kernel.httpserver import HttpServer
+
     try:
         return await stack.enter_async_context(
             HttpServer(routes, cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes)

@@ -2,7 +2,7 @@
 
 Readiness comes from the child's own log line ("Server is ready"), never a sleep; its output is
 drained into our log; it dies with the daemon (PR_SET_PDEATHSIG, set before exec by
-``setpriv --pdeathsig KILL``: :func:`~agentcoord.localagents.sandbox.exec_prefix`, never by Python
+``setpriv --pdeathsig KILL``: :func:`~agentcoord.kernel.childexec.exec_prefix`, never by Python
 code between fork and exec in this threaded process) so a SIGKILLed daemon leaves no orphan
 holding the JetStream store; if it dies on its own it is restarted on the same port with
 backoff, so clients reconnect to the same URL (STYLE.md 7). Its drain and watch tasks live in
@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agentcoord.errors import NatsStartError
+from agentcoord.kernel.childexec import exec_prefix
 from agentcoord.kernel.natsbin import find_nats_server
 from agentcoord.kernel.tasks import TaskSet
-from agentcoord.localagents.sandbox import exec_prefix
 
 __all__ = ["NatsSupervisor"]
 
