@@ -523,7 +523,10 @@ async def _queue_messages(d: RunningDaemon, n: int) -> None:
 
     async def one(i: int) -> None:
         async with sem:
-            await conns[i % 4].call("send", to=f"sink-{i % 50}", text=f"message {i}")
+            # Sinks that never connect: queued for agents that do not exist yet, on purpose.
+            await conns[i % 4].call(
+                "send", to=f"sink-{i % 50}", text=f"message {i}", queue_unknown=True
+            )
 
     await asyncio.gather(*(one(i) for i in range(n)))
     for c in conns:

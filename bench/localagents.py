@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +69,18 @@ def raw_scan(hub: Path) -> float:
     return time.perf_counter() - t0
 
 
-def _service(hub: Path, tmp: Path, cache_s: float) -> LocalAgents:
+@contextlib.asynccontextmanager
+async def _service(hub: Path, tmp: Path, cache_s: float) -> AsyncIterator[LocalAgents]:
+    """LocalAgents over a real SQLite object store (its records), entered."""
+    from agentcoord.stores.objects import ObjectStore
+
+    async with ObjectStore(tmp / "objects.db") as store, _local(hub, tmp, cache_s, store) as svc:
+        yield svc
+
+
+def _local(hub: Path, tmp: Path, cache_s: float, store: Any) -> LocalAgents:
+    from agentcoord.stores.objects.repository import StoreAgentRecords, StoreJobRecords
+
     return LocalAgents(
         enabled=True,
         hub=hub,
@@ -79,6 +92,8 @@ def _service(hub: Path, tmp: Path, cache_s: float) -> LocalAgents:
         sandbox=Sandbox(None),
         base_env={},
         runners={},
+        records=StoreAgentRecords(store),
+        tasks=StoreJobRecords(store),
         probe=PsutilSessionProbe(tmp / "claude", cache_s=cache_s),
     )
 
