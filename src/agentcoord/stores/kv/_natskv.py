@@ -32,11 +32,10 @@ MSG_TTL = "Nats-TTL"  # whole seconds, as nats-py's js.publish(msg_ttl=) writes 
 _WRONG_LAST = (10071, 10164)  # JSStreamWrongLastSequence(Constant)Err
 # A delete marker lives this long, so a history-1 bucket keeps no tombstone per key ever used.
 DELETE_MARKER_TTL = 1
-# A delete marker also carries the reason the server gives the markers it places itself
-# ("Remove", nats-server >= 2.11 subject delete markers): when a message that is already a
-# marker expires, the server places no new one. A plain ``KV-Operation: DEL`` expiring after
-# DELETE_MARKER_TTL was followed by a server "MaxAge" marker (one more stored message and one
-# more delivery to every view per release, living LIMIT_MARKER_TTL).
+# The reason the server gives the markers it places itself ("Remove"). Our delete markers do
+# not carry it: with it, an expired marker uncovered the released claim to a view rebuilt at a
+# restart (tests/reliability/test_restart_random.py), so a release costs the server's MaxAge
+# marker after its own.
 REMOVED = "Remove"
 
 
@@ -96,7 +95,6 @@ async def _publish(
     headers = {EXPECTED_LAST: str(last)}
     if op is not None:
         headers[KV_OP] = op
-        headers[MARKER_REASON] = REMOVED
     try:
         if pub is not None:
             if ttl is not None:
@@ -143,6 +141,6 @@ async def create(
 
 
 async def delete(js: Any, subject: str, last: int, pub: AckedPublisher | None = None) -> int:
-    """Delete if the last sequence is still ``last``; the marker itself expires shortly and
-    leaves nothing behind (no server marker in its place, see REMOVED)."""
+    """Delete if the last sequence is still ``last``; the marker itself expires shortly (the
+    server then places its own, which expires too)."""
     return await _publish(js, subject, b"", last, DELETE_MARKER_TTL, op="DEL", pub=pub)
