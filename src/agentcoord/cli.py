@@ -37,6 +37,10 @@ def exit_code(exc: BaseException) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a reader that goes away (``agentcoord tail | head -3``) or Ctrl-C ends
     it quietly, never with a traceback."""
+    from agentcoord._bytecode import use_private_bytecode_cache
+
+    # Before the command's imports: docs/reliability.md "Bytecode cache".
+    use_private_bytecode_cache()
     try:
         code = _dispatch(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
