@@ -284,3 +284,19 @@ async def test_record_of_decodes_any_record_object(store: ObjectStore) -> None:
     assert got["s"] is None
     assert isinstance(got["api"], AgentRecord)
     assert got["api"].endpoint == "http://e"
+
+
+async def test_a_change_of_spec_and_status_is_one_version(store: ObjectStore) -> None:
+    """A heartbeat that moves metadata and status.lastHeartbeat writes one version (one row of
+    the object log), and both parts read back."""
+    agents = StoreAgentRecords(store, NS)
+    await agents.upsert(AgentRecord("api", endpoint="http://e", last_heartbeat="t1"))
+    before = int((await store.get("agents", NS, "api"))["metadata"]["resourceVersion"])
+    beat = AgentRecord("api", endpoint="http://e", metadata={"load": 3}, last_heartbeat="t2")
+    await agents.upsert(beat)
+    obj = await store.get("agents", NS, "api")
+    assert int(obj["metadata"]["resourceVersion"]) == before + 1
+    assert obj["status"]["lastHeartbeat"] == "t2"
+    got = agents.get("api")
+    assert got is not None
+    assert (got.metadata, got.last_heartbeat) == ({"load": 3}, "t2")

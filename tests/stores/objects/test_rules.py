@@ -141,3 +141,12 @@ def test_parse_rv() -> None:
     assert parse_rv("17") == 17
     with pytest.raises(BadRequest):
         parse_rv("abc")
+
+
+def test_keep_status_writes_spec_and_status_in_one_version() -> None:
+    """The daemon's update with keep_status takes the body's status with its spec."""
+    old = _stored(profile="p")
+    new = {**old, "spec": {"profile": "q"}, "status": {"phase": "Running"}}
+    out = prepare_update(AGENT, old, new, keep_status=True)
+    assert (out["spec"], out["status"]) == ({"profile": "q"}, {"phase": "Running"})
+    assert out["metadata"]["generation"] == 2

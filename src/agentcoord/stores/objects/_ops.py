@@ -79,7 +79,13 @@ def create_op(kind: Kind, namespace: str, body: Obj, *, keep_status: bool) -> Op
 
 
 def update_op(
-    kind: Kind, namespace: str, name: str, make: Callable[[Obj], Obj], subresource: str | None
+    kind: Kind,
+    namespace: str,
+    name: str,
+    make: Callable[[Obj], Obj],
+    subresource: str | None,
+    *,
+    keep_status: bool = False,
 ) -> OpFn:
     """``make`` turns the current version into the client's new one (a PUT body, a patch)."""
 
@@ -88,7 +94,7 @@ def update_op(
         old = view.get(key)
         if old is None:
             raise not_found(kind, name)
-        new = prepare_update(kind, old, make(old), subresource=subresource)
+        new = prepare_update(kind, old, make(old), subresource=subresource, keep_status=keep_status)
         if same_but_rv(new, old):
             return old
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):

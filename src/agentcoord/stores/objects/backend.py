@@ -85,9 +85,11 @@ class ObjectBackend(Protocol):
         *,
         subresource: str | None = None,
         field_validation: str = "Strict",
+        keep_status: bool = False,
         warnings: _Warnings | None = None,
     ) -> Obj:
-        """Replace; :class:`Conflict` if ``metadata.resourceVersion`` is not the current one."""
+        """Replace; :class:`Conflict` if ``metadata.resourceVersion`` is not the current one.
+        ``keep_status`` (the daemon's writes): the body's status is written too."""
         ...
 
     async def patch(

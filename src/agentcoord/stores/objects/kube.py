@@ -334,9 +334,12 @@ class KubeObjectStore:
         *,
         subresource: str | None = None,
         field_validation: str = "Strict",
+        keep_status: bool = False,
         warnings: _Warnings | None = None,
     ) -> Obj:
-        """Replace (PUT); the server answers 409 Conflict on a stale resourceVersion."""
+        """Replace (PUT); the server answers 409 Conflict on a stale resourceVersion. With
+        ``keep_status``, then the status too, at the version the first write made (two writes,
+        where the SQLite store makes one)."""
         kind = _kind(plural)
         body, warns = self._body(kind, namespace, obj, field_validation)
         if warnings is not None:
@@ -351,7 +354,13 @@ class KubeObjectStore:
             call = self._api.replace(res.from_dict(body), namespace=namespace)
         else:
             raise ObjectNotFound(f"no subresource {subresource!r} on {plural}")
-        return await self._call(plural, call, namespace, name)
+        written = await self._call(plural, call, namespace, name)
+        status = body.get("status")
+        if keep_status and subresource is None and written.get("status") != status:
+            status_body = {**written, "status": status or {}}
+            call = self._api.replace(res.Status.from_dict(status_body), name, namespace=namespace)
+            written = await self._call(plural, call, namespace, name)
+        return written
 
     async def patch(
         self,

@@ -122,8 +122,12 @@ def _drop_empty(meta: Obj) -> None:
             del meta[name]
 
 
-def prepare_update(kind: Kind, old: Obj, new: Obj, *, subresource: str | None = None) -> Obj:
-    """The next version of ``old`` given the client's ``new``; raises 409 on a stale version."""
+def prepare_update(
+    kind: Kind, old: Obj, new: Obj, *, subresource: str | None = None, keep_status: bool = False
+) -> Obj:
+    """The next version of ``old`` given the client's ``new``; raises 409 on a stale version.
+    ``keep_status`` (the daemon's own writes, as on create) takes ``new``'s status too, so a
+    change of spec and status is one version instead of two."""
     name = old["metadata"]["name"]
     new_meta = new.get("metadata") or {}
     if new_meta.get("name", name) != name:
@@ -151,8 +155,9 @@ def prepare_update(kind: Kind, old: Obj, new: Obj, *, subresource: str | None = 
             out.pop("status", None)
         return out
     out = {k: copy.deepcopy(v) for k, v in new.items() if k not in ("metadata", "status")}
-    if "status" in old:
-        out["status"] = copy.deepcopy(old["status"])
+    status_from = new if keep_status else old
+    if "status" in status_from:
+        out["status"] = copy.deepcopy(status_from["status"])
     meta = {
         k: copy.deepcopy(v)
         for k, v in new_meta.items()

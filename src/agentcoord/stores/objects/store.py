@@ -362,9 +362,11 @@ class ObjectStore:
         *,
         subresource: str | None = None,
         field_validation: str = "Strict",
+        keep_status: bool = False,
         warnings: _Warnings | None = None,
     ) -> Obj:
-        """Replace (PUT); 409 Conflict if ``metadata.resourceVersion`` is not the current one."""
+        """Replace (PUT); 409 Conflict if ``metadata.resourceVersion`` is not the current one.
+        ``keep_status`` is for the daemon: the body's status is written in the same version."""
         kind = _kind(plural)
         body, warns = validate(kind, obj, field_validation)
         if warnings is not None:
@@ -372,7 +374,8 @@ class ObjectStore:
         name = (body.get("metadata") or {}).get("name")
         if not name:
             raise BadRequest("the object has no metadata.name")
-        return await self._submit(update_op(kind, namespace, name, lambda _: body, subresource))
+        op = update_op(kind, namespace, name, lambda _: body, subresource, keep_status=keep_status)
+        return await self._submit(op)
 
     async def patch(
         self,
