@@ -903,6 +903,13 @@ def area_hooks(ctx: Ctx) -> Area:
     return hooks.report(ctx)
 
 
+def area_channels(ctx: Ctx) -> Area:
+    """A message pushed into a Claude Code session: send -> notification (bench/channels.py)."""
+    import channels
+
+    return channels.report(ctx)  # type: ignore[no-any-return]
+
+
 def area_results(ctx: Ctx) -> Area:
     """What the model reads: result and tools/list sizes (bench/results.py)."""
     import results
@@ -922,5 +929,6 @@ AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("memory", area_memory),
     ("week", area_week),
     ("hooks", area_hooks),
+    ("channels", area_channels),
     ("results", area_results),
 ]
