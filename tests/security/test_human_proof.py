@@ -251,12 +251,17 @@ def test_no_tool_takes_the_humans_name(daemon: Daemon, agent: AgentProc, tally: 
 def test_human_only_tools_are_listed_to_the_human_alone(
     daemon: Daemon, agent: AgentProc, tally: Tally
 ) -> None:
-    """An agent's tools/list omits answer_prompt; called anyway it gives the same clear error."""
+    """An agent's tools/list omits answer_prompt (and only the tools not offered to models);
+    called anyway it gives the same clear error."""
     agent_tools = _listed(lambda req: _raw(agent, req))
     human_tools = _listed(lambda req: unix_request(daemon, req))
     assert "answer_prompt" in human_tools
     assert "answer_prompt" not in agent_tools
-    assert set(agent_tools) == set(human_tools) - {"answer_prompt"}
+    # The rest of the difference is the tools a model is not offered, callable by anyone
+    # (docs/claude-code.md "Results for the model").
+    not_offered = {"request_approval", "ask_choice", "request_input", "nats_credentials"}
+    not_offered |= {"list_channels", "audit"}
+    assert set(agent_tools) == set(human_tools) - {"answer_prompt"} - not_offered
     prompt = _raise_prompt(agent)
     with pytest.raises(ToolFailed, match="only the human answers prompts") as err:
         agent.call("answer_prompt", prompt=prompt, answer="yes")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agentcoord.errors import NotFound
-from agentcoord.messaging.recipients import Recipients, unknown_text
+from agentcoord.messaging.recipients import QUEUE_HINT, Recipients, unknown_text
 from tests.agentops.conftest import stored, wait_for
 from tests.conftest import Daemon
 from tests.tools.conftest import ToolFailed
@@ -61,8 +61,9 @@ async def test_known_names_are_store_agents_packages_and_the_human() -> None:
     r = Recipients(_Store(["old-1"]), "default", packages=_Packages(), human="human:me")
     assert r.known() == {"old-1", "reviewer", "human:me"}
     await r.check(["old-1", "reviewer", "human:me"])
-    with pytest.raises(NotFound, match=r"no agent named old-2; did you mean: old-1\?"):
+    with pytest.raises(NotFound, match=r"no agent named old-2; did you mean: old-1\? ") as err:
         await r.check(["reviewer", "old-2"])
+    assert str(err.value).endswith(QUEUE_HINT)  # the unlisted option, taught by its error
 
 
 def test_each_tool_refuses_an_unknown_name_with_the_closest(agents: Any) -> None:

@@ -217,7 +217,8 @@ class McpCore:
                 raise ProtocolError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
             start = int(cursor)
         page = tools[start : start + self._page_size]
-        result: dict[str, Any] = {"tools": [t.listing() for t in page]}
+        full = caller.kind == "human"  # the human's listing keeps every argument
+        result: dict[str, Any] = {"tools": [t.listing(full=full) for t in page]}
         if start + self._page_size < len(tools):
             result["nextCursor"] = str(start + self._page_size)
         return result

@@ -19,12 +19,21 @@ from typing import Any, Protocol
 
 from agentcoord.errors import NotFound
 
-__all__ = ["QUEUED_NOTE", "AgentObjects", "PackageAgents", "Recipients", "unknown_text"]
+__all__ = [
+    "QUEUED_NOTE",
+    "QUEUE_HINT",
+    "AgentObjects",
+    "PackageAgents",
+    "Recipients",
+    "unknown_text",
+]
 
 _SUGGESTIONS = 3
 
 # The note a result carries when it was queued for a name no agent has (``queue_unknown``).
 QUEUED_NOTE = "no agent named {name} exists yet; the message waits in its inbox"
+# What a refusal adds: how to queue on purpose.
+QUEUE_HINT = "(queue_unknown=true queues for an agent that does not exist yet)"
 
 
 class AgentObjects(Protocol):
@@ -101,7 +110,8 @@ class Recipients:
         known = self.known()
         for name in wanted:
             if name not in known and not self._other_host(name):
-                raise NotFound(unknown_text(name, known))
+                # The option is unlisted (docs/messaging.md "Recipients"): the error teaches it.
+                raise NotFound(f"{unknown_text(name, known)} {QUEUE_HINT}")
 
     def _other_host(self, name: str) -> bool:
         if not self._host:

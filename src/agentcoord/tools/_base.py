@@ -14,7 +14,7 @@ from typing import Any
 
 from agentcoord.kernel.caller import Caller
 
-__all__ = ["Tool", "ToolHandler", "model_schema", "obj_schema"]
+__all__ = ["UNLISTED", "Tool", "ToolHandler", "model_schema", "obj_schema", "unlisted"]
 
 ToolHandler = Callable[[Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -28,13 +28,17 @@ class Tool:
     input_schema: dict[str, Any]
     handler: ToolHandler
     render: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False)
+    # False: callable by everyone, listed to the human alone. For a tool a program calls and
+    # a model does not need in every request (docs/claude-code.md "Results for the model").
+    listed: bool = True
 
-    def listing(self) -> dict[str, Any]:
-        """The tool as ``tools/list`` shows it: the schema without its checker-only limits."""
+    def listing(self, *, full: bool = False) -> dict[str, Any]:
+        """The tool as ``tools/list`` shows it: the schema without its checker-only limits;
+        ``full`` (the human's listing) keeps the unlisted properties."""
         return {
             "name": self.name,
             "description": self.description,
-            "inputSchema": model_schema(self.input_schema),
+            "inputSchema": model_schema(self.input_schema, full=full),
         }
 
 
@@ -43,21 +47,35 @@ class Tool:
 # tool surface": the whole listing should cost few tokens).
 _CHECK_ONLY = frozenset({"maxLength", "minimum", "maximum"})
 
+# A property the checker accepts and the listing leaves out: an ``agent``/``from`` that can
+# only name the caller itself (tools/_caller.py), on tools whose seed does not list it, costs
+# every request its bytes and tells the model nothing (docs/claude-code.md "Results for the
+# model").
+UNLISTED = "x-unlisted"
+
+
+def unlisted(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` as an accepted, unlisted property."""
+    return {**spec, UNLISTED: True}
+
 
 def _published(spec: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in spec.items() if k not in _CHECK_ONLY}
+    out = {k: v for k, v in spec.items() if k not in _CHECK_ONLY and k != UNLISTED}
     if isinstance(out.get("items"), dict):
         out["items"] = _published(out["items"])
     return out
 
 
-def model_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` as the model reads it: every argument with its type, enum and required-ness,
-    no checker-only limits, and no empty ``properties`` (MCP requires only ``type``)."""
+def model_schema(schema: dict[str, Any], *, full: bool = False) -> dict[str, Any]:
+    """``schema`` as the model reads it: every listed argument (all of them when ``full``)
+    with its type, enum and required-ness, no checker-only limits, and no empty
+    ``properties`` (MCP requires only ``type``)."""
     out: dict[str, Any] = {"type": "object"}
     props = schema.get("properties") or {}
     if props:
-        out["properties"] = {k: _published(v) for k, v in props.items()}
+        listed = {k: _published(v) for k, v in props.items() if full or not v.get(UNLISTED)}
+        if listed:
+            out["properties"] = listed
     if schema.get("required"):
         out["required"] = list(schema["required"])
     return out

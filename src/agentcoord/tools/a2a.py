@@ -8,7 +8,7 @@ from typing import Any
 
 from agentcoord.agentops import AgentOps
 from agentcoord.kernel.caller import Caller
-from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools._base import Tool, obj_schema, unlisted
 from agentcoord.tools._caller import acting_agent
 from agentcoord.tools._shape import for_model
 
@@ -77,25 +77,27 @@ def tools(operator: AgentOps) -> list[Tool]:
     return [
         Tool(
             "send_message",
-            "Prompt another agent and return at once; a sleeping one is woken. "
-            "queue_unknown: it may not exist yet.",
+            "Prompt an agent without waiting; a sleeping one is woken.",
             obj_schema(
-                ("agent", "text"), agent=_S, text=_TEXT, queue_unknown=_BOOL, **{"from": _S}
+                ("agent", "text"),
+                agent=_S,
+                text=_TEXT,
+                queue_unknown=unlisted(_BOOL),
+                **{"from": unlisted(_S)},
             ),
             send_message,
             _render_sent,
         ),
         Tool(
             "ask",
-            "Prompt an agent and wait for its final answer (a session answers with reply). "
-            "queue_unknown: it may not exist yet.",
+            "Prompt an agent and wait for its answer (a session answers with reply).",
             obj_schema(
                 ("agent", "text"),
                 agent=_S,
                 text=_TEXT,
                 timeout_secs=_TIMEOUT,
-                queue_unknown=_BOOL,
-                **{"from": _S},
+                queue_unknown=unlisted(_BOOL),
+                **{"from": unlisted(_S)},
             ),
             ask,
             _render_ask,
@@ -103,7 +105,7 @@ def tools(operator: AgentOps) -> list[Tool]:
         Tool(
             "reply",
             "Answer an ask from your inbox (ask = its correlation_id).",
-            obj_schema(("ask", "text"), ask=_S, text=_TEXT, **{"from": _S}),
+            obj_schema(("ask", "text"), ask=_S, text=_TEXT, **{"from": unlisted(_S)}),
             reply,
             lambda r: f"replied to {r['to']}",
         ),

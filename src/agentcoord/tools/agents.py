@@ -125,7 +125,7 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
     return [
         Tool(
             "register_agent",
-            "Register or update an HTTP agent (idempotent).",
+            "Register or update an HTTP agent.",
             obj_schema(
                 ("agent_id",),
                 agent_id=_ID,
@@ -148,7 +148,7 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
         ),
         Tool(
             "heartbeat_agent",
-            "Refresh a registered agent's heartbeat; metadata is merged.",
+            "Refresh a registered agent's heartbeat.",
             obj_schema(
                 ("agent_id",),
                 agent_id=_ID,
@@ -160,14 +160,14 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
         ),
         Tool(
             "discover_local_agents",
-            "Local AgentiHub package agents on this machine.",
+            "This machine's AgentiHub package agents.",
             obj_schema(status={"type": "string", "enum": ["online", "idle"]}),
             discover,
             _render_discover,
         ),
         Tool(
             "run_agent",
-            "Send a task to one agent by id; a local one is cold-started.",
+            "Send a task to an agent by id; starts a local one.",
             obj_schema(("agent_id", "task"), agent_id=_ID, **_JOB),
             run,
             _render_job,
@@ -181,7 +181,7 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
         ),
         Tool(
             "list_profiles",
-            "The AgentProfiles started agents run with.",
+            "Profiles for started agents.",
             obj_schema(),
             profiles,
             _render_profiles,

@@ -29,7 +29,7 @@ from agentcoord.stores.kv import (
     parse_mode,
 )
 from agentcoord.stores.kv._procwatch import ProcKey, proc_key
-from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools._base import Tool, obj_schema, unlisted
 from agentcoord.tools._caller import acting_agent
 from agentcoord.tools._shape import compact, for_model, short_time
 
@@ -390,8 +390,8 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
     return [
         Tool(
             "claim",
-            "Lease a key (file:<path> or a name) before editing; write excludes, read shares. "
-            "ttl e.g. 10m (default 5m).",
+            "Lease a key (file:<path> or a name) before editing; write excludes. ttl e.g. 10m "
+            "(5m).",
             obj_schema(
                 ("resource_key",),
                 resource_key=_KEY,
@@ -405,26 +405,28 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         ),
         Tool(
             "release",
-            "Drop your claim on a key; a token, if given, must be your current one.",
+            "Drop your claim on a key.",
             obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
             release,
         ),
         Tool(
             "renew",
-            "Extend your claim on a key; ttl defaults to the claim's own.",
-            obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=_AGENT),
+            "Extend your claim on a key (by its ttl).",
+            obj_schema(
+                ("resource_key",), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=unlisted(_AGENT)
+            ),
             renew,
         ),
         Tool(
             "heartbeat",
-            "Renew all your claims; after one, 2m without another releases them.",
-            obj_schema(agent=_AGENT),
+            "Renew all your claims; then 2m without one releases them.",
+            obj_schema(agent=unlisted(_AGENT)),
             heartbeat,
         ),
         Tool(
             "check_claims",
-            "Live claims whose key starts with prefix, optionally one holder's.",
-            obj_schema(prefix=_STR, holder=_STR, limit=_LIMIT),
+            "Live claims by key prefix, or one holder's.",
+            obj_schema(prefix=_STR, holder=_STR, limit=unlisted(_LIMIT)),
             check_claims,
             _render_claims,
         ),
@@ -434,5 +436,6 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
             obj_schema(since=_STR, actor=_STR, type=_STR, limit=_LIMIT),
             audit_query,
             _render_audit,
+            listed=False,  # the human's record (agentcoord tail, the console), not a work tool
         ),
     ]

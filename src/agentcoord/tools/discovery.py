@@ -14,7 +14,7 @@ from agentcoord.stores.kv import Focus, FocusStore
 from agentcoord.stores.objects.directory import PROC_LABEL, SESSION_LABEL
 from agentcoord.stores.objects.errors import BadRequest
 from agentcoord.stores.objects.selectors import parse_labels
-from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools._base import Tool, obj_schema, unlisted
 from agentcoord.tools._caller import acting_agent
 from agentcoord.tools._shape import compact, for_model
 
@@ -184,7 +184,7 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
     return [
         Tool(
             "annotate",
-            "Publish your focus for find_agents; omitted fields are cleared.",
+            "Publish your focus; omitted fields are cleared.",
             obj_schema(
                 intent=_STR, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
             ),
@@ -192,22 +192,28 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
         ),
         Tool(
             "find_agents",
-            "Agents by focus keywords (query) or by capability tag.",
-            obj_schema(query=_STR, capability=_STR, limit=_LIMIT),
+            "Agents by focus keywords (query) or capability.",
+            obj_schema(query=_STR, capability=_STR, limit=unlisted(_LIMIT)),
             find_agents,
             _render_find,
         ),
         Tool(
             "list_agents",
-            "Agents, live unless status is ended or all; selector: labels a=b,c!=d.",
-            obj_schema(selector=_STR, status=_STR, agent_type=_STR, capability=_STR, limit=_LIMIT),
+            "Live agents (status: ended, all); selector a=b,c!=d.",
+            obj_schema(
+                selector=_STR,
+                status=_STR,
+                agent_type=_STR,
+                capability=_STR,
+                limit=_LIMIT,
+            ),
             list_agents,
             _render_list,
         ),
         Tool(
             "get_agent",
-            "One agent by name, with its focus; found:false if unknown.",
-            obj_schema(name=_STR, agent_id=_STR),
+            "One agent (agent_id: its name) and its focus.",
+            obj_schema(name=unlisted(_STR), agent_id=_STR),
             get_agent,
         ),
     ]

@@ -8,7 +8,7 @@ from typing import Any
 from agentcoord import wire
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging import Messaging
-from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools._base import Tool, obj_schema, unlisted
 from agentcoord.tools._caller import acting_agent
 
 __all__ = ["tools"]
@@ -59,8 +59,7 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "handoff",
-            "Hand a task to an agent; waits for accept or reject, up to timeout_secs. "
-            "queue_unknown: to may not exist yet.",
+            "Hand your task to an agent; waits for accept or reject.",
             obj_schema(
                 ("to", "task"),
                 to=_STR,
@@ -71,7 +70,7 @@ def tools(messaging: Messaging) -> list[Tool]:
                 next_steps=_LIST,
                 reason=_STR,
                 timeout_secs={"type": "number", "minimum": 0.1, "maximum": 3600},
-                queue_unknown={"type": "boolean"},
+                queue_unknown=unlisted({"type": "boolean"}),
                 **{"from": _STR},
             ),
             handoff,
@@ -79,13 +78,13 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "answer_handoff",
-            "Accept or reject a handoff offer (offer = its correlation_id).",
+            "Accept or reject a handoff offer (its correlation_id).",
             obj_schema(
                 ("offer", "accept"),
                 offer=_STR,
                 accept={"type": "boolean"},
                 reason=_STR,
-                agent=_STR,
+                agent=unlisted(_STR),
             ),
             answer_handoff,
             _render_answer,

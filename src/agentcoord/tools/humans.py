@@ -1,6 +1,9 @@
 """escalate, request_approval, ask_choice, request_input, list_prompts, answer_prompt: questions
 for the human as tools over :class:`agentcoord.messaging.prompts.HumanPrompts`.
 
+An agent's listing has ``escalate`` alone, with ``approval``, ``choices`` and ``schema`` as
+its options; the three tools of those names still answer (docs/messaging.md "Human prompts").
+
 ``answer_prompt`` is the human's alone (:data:`HUMAN_ONLY`): it is left out of an agent's
 ``tools/list`` and refused if called anyway (DESIGN.md "Humans").
 """
@@ -14,7 +17,7 @@ from agentcoord.errors import InvalidArguments
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging import Messaging
 from agentcoord.messaging.prompts import ONLY_THE_HUMAN
-from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools._base import Tool, obj_schema, unlisted
 from agentcoord.tools._caller import acting_agent
 from agentcoord.tools._shape import for_model, short_time
 
@@ -34,6 +37,11 @@ _ASK_PROPS: dict[str, dict[str, Any]] = {
     "timeout_secs": _TIMEOUT,
     "agent": _STR,
 }
+# request_approval, ask_choice and request_input: escalate's options as tools of their own,
+# callable and listed to the human only (an agent's listing has escalate with the options).
+_VARIANT_PROPS = {**_ASK_PROPS, "agent": unlisted(_STR)}
+_CHOICES = {"type": "array", "items": _STR}
+_SCHEMA = {"type": "object"}
 
 
 def _model_prompt(row: dict[str, Any]) -> dict[str, Any]:
@@ -84,6 +92,15 @@ def tools(messaging: Messaging) -> list[Tool]:
         )
 
     async def escalate(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        given = [k for k in ("approval", "choices", "schema") if args.get(k)]
+        if len(given) > 1:
+            raise InvalidArguments(f"give one of `approval`, `choices`, `schema`, not {given}")
+        if args.get("approval"):
+            return await request_approval(caller, args)
+        if "choices" in given:
+            return await ask_choice(caller, args)
+        if "schema" in given:
+            return await request_input(caller, args)
         return await ask(caller, args, "notify", None)
 
     async def request_approval(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -110,37 +127,44 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "escalate",
-            "Ask the human; waits timeout_secs (60), then the prompt stays open.",
-            obj_schema(("question",), **_ASK_PROPS),
+            "Ask the human (waits timeout_secs, 60). approval: yes/no; choices: pick one.",
+            obj_schema(
+                ("question",),
+                **_ASK_PROPS,
+                approval={"type": "boolean"},
+                choices=_CHOICES,
+                schema=unlisted(_SCHEMA),  # typed input: rare for a model, kept for programs
+            ),
             escalate,
             _render_ask,
         ),
         Tool(
             "request_approval",
             "Ask the human to approve; answer is true or false.",
-            obj_schema(("question",), **_ASK_PROPS),
+            obj_schema(("question",), **_VARIANT_PROPS),
             request_approval,
             _render_ask,
+            listed=False,
         ),
         Tool(
             "ask_choice",
             "Ask the human to pick one of choices.",
-            obj_schema(
-                ("question", "choices"), choices={"type": "array", "items": _STR}, **_ASK_PROPS
-            ),
+            obj_schema(("question", "choices"), choices=_CHOICES, **_VARIANT_PROPS),
             ask_choice,
             _render_ask,
+            listed=False,
         ),
         Tool(
             "request_input",
             "Ask the human for input matching a JSON Schema.",
-            obj_schema(("question", "schema"), schema={"type": "object"}, **_ASK_PROPS),
+            obj_schema(("question", "schema"), schema=_SCHEMA, **_VARIANT_PROPS),
             request_input,
             _render_ask,
+            listed=False,
         ),
         Tool(
             "list_prompts",
-            "Open human prompts (all=true adds answered ones).",
+            "Human prompts; all=true adds answered ones.",
             obj_schema(all={"type": "boolean"}),
             list_prompts,
             _render_prompts,

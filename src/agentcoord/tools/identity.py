@@ -51,7 +51,7 @@ def tools() -> list[Tool]:
     return [
         Tool(
             "whoami",
-            "Who you are (agent, session, cwd), from your connection.",
+            "Your identity (agent, session, cwd).",
             obj_schema(),
             _whoami,
             _render,

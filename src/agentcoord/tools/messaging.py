@@ -15,7 +15,7 @@ from agentcoord.errors import InvalidArguments
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging import Messaging
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools._base import Tool, obj_schema, unlisted
 from agentcoord.tools._caller import acting_agent
 from agentcoord.tools._shape import compact, for_model, short_time
 
@@ -157,17 +157,18 @@ def tools(messaging: Messaging) -> list[Tool]:
     return [
         Tool(
             "send",
-            "Message an agent (to) or a channel. kind: text, control, accept/reject+"
-            "correlation_id. queue_unknown: to may be new.",
+            "Message an agent (to) or a channel.",
             obj_schema(
                 (),
                 to=_STR,
                 channel=_STR,
                 text=_TEXT,
                 kind=_STR,
-                correlation_id=_STR,
-                idempotency_key={"type": "string", "maxLength": 128},
-                queue_unknown=_BOOL,
+                # For programs: answer_handoff is a model's way to answer an offer, and a
+                # model does not retry with keys (docs/messaging.md "Tools").
+                correlation_id=unlisted(_STR),
+                idempotency_key=unlisted({"type": "string", "maxLength": 128}),
+                queue_unknown=unlisted(_BOOL),
                 **{"from": _STR},
             ),
             send,
@@ -175,13 +176,13 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "inbox",
-            "Read and ack your messages; wait_secs long-polls. after=<last seq> acks up to it "
-            "instead: the rest come again.",
+            "Read and acknowledge your messages; wait_secs long-polls.",
             obj_schema(
                 limit={"type": "integer", "minimum": 1, "maximum": 1000},
-                after={"type": "integer", "minimum": 0},
+                # Exactly-once reading for programs (docs/messaging.md "Tools").
+                after=unlisted({"type": "integer", "minimum": 0}),
                 wait_secs={"type": "number", "minimum": 0, "maximum": 300},
-                agent=_STR,
+                agent=unlisted(_STR),
             ),
             inbox,
             _render_inbox,
@@ -195,17 +196,16 @@ def tools(messaging: Messaging) -> list[Tool]:
         ),
         Tool(
             "open_channel",
-            "Open or reopen a channel with you in it; add=true adds participants. "
-            "queue_unknown: they may not exist yet.",
+            "Open a channel with you in it; add=true adds participants.",
             obj_schema(
                 ("name", "participants"),
                 name=_STR,
                 participants=_AGENTS,
                 topic={"type": "string", "maxLength": 200},
-                ttl_secs={"type": "integer", "minimum": 1},
+                ttl_secs=unlisted({"type": "integer", "minimum": 1}),
                 add=_BOOL,
-                queue_unknown=_BOOL,
-                agent=_STR,
+                queue_unknown=unlisted(_BOOL),
+                agent=unlisted(_STR),
             ),
             open_channel,
             _render_open,
@@ -216,21 +216,24 @@ def tools(messaging: Messaging) -> list[Tool]:
             obj_schema(),
             list_channels,
             _render_channels,
+            listed=False,  # an invitation names the channel; the human's view lists them all
         ),
         Tool(
             "close_channel",
             "Close a channel you are in.",
-            obj_schema(("name",), name=_STR, agent=_STR),
+            obj_schema(("name",), name=_STR, agent=unlisted(_STR)),
             close_channel,
             lambda r: f"channel {r['channel']} is {r['phase'].lower()}",
         ),
         Tool(
             "nats_credentials",
             "Your subscribe-only NATS login, to read your inbox and channels live.",
-            obj_schema(agent=_STR),
+            obj_schema(agent=unlisted(_STR)),
             nats_credentials,
             lambda r: (
                 f"nats user {r['user']} at {r['url']}; may subscribe to {', '.join(r['subscribe'])}"
             ),
+            # For a program that subscribes itself; a model cannot hold a NATS connection.
+            listed=False,
         ),
     ]

@@ -31,10 +31,11 @@ class ToolRegistry:
         return list(self._tools.values())
 
     def listed_for(self, kind: str) -> list[Tool]:
-        """The tools ``tools/list`` shows a caller of ``kind``: the human's only to the human."""
+        """The tools ``tools/list`` shows a caller of ``kind``: the human's, and the unlisted
+        (:attr:`Tool.listed`), only to the human."""
         if kind == "human":
             return self.all()
-        return [t for t in self._tools.values() if t.name not in self._human_only]
+        return [t for t in self._tools.values() if t.listed and t.name not in self._human_only]
 
     def refusal(self, name: str, kind: str) -> str | None:
         """Why a caller of ``kind`` may not call ``name``, or None when it may."""
