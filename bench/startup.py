@@ -138,7 +138,8 @@ async def _drive(socket_path: Path, token: str, claims: int, messages: int) -> N
                 args = {"resource_key": key, "token": grant}
                 await rpc("tools/call", {"name": "release", "arguments": args})
             else:
-                args = {"to": "aged-peer", "text": f"message {i}"}
+                # No such agent: queued on purpose (docs/messaging.md "Recipients").
+                args = {"to": "aged-peer", "text": f"message {i}", "queue_unknown": True}
                 await rpc("tools/call", {"name": "send", "arguments": args})
         writer.close()
 

@@ -11,12 +11,12 @@ import asyncio
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 from agentcoord.kernel.tasks import TaskSet
-from agentcoord.localagents.manifest import Manifest, read_package_manifest
+from agentcoord.localagents.manifest import Manifest, capability_tags, read_package_manifest
 from agentcoord.localagents.paths import is_safe_agent_id, package_dir
 
 __all__ = ["Package", "PackageIndex"]
@@ -34,6 +34,14 @@ class Package:
     agent_id: str
     path: Path
     manifest: Manifest
+    # Derived once: discover_local_agents builds a row per package on every call, and with a
+    # thousand packages these were half its time (bench/localagents.py).
+    tags: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    path_text: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tags", tuple(capability_tags(self.agent_id, self.manifest)))
+        object.__setattr__(self, "path_text", str(self.path))
 
 
 def load_package(hub: Path, agent_id: str) -> Package | None:

@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentcoord.localagents.index import Package
-from agentcoord.localagents.manifest import capability_tags
 from agentcoord.localagents.records import AgentRecord
 from agentcoord.localagents.sessions import LiveSession, package_status
+
+_IDLE: tuple[str, LiveSession | None] = ("idle", None)  # no live session: every package idle
 
 __all__ = [
     "available_capacity",
@@ -90,9 +91,9 @@ def local_records(
     """AgentRecord-shaped dicts for indexed packages (seed 001: ``transport="local"``)."""
     out: list[dict[str, Any]] = []
     for pkg in packages:
-        status, session = package_status(pkg.path, sessions, ttl, now)
+        status, session = package_status(pkg.path_text, sessions, ttl, now) if sessions else _IDLE
         meta: dict[str, Any] = {
-            "package_path": str(pkg.path),
+            "package_path": pkg.path_text,
             "description": pkg.manifest.description,
             "cold_start_on_dispatch": status == "idle",
         }
@@ -107,7 +108,7 @@ def local_records(
                 "agent_id": pkg.agent_id,
                 "agent_name": pkg.manifest.name or pkg.agent_id,
                 "agent_type": "local",
-                "capabilities": capability_tags(pkg.agent_id, pkg.manifest),
+                "capabilities": list(pkg.tags),
                 "endpoint": "",
                 "transport": "local",
                 "status": status,

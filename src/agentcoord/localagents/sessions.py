@@ -56,7 +56,7 @@ def _inside(path: str, root: str) -> bool:
 
 
 def package_status(
-    package: Path, sessions: Iterable[LiveSession], ttl: float, now: float
+    package: Path | str, sessions: Iterable[LiveSession], ttl: float, now: float
 ) -> tuple[str, LiveSession | None]:
     """``online`` when a live session works inside ``package`` within ``ttl``, else ``idle``.
 
