@@ -103,6 +103,25 @@ def test_input_validated_against_schema(daemon: Daemon, agents: Any) -> None:
     assert a.result(pending)["answer"] == {"port": 8080}
 
 
+def test_escalate_options_raise_the_structured_prompts(daemon: Daemon, agents: Any) -> None:
+    """escalate with approval or choices raises that kind of prompt, answered as it is; two
+    options at once are refused and raise nothing."""
+    a = agents("a")
+    pending = a.start("escalate", question="Merge it?", approval=True, timeout_secs=20)
+    prompt = _wait_prompt(daemon)
+    assert (prompt["kind"], prompt["schema"]) == ("approval", {"type": "boolean"})
+    assert cli(daemon, "answer", prompt["id"], "yes").returncode == 0
+    assert a.result(pending)["answer"] is True
+    pending = a.start("escalate", question="Queue?", choices=["nats", "redis"], timeout_secs=20)
+    prompt = _wait_prompt(daemon)
+    assert (prompt["kind"], prompt["choices"]) == ("choice", ["nats", "redis"])
+    assert cli(daemon, "answer", prompt["id"], "1").returncode == 0
+    assert a.result(pending)["answer"] == "nats"
+    with pytest.raises(ToolFailed, match="give one of `approval`, `choices`, `schema`"):
+        a.call("escalate", question="Both?", approval=True, choices=["a", "b"])
+    assert human_call(daemon, "list_prompts")["prompts"] == []
+
+
 def test_agents_cannot_answer_prompts(daemon: Daemon, agents: Any) -> None:
     """answer_prompt is the human's: an agent session is refused."""
     a, b = agents("a"), agents("b")
