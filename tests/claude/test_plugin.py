@@ -174,7 +174,8 @@ def test_a_session_lists_the_skill_loads_it_and_gets_every_tool_it_names(
     """In a real `claude -p` session with the plugin installed, the model is told of the
     agentcoord:coordination skill with its description, the plugin's SessionStart hook names
     the session's agent, every tool call the skill shows is an offered agent-coord tool taking
-    those arguments, and invoking the skill gives the model its text."""
+    those arguments, the tools not offered to models are not, and invoking the skill gives the
+    model its text."""
     env = _env(daemon, real_claude, tmp_path)
     env.update(ANTHROPIC_BASE_URL=model_api.url, ENABLE_TOOL_SEARCH="false")
     project = tmp_path / "project"
@@ -194,6 +195,12 @@ def test_a_session_lists_the_skill_loads_it_and_gets_every_tool_it_names(
     for name, args in skill_calls(skill_text("coordination")):
         schema = first.tool(TOOL_PREFIX + name)["input_schema"]
         assert args <= set(schema.get("properties", {})), (name, args, schema)
+    # The model is offered an agent's listing: escalate with its options, none of the tools
+    # kept for programs and the human (docs/claude-code.md "Results for the model").
+    offered = {n.removeprefix(TOOL_PREFIX) for n in first.tool_names if n.startswith(TOOL_PREFIX)}
+    assert "escalate" in offered, offered
+    kept_back = {"request_approval", "ask_choice", "request_input", "nats_credentials"}
+    assert offered.isdisjoint(kept_back | {"audit", "list_channels", "answer_prompt"}), offered
     # The Skill tool's result says it launched; the skill's text follows it in the messages.
     assert "agentcoord:coordination" in tool_results(run.requests[-1])[-1]["text"]
     loaded = json.dumps(run.requests[-1].body["messages"][1:])
