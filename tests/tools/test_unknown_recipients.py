@@ -3,12 +3,14 @@ for it (docs/messaging.md "Recipients")."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from agentcoord.errors import NotFound
 from agentcoord.messaging.recipients import QUEUE_HINT, Recipients, unknown_text
+from agentcoord.stores.objects.errors import ObjectNotFound
 from tests.agentops.conftest import stored, wait_for
 from tests.conftest import Daemon
 from tests.tools.conftest import ToolFailed
@@ -39,6 +41,13 @@ class _Store:
         assert (plural, namespace) == ("agents", "default")
         return [], self.objs, 1
 
+    def get_raw(self, plural: str, namespace: str, name: str) -> bytes:
+        assert (plural, namespace) == ("agents", "default")
+        for o in self.objs:
+            if o["metadata"]["name"] == name:
+                return json.dumps(o).encode()
+        raise ObjectNotFound(f"agents {name} not found")
+
 
 class _Pkg:
     def __init__(self, agent_id: str) -> None:
@@ -48,6 +57,9 @@ class _Pkg:
 class _Index:
     def packages(self) -> list[_Pkg]:
         return [_Pkg("reviewer")]
+
+    def get(self, agent_id: str) -> _Pkg | None:
+        return next((p for p in self.packages() if p.agent_id == agent_id), None)
 
 
 class _Packages:

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from agentcoord.errors import NotFound
+from agentcoord.stores.objects.errors import ObjectNotFound
 
 __all__ = [
     "QUEUED_NOTE",
@@ -37,13 +38,17 @@ QUEUE_HINT = "(queue_unknown=true queues for an agent that does not exist yet)"
 
 
 class AgentObjects(Protocol):
-    """The object store's in-memory listing (:meth:`ObjectBackend.list_raw`)."""
+    """The object store's in-memory reads (:meth:`ObjectBackend.get_raw`, ``list_raw``)."""
+
+    def get_raw(self, plural: str, namespace: str, name: str) -> bytes: ...
 
     def list_raw(self, plural: str, namespace: str | None = None) -> tuple[Any, Any, Any]: ...
 
 
 class _Index(Protocol):
     def packages(self) -> Iterable[Any]: ...
+
+    def get(self, agent_id: str) -> Any | None: ...
 
 
 class PackageAgents(Protocol):
@@ -104,14 +109,24 @@ class Recipients:
     async def check(self, names: Iterable[str]) -> None:
         """Raise :class:`NotFound` for the first of ``names`` no agent has, naming the
         closest known names."""
-        wanted = list(names)
-        if not wanted:
-            return
-        known = self.known()
-        for name in wanted:
-            if name not in known and not self._other_host(name):
+        for name in names:
+            if not self._exists(name) and not self._other_host(name):
                 # The option is unlisted (docs/messaging.md "Recipients"): the error teaches it.
-                raise NotFound(f"{unknown_text(name, known)} {QUEUE_HINT}")
+                raise NotFound(f"{unknown_text(name, self.known())} {QUEUE_HINT}")
+
+    def _exists(self, name: str) -> bool:
+        """One lookup per place a name can live: every send asks, and listing every Agent
+        (each decoded from its JSON) and package is only worth it for the suggestions."""
+        if name == self._human:
+            return True
+        if self._store is not None:
+            try:
+                self._store.get_raw("agents", self._ns, name)
+                return True
+            except ObjectNotFound:
+                pass
+        p = self._packages
+        return p is not None and p.enabled and p.index.get(name) is not None
 
     def _other_host(self, name: str) -> bool:
         if not self._host:
