@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import time
 from typing import Any
@@ -120,6 +121,26 @@ def test_escalate_options_raise_the_structured_prompts(daemon: Daemon, agents: A
     with pytest.raises(ToolFailed, match="give one of `approval`, `choices`, `schema`"):
         a.call("escalate", question="Both?", approval=True, choices=["a", "b"])
     assert human_call(daemon, "list_prompts")["prompts"] == []
+
+
+def test_a_late_answer_reaches_the_askers_inbox_once(daemon: Daemon, agents: Any) -> None:
+    """An answer given after escalate stopped waiting arrives in the asker's inbox, once, from
+    the human, naming the prompt; one given while escalate waits is its result alone."""
+    a = agents("a")
+    late = a.call("escalate", question="Rename the module?", timeout_secs=0.3)
+    assert late["answered"] is False
+    assert cli(daemon, "answer", late["prompt"], "yes,", "go").returncode == 0
+    (msg,) = a.call("inbox", wait_secs=5)["messages"]
+    assert msg["from"] == f"human:{getpass.getuser()}"
+    assert msg["correlation_id"] == late["prompt"]
+    assert msg["text"] == (
+        f"the human answered your prompt {late['prompt']} (Rename the module?): yes, go"
+    )
+    pending = a.start("escalate", question="Tag it?", timeout_secs=20)
+    prompt = _wait_prompt(daemon)
+    assert cli(daemon, "answer", prompt["id"], "no").returncode == 0
+    assert a.result(pending)["answer"] == "no"
+    assert a.call("inbox")["messages"] == []
 
 
 def test_agents_cannot_answer_prompts(daemon: Daemon, agents: Any) -> None:

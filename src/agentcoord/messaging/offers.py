@@ -105,7 +105,7 @@ class Handoffs:
         timed_out = f"handoff offer to {to} timed out"
         if not queue_unknown:
             await self._recipients.check([to])
-        elif to not in self._recipients.known():
+        elif not self._recipients.exists(to):
             timed_out += f"; {QUEUED_NOTE.format(name=to)}"
         offer = Offer(
             id="ho-" + secrets.token_hex(8),

@@ -17,6 +17,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from agentcoord import answers, wire
@@ -63,13 +64,22 @@ def _answer_fields(rec: PromptRecord, value: Any) -> dict[str, Any]:
     return {"prompt": rec.id, "asker": rec.agent, "kind": rec.kind, "answer": summary}
 
 
+# Delivers an answer nobody waits for any more to its asker: (the prompt, the answer's text,
+# who answered).
+LateAnswer = Callable[[PromptRecord, str, str], Awaitable[Any]]
+
+
 class HumanPrompts:
     """Asking the human and recording the answers, over the HumanPrompt records."""
 
-    def __init__(self, nc: Any, records: PromptRecords, audit: AuditSink) -> None:
+    def __init__(
+        self, nc: Any, records: PromptRecords, audit: AuditSink, late: LateAnswer | None = None
+    ) -> None:
         self._nc = nc
         self._records = records
         self._audit = audit
+        self._late = late
+        self._waiting: set[str] = set()  # prompts an ask() of this daemon still waits on
 
     async def _record_answer(self, rec: PromptRecord, text: str, by: str) -> Any:
         """Parse, check and record ``text``; the first answer wins and is what everyone sees."""
@@ -116,6 +126,7 @@ class HumanPrompts:
 
         # Subscribe BEFORE the record exists (seed 000's race: an instant answer was lost).
         sub = await self._nc.subscribe(reply_subject(rec.id), cb=on_reply)
+        self._waiting.add(rec.id)
         try:
             await self._records.create(rec)
             self._audit.emit("HUMAN_PROMPTED", me, prompt=rec.id, kind=kind)
@@ -144,6 +155,7 @@ class HumanPrompts:
                     continue
                 return {"prompt": rec.id, "answered": True, "answer": answer}
         finally:
+            self._waiting.discard(rec.id)
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
         current = await self._records.get(rec.id)  # answered as the wait ended?
@@ -174,6 +186,14 @@ class HumanPrompts:
             sender=by, kind=pb.MESSAGE_TEXT, body=text.encode(), correlation_id=rec.id
         )
         await self._nc.publish(reply_subject(rec.id), msg.SerializeToString())
+        if rec.id not in self._waiting and self._late is not None:
+            # Nobody waits any more (the ask timed out, or the daemon restarted since): the
+            # asker gets the answer as a message, pushed or read like any other
+            # (docs/messaging.md "Human prompts"). The answer itself is recorded either way.
+            try:
+                await self._late(rec, text, by)
+            except Exception:
+                log.warning("could not give %s the late answer to %s", rec.agent, rec.id)
         return {"prompt": rec.id, "answered": True, "answer": value}
 
 

@@ -110,11 +110,11 @@ class Recipients:
         """Raise :class:`NotFound` for the first of ``names`` no agent has, naming the
         closest known names."""
         for name in names:
-            if not self._exists(name) and not self._other_host(name):
+            if not self.exists(name) and not self._other_host(name):
                 # The option is unlisted (docs/messaging.md "Recipients"): the error teaches it.
                 raise NotFound(f"{unknown_text(name, self.known())} {QUEUE_HINT}")
 
-    def _exists(self, name: str) -> bool:
+    def exists(self, name: str) -> bool:
         """One lookup per place a name can live: every send asks, and listing every Agent
         (each decoded from its JSON) and package is only worth it for the suggestions."""
         if name == self._human:

@@ -49,7 +49,7 @@ class Sending:
         check_agent_id(to)
         unknown = False
         if queue_unknown:
-            unknown = to not in self._recipients.known()
+            unknown = not self._recipients.exists(to)
         else:
             await self._recipients.check([to])
         msg = wire.make_message(

@@ -17,9 +17,10 @@ from agentcoord.messaging.offers import Handoffs, OfferBook
 from agentcoord.messaging.prompts import HumanPrompts
 from agentcoord.messaging.recipients import Recipients
 from agentcoord.messaging.sending import Sending
+from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.messagebus import MessageBus, check_agent_id
-from agentcoord.stores.records import ChannelRecords, PromptRecords, TaskRecords
+from agentcoord.stores.records import ChannelRecords, PromptRecord, PromptRecords, TaskRecords
 
 __all__ = ["Messaging"]
 
@@ -64,7 +65,16 @@ class Messaging:
         self.rooms = Channels(channels, self.bus, access, recipients)
         self.mail = Sending(self.bus, self.rooms, recipients)
         self.handoffs = Handoffs(nc, self.bus, self.offers, tasks, audit_log, recipients)
-        self.humans = HumanPrompts(nc, prompts, audit_log)
+        self.humans = HumanPrompts(nc, prompts, audit_log, late=self._late_answer)
+
+    async def _late_answer(self, rec: PromptRecord, text: str, by: str) -> None:
+        """Into the asker's inbox: the answer to a prompt its ask stopped waiting for."""
+        question = rec.question if len(rec.question) <= 80 else rec.question[:77] + "..."
+        body = f"the human answered your prompt {rec.id} ({question}): {text}"
+        # queue_unknown: an asker that ended since still has its inbox.
+        await self.mail.to_agent(
+            by, rec.agent, pb.MESSAGE_TEXT, body, correlation_id=rec.id, queue_unknown=True
+        )
 
     async def __aenter__(self) -> Messaging:
         await self.bus.__aenter__()
