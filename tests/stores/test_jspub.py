@@ -59,3 +59,26 @@ async def test_no_ack_times_out_and_close_fails_the_waiting(js: Any) -> None:
     await pub.__aexit__(None, None, None)
     with pytest.raises(nats.errors.ConnectionClosedError):
         await waiting
+
+
+async def test_concurrent_writes_each_get_their_own_ack(js: Any) -> None:
+    """Replies handed over by the reader reach the write they answer, 200 writes at once."""
+    await js.add_stream(api.StreamConfig(name="C", subjects=["c.>"]))
+    async with AckedPublisher(js._nc) as pub:
+        seqs = await asyncio.gather(*(pub.publish(f"c.{i}", b"v", {}) for i in range(200)))
+    assert sorted(seqs) == list(range(1, 201))
+    for i in (0, 99, 199):  # each write got the sequence its own message was stored at
+        assert (await js.get_msg("C", seqs[i])).subject == f"c.{i}"
+
+
+async def test_a_stray_reply_on_the_inbox_leaves_the_connection_working(js: Any) -> None:
+    """A reply nobody waits for (a write given up on, a forged token) is dropped by the reader
+    without breaking the connection: the next write is acknowledged."""
+    await js.add_stream(api.StreamConfig(name="S", subjects=["s.>"]))
+    nc = js._nc
+    async with AckedPublisher(nc) as pub:
+        await nc.publish(f"{pub._prefix}.999", b'{"seq": 7}')
+        await nc.publish(f"{pub._prefix}.not-a-token", b"not json")
+        await nc.flush()
+        assert await pub.publish("s.k", b"v", {}) == 1
+    assert nc.is_connected

@@ -9,7 +9,6 @@ id is answered, before ``initialize`` too, because the SDK and recent Claude Cod
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import time
@@ -23,6 +22,7 @@ from agentcoord.daemon.push import CHANNEL_CAPS, PERMISSION_REQUEST, ChannelPush
 from agentcoord.errors import IdentityMismatch, ProtocolError, ToolError
 from agentcoord.humanproof import attempt_of
 from agentcoord.kernel.caller import Caller
+from agentcoord.kernel.jsoncodec import dumps
 from agentcoord.kernel.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -259,10 +259,6 @@ class McpCore:
         }
 
 
-# Built once: json.dumps with options builds a new encoder per call.
-_TEXT_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
-
-
 def _render(tool: Tool, result: dict[str, Any]) -> str:
     """The text half of a result; a renderer bug degrades to JSON instead of failing the call."""
     if tool.render is not None:
@@ -270,4 +266,4 @@ def _render(tool: Tool, result: dict[str, Any]) -> str:
             return tool.render(result)
         except Exception:
             log.exception("rendering %s failed; sending JSON", tool.name)
-    return _TEXT_ENCODER.encode(result)
+    return dumps(result, default=str).decode()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcoord.errors import ProtocolError
+from agentcoord.kernel.jsoncodec import dumps
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -62,13 +63,9 @@ def decode(raw: bytes | str) -> Any:
         raise ProtocolError(PARSE_ERROR, f"Parse error: {type(exc).__name__}") from None
 
 
-# Built once: json.dumps with options builds a new encoder per call (every reply).
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-
-
 def encode(message: Any) -> bytes:
     """Serialise a reply compactly (one line, so it is also a valid stdio frame)."""
-    return _ENCODER.encode(message).encode()
+    return dumps(message)
 
 
 def _valid_id(value: Any) -> bool:

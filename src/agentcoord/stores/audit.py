@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from nats.js import api
 
+from agentcoord.kernel.jsoncodec import dumps
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores._jsretry import connection_of
 from agentcoord.stores.kv._keys import escape_key
@@ -42,7 +43,6 @@ MAX_BYTES = 64 << 20  # Config.audit_max_bytes
 _DRAIN_DEADLINE = 2.0
 _QUERY_IDLE = 2.0
 _COALESCE = 0.01
-_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # built once, not per event
 _BATCH = 512
 _SUBJECT_CACHE = 4096
 _QUERY_CONSUMER_IDLE = 30.0
@@ -134,7 +134,7 @@ class AuditLog:
     def emit(self, type_: str, agent: str, **data: Any) -> None:
         body = {"type": type_, "agent": agent, "ts": time.time(), "data": data}
         try:
-            payload = _ENCODER.encode(body).encode()
+            payload = dumps(body, default=str)
             subject = self._subjects.get((type_, agent))
             if subject is None:
                 if len(self._subjects) >= _SUBJECT_CACHE:

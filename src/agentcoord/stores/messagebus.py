@@ -42,6 +42,7 @@ from typing import Any
 
 from agentcoord import wire
 from agentcoord.errors import InvalidArguments
+from agentcoord.stores._jspub import AckedPublisher, subscribe_inline
 
 __all__ = [
     "BROADCAST_SUBJECT",
@@ -164,6 +165,7 @@ class MessageBus:
         self._pull_sub: Any = None
         self._pulls: dict[str, tuple[str, asyncio.Queue[Any]]] = {}
         self._pull_ids = itertools.count(1)
+        self._pub: AckedPublisher | None = None  # stores messages (stores/_jspub.py)
 
     async def __aenter__(self) -> MessageBus:
         from nats.js.api import RetentionPolicy, StorageType, StreamConfig
@@ -184,10 +186,13 @@ class MessageBus:
 
         await ensure_stream(self._js, config)
         self._pull_prefix = self._nc.new_inbox()
-        self._pull_sub = await self._nc.subscribe(self._pull_prefix + ".>", cb=self._on_pulled)
+        self._pull_sub = await subscribe_inline(self._nc, self._pull_prefix + ".>", self._on_pulled)
+        self._pub = await AckedPublisher(self._nc, self._js_timeout).__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self._pub is not None:
+            await self._pub.__aexit__(*exc)
         if self._pull_sub is not None:
             with contextlib.suppress(Exception):
                 await self._pull_sub.unsubscribe()
@@ -397,12 +402,13 @@ class MessageBus:
         """Store one ChannelMessage; ``msg_id`` de-duplicates within the duplicate window."""
         from agentcoord.stores._jsretry import while_electing
 
-        headers = {"Nats-Msg-Id": msg_id} if msg_id else None
         data = msg.SerializeToString()
+        pub = self._pub
+        assert pub is not None, "MessageBus used outside its context"
         # "no responders" while a new stream leader is elected (a NATS node lost) stored
-        # nothing, so the publish is sent again.
-        ack = await while_electing(lambda: self._js.publish(subject, data, headers=headers))
-        return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
+        # nothing, so the publish is sent again (and de-duplicated by its id if it was).
+        seq, duplicate = await while_electing(lambda: pub.publish_once(subject, data, msg_id))
+        return Published(seq=seq, duplicate=duplicate)
 
     def _outside(self, agent: str, msg: Any) -> bool:
         """Whether ``msg`` was posted on a subject before ``agent`` joined it or after it
@@ -557,7 +563,7 @@ class MessageBus:
             del held[seq]  # the AckAll above covered them
         return out
 
-    async def _on_pulled(self, msg: Any) -> None:
+    def _on_pulled(self, msg: Any) -> None:
         """Route a pull reply. A status (end of batch) comes on the pull's own reply subject
         ``<prefix>.<consumer>.<token>``, and only the pull with that token takes it; a message
         keeps its stream subject, so it goes by the consumer named in its ack subject (any

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from agentcoord.errors import InvalidArguments, ToolError
+from agentcoord.kernel.jsoncodec import dumps
 
 __all__ = [
     "MODES",
@@ -121,7 +122,7 @@ class ClaimRecord:
             "key": self.key,
             "holders": [_compact({f: getattr(h, f) for f in _HOLDER_FIELDS}) for h in self.holders],
         }
-        return _ENCODER.encode(body).encode()
+        return dumps(body)
 
     @staticmethod
     def decode(data: bytes) -> ClaimRecord:
@@ -171,9 +172,6 @@ def _holder(body: dict[str, Any]) -> Holder:
         if type(value) is str:
             body[name] = sys.intern(value)
     return Holder(**body)
-
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"))  # built once, not per write
 
 
 def _compact(d: dict[str, Any]) -> dict[str, Any]:
