@@ -7,6 +7,8 @@ import tracemalloc
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentcoord.stores.objects._cache import Cache
 from agentcoord.stores.objects.selectors import parse_fields, parse_labels
@@ -92,3 +94,36 @@ def test_an_object_costs_little_more_than_its_json() -> None:
     overhead = (grown - stored) / 2000  # as dicts, these objects would add ~1.5 kB each
     assert overhead < 700, overhead  # names, uid, index entries: ~400 B
     assert _names(cache, "kind=registered")[:2] == ["agent-0", "agent-1"]
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "forget", "list"]), st.sampled_from("abcdef"), st.integers(0, 2)
+    ),
+    max_size=40,
+)
+
+
+@given(_OPS)
+def test_lists_between_writes_show_every_write(ops: list[tuple[str, str, int]]) -> None:
+    """Lists kept between writes (the sorted keys and the whole listing) are never stale: after
+    any run of creates, updates, relabels and deletes, a list is exactly the objects there are,
+    in name order, at their last version, and a label list exactly those labelled so."""
+    cache = Cache()
+    model: dict[str, bytes] = {}
+    labels: dict[str, str] = {}
+    for op, name, version in ops:
+        if op == "put":
+            obj = _obj(name, v=str(version))
+            obj["spec"]["version"] = version
+            model[name] = _put(cache, obj)
+            labels[name] = str(version)
+        elif op == "forget":
+            cache.forget(("agents", "default", name))
+            model.pop(name, None)
+            labels.pop(name, None)
+        raws, _ = cache.select("agents", None, parse_labels(""), parse_fields(""))
+        assert raws == [model[n] for n in sorted(model)]
+        assert _names(cache, f"v={version}") == sorted(
+            n for n in labels if labels[n] == str(version)
+        )

@@ -76,6 +76,14 @@ class Cache:
         self.dependents: dict[str, set[Key]] = {}
         # Label sets in use, with how many entries share each (dropped at zero).
         self._label_sets: dict[tuple[tuple[str, str], ...], tuple[_Labels, int]] = {}
+        # Each resource's (namespace, name) keys in list order, sorted on the first list after
+        # a key came or went: a new version of an object keeps its place, so a list between
+        # writes to existing objects (status updates) sorts nothing.
+        self._order: dict[str, list[tuple[str, str]] | None] = dict.fromkeys(KINDS)
+        # Each resource's stored JSON in list order, made by the first unfiltered list after
+        # any write to it: listing again (kubectl get, the console's refresh) copies one list
+        # instead of visiting 10,000 entries scattered over the heap (docs/store.md).
+        self._listing: dict[str, list[bytes] | None] = dict.fromkeys(KINDS)
 
     def __len__(self) -> int:
         return len(self.by_uid)
@@ -87,7 +95,10 @@ class Cache:
         """Store a new version (``raw`` is ``obj`` as JSON); returns the previous entry."""
         meta = obj["metadata"]
         key = (resource, meta["namespace"], meta["name"])
-        prev = self.forget(key)
+        prev = self._drop(key)
+        if prev is None:
+            self._order[resource] = None
+        self._listing[resource] = None
         owners = tuple(ref["uid"] for ref in meta.get("ownerReferences") or ())
         entry = Entry(raw, meta["uid"], self._share(meta.get("labels")), owners)
         self._entries[resource][(key[1], key[2])] = entry
@@ -98,6 +109,13 @@ class Cache:
 
     def forget(self, key: Key) -> Entry | None:
         """Drop an object; returns its entry."""
+        entry = self._drop(key)
+        if entry is not None:
+            self._order[key[0]] = None
+            self._listing[key[0]] = None
+        return entry
+
+    def _drop(self, key: Key) -> Entry | None:
         entry = self._entries[key[0]].pop((key[1], key[2]), None)
         if entry is None:
             return None
@@ -148,7 +166,15 @@ class Cache:
             found = entries.get((ns, name))
             items = [((ns, name), found)] if found else []
         else:
-            items = sorted(entries.items())
+            order = self._order[resource]
+            if order is None:
+                order = self._order[resource] = sorted(entries)
+            if namespace is None and labels.empty and not fields.terms:
+                listing = self._listing[resource]
+                if listing is None:
+                    listing = self._listing[resource] = [entries[k].raw for k in order]
+                return list(listing), Decoded(listing)
+            items = [(k, entries[k]) for k in order]
         raws: list[bytes] = []
         for (obj_ns, obj_name), entry in items:
             if namespace is not None and obj_ns != namespace:
