@@ -45,17 +45,19 @@ async def test_no_stream_is_no_stream_response(js: Any) -> None:
 async def test_no_ack_times_out_and_close_fails_the_waiting(js: Any) -> None:
     """No ack within the timeout is nats-py's TimeoutError; closing fails writes still waiting."""
     nc = js._nc
+    arrived = asyncio.Event()
 
     async def silent(msg: Any) -> None:  # takes the request, never answers
-        return None
+        arrived.set()
 
     await nc.subscribe("silent.sink", cb=silent)
     async with AckedPublisher(nc, timeout=0.2) as pub:
         with pytest.raises(nats.errors.TimeoutError):
             await pub.publish("silent.sink", b"v", {})
+    arrived.clear()
     pub = await AckedPublisher(nc, timeout=30).__aenter__()
     waiting = asyncio.create_task(pub.publish("silent.sink", b"v", {}))
-    await asyncio.sleep(0.1)
+    await arrived.wait()  # the write is out and waits for its ack
     await pub.__aexit__(None, None, None)
     with pytest.raises(nats.errors.ConnectionClosedError):
         await waiting
