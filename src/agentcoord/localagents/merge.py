@@ -14,8 +14,6 @@ from agentcoord.localagents.index import Package
 from agentcoord.localagents.records import AgentRecord
 from agentcoord.localagents.sessions import LiveSession, package_status
 
-_IDLE: tuple[str, LiveSession | None] = ("idle", None)  # no live session: every package idle
-
 __all__ = [
     "available_capacity",
     "effective_status",
@@ -30,6 +28,7 @@ __all__ = [
 
 HTTP_STATUSES = ("online", "offline", "degraded")
 LOCAL_STATUSES = ("online", "idle")
+_IDLE: tuple[str, LiveSession | None] = ("idle", None)  # no live session: every package idle
 
 
 def iso(ts: float) -> str:
