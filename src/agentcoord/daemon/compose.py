@@ -15,6 +15,7 @@ import contextlib
 import errno
 import logging
 import os
+import secrets
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -312,6 +313,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     from agentcoord.daemon.push import ChannelPush
     from agentcoord.daemon.toolset import build_registry
     from agentcoord.daemon.unix import UnixListener
+    from agentcoord.humanproof import read_human_token
 
     cfg = s.config
     connections = Connections(http_addr=cfg.http_addr)
@@ -346,7 +348,17 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
         messaging=s.messaging,
         audit=s.audit,
     )
-    console = ConsoleRoutes(s.identity, status.status, sections, s.nats.client)
+    # The console's sessions are signed with the human token (docs/security.md "Console
+    # login"), the one _services wrote; unreadable, a random key: no console login works.
+    key = read_human_token(cfg.state_dir) or secrets.token_urlsafe(32)
+    console = ConsoleRoutes(
+        s.identity,
+        status.status,
+        sections,
+        s.nats.client,
+        human_token=key,
+        login_ttl=cfg.console_login_ttl,
+    )
     http = await _http_listener(cfg, stack, HttpRoutes(s.identity, status, core, console, hooks))
     host = cfg.http_host if ":" not in cfg.http_host else f"[{cfg.http_host}]"
     addr = f"{host}:{http.port}"
