@@ -137,8 +137,8 @@ def _audit(data: dict[str, Any]) -> str:
 
 
 def _prompts(data: dict[str, Any]) -> str:
-    # The whole question and its context, wrapped, never cut (docs/messaging.md "Human
-    # prompts"): what the human decides on.
+    # The whole question and its context, wrapped, never cut: what the human decides on
+    # (docs/messaging.md "For the human").
     rows = [
         [
             p["id"],
