@@ -161,7 +161,8 @@ def test_claims_and_audit_show_repo_path_in_one_time_format(
     daemon_factory: Any, claude_bin: Path, tmp_path: Path
 ) -> None:
     """A file claim from a linked worktree shows as `app:src/app.py (worktree app-fix, branch
-    fix)` in `claims`, `app:src/app.py` in audit text and the console, never its internal key;
+    fix)` in `claims` and the console's claims, `app:src/app.py` in audit text and the console's
+    agents, never its internal key;
     --json keeps the real key; every time shown is local time with the zone (TZ honoured)."""
     d = daemon_factory(TZ="Europe/Berlin").start()
     app = tmp_path / "app"
@@ -192,7 +193,8 @@ def test_claims_and_audit_show_repo_path_in_one_time_format(
         cookie = {"cookie": headers["set-cookie"].split(";")[0]}
         state = json.loads(_request(d, "GET", "/console/api/state?audit=1", cookie)[2])
         (shown,) = state["claims"]
-        assert (shown["resource_key"], shown["key"]) == (real, "app:src/app.py")
+        where = "app:src/app.py (worktree app-fix, branch fix)"
+        assert (shown["resource_key"], shown["key"]) == (real, where)
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CES?T", shown["expires_at"])
         (mine,) = [a for a in state["agents"] if a["name"] == agent.name]
         assert mine["claims"] == ["app:src/app.py"]

@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 __all__ = ["ConsoleSections"]
 
 Section = Callable[[], Awaitable[Any]]
+# (key, token) -> the holder's (worktree, branch) for a file claim, when this daemon knows them
+SiteLookup = Callable[[str, int | None], tuple[str | None, str | None] | None]
+
+
+def _no_site(key: str, token: int | None) -> None:
+    return None
 
 
 class ConsoleSections:
@@ -40,8 +46,10 @@ class ConsoleSections:
         local_agents: LocalAgents,
         messaging: Messaging,
         audit: AuditLog,
+        site: SiteLookup = _no_site,
     ) -> None:
         self._claims = claims
+        self._site = site
         self._focus = focus
         self._agents = agents
         self._local = local_agents
@@ -60,7 +68,7 @@ class ConsoleSections:
         return [
             {
                 "resource_key": key,
-                "key": display_key(key),
+                "key": display_key(key, *(self._site(key, h.token) or (None, None))),
                 "agent": h.agent,
                 "mode": h.mode,
                 "expires_at": human_time(h.expires),

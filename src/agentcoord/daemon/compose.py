@@ -17,6 +17,7 @@ import logging
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -303,6 +304,20 @@ def _inbox_retention(cfg: Config) -> dict[str, Any]:
     }
 
 
+def _claim_site(s: Services) -> Callable[[str, int | None], tuple[str | None, str | None] | None]:
+    """A file claim's holder worktree and branch, as the claim tools noted them (the console
+    shows them with the key: docs/architecture.md "Times and keys shown to people")."""
+    from agentcoord.tools.claims import sites_of
+
+    sites = sites_of(s.claims)
+
+    def site(key: str, token: int | None) -> tuple[str | None, str | None] | None:
+        found = sites.get(key, token)
+        return None if found is None else (found.worktree, found.branch)
+
+    return site
+
+
 async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonStatus:
     """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
     from agentcoord.console.routes import ConsoleRoutes
@@ -347,6 +362,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
         local_agents=s.local_agents,
         messaging=s.messaging,
         audit=s.audit,
+        site=_claim_site(s),
     )
     # The console's sessions are signed with the human token (docs/security.md "Console
     # login"), the one _services wrote; unreadable, a random key: no console login works.
