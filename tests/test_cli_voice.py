@@ -130,7 +130,7 @@ def test_json_has_the_mcp_tools_field_names(daemon: Daemon) -> None:
 
     assert version == {"version": __version__}
     console = json.loads(_cli(daemon.env, "console", "--json").stdout)
-    assert console["url"].startswith(f"http://{daemon.http_addr}/console/login?token=")
+    assert console["url"].startswith(f"http://{daemon.http_addr}/console/login?code=")
 
 
 def test_answer_says_the_answer_in_words(daemon: Daemon, claude_bin: Path, tmp_path: Path) -> None:

@@ -30,3 +30,17 @@ def test_stored_streamed_and_queried_shapes_render_alike() -> None:
 def test_an_event_without_details_or_time_still_renders() -> None:
     """A bare event (no data, no ts) is time '-', its type and agent."""
     assert render_event({"type": "TEST_EVENT", "agent": "a-1"}) == "-  TEST_EVENT  a-1"
+
+
+def test_claim_keys_and_times_read_as_people_read_them() -> None:
+    """A file claim key shows as repo:path (also in a list); the time is the one format."""
+    from agentcoord.timetext import human_time
+
+    key = "file:/home/me/app/.git//src/app.py"
+    event = {"type": "CLAIM_ACQUIRED", "agent": "a-1", "ts": _TS, "data": {"resource_key": key}}
+    assert (
+        render_event(event)
+        == f"{human_time(_TS)}  CLAIM_ACQUIRED  a-1  resource_key=app:src/app.py"
+    )
+    many = {"type": "X", "agent": "a-1", "data": {"keys": [key, "deploy:prod"]}}
+    assert render_event(many).endswith('keys=["app:src/app.py","deploy:prod"]')

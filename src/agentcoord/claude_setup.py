@@ -80,10 +80,11 @@ HOOK_HEADER = "X-Agentcoord-Hook"
 
 @dataclass
 class SetupReport:
-    changed: list[Path]
+    changed: list[Path]  # files that were there and now hold our entries (or lost them)
     unchanged: list[Path]
     denied: list[str] = field(default_factory=list)  # permission rules added (or removed)
     removed: list[Path] = field(default_factory=list)  # files setup had created, now deleted
+    created: list[Path] = field(default_factory=list)  # files that were not there before
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -316,10 +317,11 @@ def _apply(path: Path, change: Any, report: SetupReport, backups: Path | None) -
     if after == before:
         report.unchanged.append(path)
         return
+    existed = path.exists()
     if backups is not None:
         _remember(backups, path, before)
     _save(path, after)
-    report.changed.append(path)
+    (report.changed if existed else report.created).append(path)
 
 
 # -- the record of what setup changed, for an exact removal -----------------------------------

@@ -62,7 +62,8 @@ def _dispatch(args: list[str]) -> int:
         from agentcoord.shim import run_shim
 
         return run_shim()
-    if args[:1] == ["hook"] and len(args) == 2:  # hot path: every Claude Code hook runs this
+    # hot path: every Claude Code hook runs this (`hook -h` is help, from the parser)
+    if args[:1] == ["hook"] and len(args) == 2 and args[1] not in ("-h", "--help"):
         from agentcoord.hookclient import run_hook
 
         return run_hook(args[1])
@@ -134,6 +135,13 @@ _CONFIG_FLAGS = (
 )
 
 
+# What `agentcoord -h` says first: plain text, as every help string (a terminal shows no markup).
+_DESCRIPTION = (
+    "Coordinate the coding-agent sessions on this machine: the daemon, the shim, and the "
+    "human's views and tools."
+)
+
+
 def _common(parser: Any) -> None:
     parser.add_argument("--state-dir", dest="state_dir", help="state directory")
     parser.add_argument("--runtime-dir", dest="runtime_dir", help="runtime directory (socket)")
@@ -144,9 +152,12 @@ def _main_full(args: list[str]) -> int:
     import argparse
     import json
 
+    from agentcoord import __version__
     from agentcoord.errors import AgentCoordError
 
-    parser = argparse.ArgumentParser(prog="agentcoord", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="agentcoord", description=_DESCRIPTION)
+    # The same line as `agentcoord version` (README "Commands").
+    parser.add_argument("--version", action="version", version=f"agentcoord {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_serve = sub.add_parser("serve", help="run the daemon in the foreground")
     _common(p_serve)
@@ -208,7 +219,7 @@ def _main_full(args: list[str]) -> int:
     p_tail.add_argument("--json", action="store_true", help="one JSON event per line")
     p_answer = sub.add_parser("answer", help="answer a human prompt: answer ID TEXT")
     _common(p_answer)
-    p_answer.add_argument("prompt", help="prompt id (from `agentcoord prompts`)")
+    p_answer.add_argument("prompt", help="prompt id (from agentcoord prompts)")
     p_answer.add_argument("text", nargs="+", help="the answer (yes/no, a choice, JSON, text)")
     p_answer.add_argument("--json", action="store_true", help="the answer_prompt result")
     p_version = sub.add_parser("version", help="print the version")
@@ -216,10 +227,14 @@ def _main_full(args: list[str]) -> int:
     p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
     _common(p_doctor)
     p_doctor.add_argument("--json", action="store_true", help="machine-readable output")
-    p_console = sub.add_parser("console", help="print (or open) the web console's login link")
+    p_console = sub.add_parser(
+        "console", help="print (or open) a one-time login link to the web console"
+    )
     _common(p_console)
     p_console.add_argument("--open", action="store_true", help="open it in a browser")
-    p_console.add_argument("--json", action="store_true", help='{"url": the link}')
+    p_console.add_argument(
+        "--json", action="store_true", help='{"url": the link, "expires_at": epoch seconds}'
+    )
     p_setup = sub.add_parser(
         "setup", help="connect a client (claude) to this daemon, or guard a repository's commits"
     )
@@ -230,7 +245,7 @@ def _main_full(args: list[str]) -> int:
     p_claude.add_argument(
         "--plugin",
         action="store_true",
-        help="instead: install the agentcoord plugin (server, hooks, skill) with `claude plugin`",
+        help="instead: install the agentcoord plugin (server, hooks, skill) with claude plugin",
     )
     p_git = setup_sub.add_parser("git", help="install the pre-commit guard (claimed files)")
     p_git.add_argument("repo", nargs="?", help="the repository (default: the current directory)")
@@ -255,8 +270,6 @@ def _main_full(args: list[str]) -> int:
     ns = parser.parse_args(args)
     try:
         if ns.command == "version":
-            from agentcoord import __version__
-
             print(json.dumps({"version": __version__}) if ns.json else f"agentcoord {__version__}")
             return 0
         if ns.command == "hook":
@@ -341,10 +354,13 @@ def _console(cfg: Any, open_browser: bool, as_json: bool = False) -> int:
     import json
     import os
 
+    from agentcoord.timetext import human_time
     from agentcoord.views import console_link
 
-    link = console_link(cfg, os.environ)
-    print(json.dumps({"url": link}) if as_json else link)
+    link, expires = console_link(cfg, os.environ)
+    print(json.dumps({"url": link, "expires_at": expires}) if as_json else link)
+    if not as_json:
+        print(f"the link logs one browser in, once, until {human_time(expires)}", file=sys.stderr)
     if open_browser:
         import webbrowser
 
@@ -411,6 +427,8 @@ def _setup(project: bool, remove: bool) -> int:
         )
     for path in report.removed:
         print(f"removed {path}")
+    for path in report.created:
+        print(f"created {path}")
     for path in report.changed:
         print(f"updated {path}")
     for path in report.unchanged:

@@ -38,6 +38,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_SESSION_RETENTION": "session_retention",
     "AGENTCOORD_AUTO_EDIT_LEASES": "auto_edit_leases",
     "AGENTCOORD_EDIT_LEASE_QUIET": "edit_lease_quiet",
+    "AGENTCOORD_CONSOLE_LOGIN_TTL": "console_login_ttl",
     # --- local agents (docs/localagents.md "Configuration"): seed 001's names first, ours win
     # when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
@@ -111,6 +112,9 @@ class Config:
     # after edit_lease_quiet seconds without an edit (the file and environment also take "10m").
     auto_edit_leases: bool = True
     edit_lease_quiet: int = 600
+    # Seconds a console login code from `agentcoord console` stays good (it is good once);
+    # docs/security.md "Console login".
+    console_login_ttl: int = 120
     config_file: Path | None = None
     # systemd integration, read from the environment once (sd_notify, socket activation).
     notify_socket: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,8 +21,11 @@ from agentcoord.config import Config
 from agentcoord.errors import AgentCoordError, DaemonUnreachable, IdentityError, ToolError
 from agentcoord.eventtext import render_event
 from agentcoord.humanproof import agent_markers, marked_refusal, read_human_token
+from agentcoord.keytext import display_key
+from agentcoord.timetext import human_time
 
 __all__ = [
+    "CELL_WIDTH",
     "VIEWS",
     "answer",
     "answer_text",
@@ -31,6 +35,8 @@ __all__ = [
     "run_view",
     "tail",
 ]
+
+CELL_WIDTH = 60  # characters a table cell takes before it wraps onto the row's next line
 
 
 def call_tool(cfg: Config, name: str, arguments: dict[str, Any]) -> tuple[Any, str]:
@@ -49,24 +55,35 @@ def call_tool(cfg: Config, name: str, arguments: dict[str, Any]) -> tuple[Any, s
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Left-aligned columns, two spaces apart, cells cut at 60 characters."""
+    """Left-aligned columns, two spaces apart; a cell longer than :data:`CELL_WIDTH` wraps
+    onto the row's next lines at its spaces (never cut: a question or a key is read whole)."""
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         for i, value in enumerate(row):
-            widths[i] = max(widths[i], len(value))
+            widths[i] = max(widths[i], *(len(line) for line in value))
     lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    for row in cells:
+        for n in range(max(len(value) for value in row)):
+            parts = [
+                (v[n] if n < len(v) else "").ljust(w) for v, w in zip(row, widths, strict=True)
+            ]
+            lines.append("  ".join(parts))
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> list[str]:
+    """A cell's lines: its text's own lines, each wrapped at :data:`CELL_WIDTH` between words
+    (a longer word, such as a path, stays whole on a line of its own)."""
     if value is None:
-        return "-"
+        return ["-"]
     if isinstance(value, list | tuple):
         value = ", ".join(str(v) for v in value)
-    text = str(value).replace("\n", " ")
-    return text if len(text) <= 60 else text[:57] + "..."
+    out: list[str] = []
+    for line in str(value).splitlines() or [""]:
+        wrapped = textwrap.wrap(line, CELL_WIDTH, break_long_words=False, break_on_hyphens=False)
+        out += wrapped or [""]
+    return out
 
 
 def _agents(data: dict[str, Any]) -> str:
@@ -89,13 +106,19 @@ def _agent_status(a: dict[str, Any]) -> Any:
     """The phase (or effective status); an ended session also says when and why."""
     status = a.get("phase") or a.get("effective_status")
     if a.get("ended_at"):
-        return f"{status} {a['ended_at']} ({a.get('reason') or 'no reason given'})"
+        return f"{status} {human_time(a['ended_at'])} ({a.get('reason') or 'no reason given'})"
     return status
 
 
 def _claims(data: dict[str, Any]) -> str:
     rows = [
-        [c["resource_key"], c["agent"], c["mode"], c.get("expires_at"), c.get("purpose", "")]
+        [
+            display_key(c["resource_key"], c.get("worktree"), c.get("branch")),
+            c["agent"],
+            c["mode"],
+            human_time(c.get("expires_at")),
+            c.get("purpose", ""),
+        ]
         for c in data["claims"]
     ]
     return format_table(["key", "holder", "mode", "expires", "purpose"], rows)
@@ -114,11 +137,24 @@ def _audit(data: dict[str, Any]) -> str:
 
 
 def _prompts(data: dict[str, Any]) -> str:
+    # The whole question and its context, wrapped, never cut: what the human decides on
+    # (docs/messaging.md "For the human").
     rows = [
-        [p["id"], p["kind"], p["agent"], p["question"], p.get("choices", []), p.get("phase")]
+        [
+            p["id"],
+            p["kind"],
+            p["agent"],
+            human_time(p.get("created_at")),
+            p["question"],
+            p.get("context") or "-",
+            p.get("choices", []),
+            p.get("phase"),
+        ]
         for p in data["prompts"]
     ]
-    return format_table(["id", "kind", "from", "question", "choices", "phase"], rows)
+    return format_table(
+        ["id", "kind", "from", "asked", "question", "context", "choices", "phase"], rows
+    )
 
 
 def _profiles(data: dict[str, Any]) -> str:
@@ -227,11 +263,33 @@ def refuse_agent_process(what: str, environ: Mapping[str, str]) -> None:
         raise IdentityError(marked_refusal(markers, what))
 
 
-def console_link(cfg: Config, environ: Mapping[str, str]) -> str:
-    """The web console's login link (the human's token rides it once, then a cookie)."""
+def console_link(cfg: Config, environ: Mapping[str, str]) -> tuple[str, float]:
+    """The web console's login link and when it expires (epoch seconds): a one-time code the
+    daemon gives for the human token, good once and for a short while (docs/security.md
+    "Console login"); the token stays in headers."""
+    import http.client
+
     refuse_agent_process("print the console's login link", environ)
     addr, token = human_http(cfg)
-    return f"http://{addr}/console/login?token={token}"
+    host, port = addr.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=30)
+    try:
+        conn.request(
+            "POST", "/console/api/login-code", headers={"authorization": f"Bearer {token}"}
+        )
+        resp = conn.getresponse()
+        body = resp.read()
+    except OSError as exc:  # a stale http.addr: the daemon that wrote it is gone
+        raise DaemonUnreachable(f"no daemon answers on {addr} ({exc}); {START_HINT}") from None
+    finally:
+        conn.close()
+    if resp.status != 200:
+        raise AgentCoordError(
+            f"the daemon on {addr} gave no login code (HTTP {resp.status}); run it from your "
+            "own terminal, with the daemon's own --state-dir (its human token)"
+        )
+    given = json.loads(body)
+    return f"http://{addr}/console/login?code={given['code']}", float(given["expires_at"])
 
 
 def tail(cfg: Config, as_json: bool, max_events: int | None = None) -> int:

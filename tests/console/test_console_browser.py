@@ -56,6 +56,9 @@ def test_browser_answers_prompt(daemon: Daemon, claude_bin: Path) -> None:
             try:
                 page = browser.new_page()
                 page.goto(link)
+                token = (daemon.state_dir / "human.token").read_text().strip()
+                assert "code=" in link
+                assert token not in link
                 page.wait_for_selector("text=Ship release 1.4 to production?", timeout=20_000)
                 assert "deploy:prod" in page.inner_text("#claims")
                 assert "deploying the release" in page.inner_text("#agents")

@@ -67,7 +67,7 @@ def test_console_open_without_a_browser_says_so(daemon: Daemon, tmp_path: Path) 
         timeout=30,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith(f"{daemon.url}/console/login?token=")
+    assert out.stdout.startswith(f"{daemon.url}/console/login?code=")
     assert "no browser found" in out.stderr
     assert "open the link above" in out.stderr
 

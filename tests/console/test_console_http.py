@@ -44,13 +44,13 @@ def test_console_requires_login(daemon: Daemon) -> None:
     assert status == 401
     assert b"agentcoord console" in body
     assert _get(daemon, "/console/api/state")[0] == 401
-    assert _get(daemon, "/console/login?token=forged")[0] == 403
+    assert _get(daemon, "/console/login?code=forged")[0] == 403
 
 
 def test_login_link_sets_strict_cookie_and_serves_page(daemon: Daemon) -> None:
     """The link from `agentcoord console` sets an HttpOnly SameSite=Strict cookie; page loads."""
     link = _login_link(daemon)
-    assert link.startswith(f"http://{daemon.http_addr}/console/login?token=")
+    assert link.startswith(f"http://{daemon.http_addr}/console/login?code=")
     status, headers, _ = _get(daemon, link.split(daemon.http_addr, 1)[1])
     assert status == 303
     assert "HttpOnly" in headers["set-cookie"]

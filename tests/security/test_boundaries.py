@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Daemon
+from tests.conftest import Daemon, console_link
 from tests.daemon.test_auth import _nats_handshake
 from tests.security.conftest import Tally
 from tests.tools.conftest import AgentProc
@@ -182,7 +182,8 @@ def test_foreign_origin_or_host_is_refused_everywhere(
     cases = [
         ("POST", "/mcp", {**mcp_headers, **bad}, ping),
         ("GET", "/console/api/state", {**auth, **bad}, None),
-        ("GET", f"/console/login?token={token}", dict(bad), None),
+        ("GET", console_link(daemon).split(daemon.http_addr, 1)[1], dict(bad), None),
+        ("POST", "/console/api/login-code", {**auth, **bad}, None),
         ("POST", "/console/api/prompts/p-1/answer", {**auth, **bad}, b'{"answer":"yes"}'),
     ]
     for method, path, headers, body in cases:

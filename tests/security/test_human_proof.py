@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from agentcoord.eventtext import render_event
-from tests.conftest import Daemon
+from tests.conftest import Daemon, console_link
 from tests.security.conftest import Tally
 from tests.security.test_impersonation import _args, _identity_tools
 from tests.tools.conftest import AgentProc, ToolFailed, cli, human_call
@@ -316,9 +316,8 @@ def test_credentials_are_not_printed_to_an_agent(
 
 def _console_answer(daemon: Daemon, prompt: str, answer: str) -> int:
     host, port = daemon.http_addr.rsplit(":", 1)
-    token = (daemon.state_dir / "human.token").read_text().strip()
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    conn.request("GET", f"/console/login?token={token}")
+    conn.request("GET", console_link(daemon).split(daemon.http_addr, 1)[1])
     cookie = conn.getresponse().getheader("set-cookie", "").split(";")[0]
     conn.close()
     conn = http.client.HTTPConnection(host, int(port), timeout=10)

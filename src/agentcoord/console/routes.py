@@ -1,8 +1,10 @@
 """Console endpoints under ``/console``: page, login link, state snapshot, answers, audit SSE.
 
-Auth is the HTTP API's: the human's bearer token, carried after ``/console/login?token=...``
-in an HttpOnly, SameSite=Strict cookie scoped to ``/console``. State-changing requests also
-need the ``X-Agentcoord`` header, which a cross-site form cannot set (CSRF).
+Auth is the HTTP API's: the human's bearer token in a header, or the console's session cookie
+(HttpOnly, SameSite=Strict, scoped to ``/console``) that ``/console/login?code=...`` sets for a
+one-time code the CLI got with the token (docs/security.md "Console login"); no URL carries the
+token. State-changing requests also need the ``X-Agentcoord`` header, which a cross-site form
+cannot set (CSRF).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
+from agentcoord.console.logins import ConsoleLogins
 from agentcoord.errors import AgentCoordError, IdentityError, NotFound
 from agentcoord.eventtext import render_event
 from agentcoord.kernel.caller import Caller
@@ -83,18 +86,32 @@ class ConsoleRoutes:
         status: Callable[[], dict[str, Any]],
         sections: ConsoleSections,
         nc: NatsClient,
+        *,
+        human_token: str,
+        login_ttl: float,
     ) -> None:
         self._auth = auth
+        self._human_token = human_token
+        self.logins = ConsoleLogins(human_token, login_ttl)
         self._status = status
         self._sections = sections
         self._nc = nc
         self._page = (resources.files("agentcoord.console") / "static" / "index.html").read_bytes()
 
-    async def _human(self, req: HttpRequest) -> Caller | None:
+    async def _human(self, req: HttpRequest, *, cookie: bool = True) -> Caller | None:
+        """The human, by the bearer token or (``cookie``) a session cookie; else None."""
         auth = req.headers.get("authorization", "")
-        token = auth[7:].strip() if auth.lower().startswith("bearer ") else _cookie(req.headers)
-        if not token:
-            return None
+        if auth.lower().startswith("bearer "):
+            token: str | None = auth[7:].strip()
+        elif cookie and self.logins.session_ok(_cookie(req.headers) or ""):
+            token = self._human_token
+        else:
+            token = None
+        return await self._as_human(req, token) if token else None
+
+    async def _as_human(self, req: HttpRequest, token: str) -> Caller | None:
+        """The human token's caller, checked against the process behind the connection (an
+        agent's process is refused, token or not: docs/security.md)."""
         try:
             caller = await self._auth.from_tcp(req.conn.peer, req.conn.local, token)
         except IdentityError:
@@ -106,6 +123,10 @@ class ConsoleRoutes:
         path = req.path.removeprefix("/console")
         if path == "/login" and req.method == "GET":
             return await self._login(req)
+        if path == "/api/login-code":
+            if req.method != "POST":
+                return HttpResponse(405, b"", [("allow", "POST")])
+            return await self._login_code(req)
         human = await self._human(req)
         if path in ("", "/", "/index.html") and req.method == "GET":
             if human is None:
@@ -139,16 +160,37 @@ class ConsoleRoutes:
             return await self._answer(req, path.split("/")[3], human)
         return HttpResponse(404, b"not found\n")
 
+    async def _login_code(self, req: HttpRequest) -> HttpResponse:
+        """A one-time login code, for the bearer of the human token only (the CLI): a cookie
+        never mints one."""
+        if await self._human(req, cookie=False) is None:
+            return json_response(401, b'{"error":"the human token is needed (Authorization)"}')
+        code, expires = self.logins.issue_code()
+        return json_response(200, json.dumps({"code": code, "expires_at": expires}).encode())
+
     async def _login(self, req: HttpRequest) -> HttpResponse:
-        token = (req.query.get("token") or [""])[0]
-        try:
-            caller = await self._auth.from_tcp(req.conn.peer, req.conn.local, token)
-        except IdentityError:
-            caller = None
-        if caller is None or caller.kind != "human":
-            return HttpResponse(403, b"invalid or expired login link\n")
-        cookie = f"{COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict"
-        return HttpResponse(303, b"", [("location", "/console/"), ("set-cookie", cookie)])
+        """Trade a one-time code for the session cookie (docs/security.md "Console login")."""
+        code = (req.query.get("code") or [""])[0]
+        if not code or not self.logins.redeem(code):
+            return HttpResponse(
+                403,
+                b"this login link is used or expired: run `agentcoord console` for a new one\n",
+                [("content-type", "text/plain; charset=utf-8")],
+            )
+        if await self._as_human(req, self._human_token) is None:
+            return HttpResponse(403, b"this browser's process may not act as the human\n")
+        value, max_age = self.logins.new_session()
+        cookie = f"{COOKIE}={value}; Path=/console; Max-Age={max_age}; HttpOnly; SameSite=Strict"
+        return HttpResponse(
+            303,
+            b"",
+            [
+                ("location", "/console/"),
+                ("set-cookie", cookie),
+                ("cache-control", "no-store"),
+                ("referrer-policy", "no-referrer"),
+            ],
+        )
 
     async def snapshot(self, with_audit: bool = False) -> dict[str, Any]:
         """Every section the daemon's parts contribute, plus the daemon's status; the recent

@@ -1,4 +1,8 @@
-"""What each part of the daemon shows in the console, read from the services it is built with."""
+"""What each part of the daemon shows in the console, read from the services it is built with.
+
+Times and claim keys are written here as everywhere people read them (agentcoord.timetext,
+agentcoord.keytext; docs/architecture.md "Times and keys shown to people"); a claim row keeps
+its real key beside the shown one."""
 
 from __future__ import annotations
 
@@ -7,6 +11,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.eventtext import render_event
+from agentcoord.keytext import display_key
+from agentcoord.timetext import human_time
 
 if TYPE_CHECKING:
     from agentcoord.kernel.caller import Caller
@@ -19,6 +25,12 @@ if TYPE_CHECKING:
 __all__ = ["ConsoleSections"]
 
 Section = Callable[[], Awaitable[Any]]
+# (key, token) -> the holder's (worktree, branch) for a file claim, when this daemon knows them
+SiteLookup = Callable[[str, int | None], tuple[str | None, str | None] | None]
+
+
+def _no_site(key: str, token: int | None) -> None:
+    return None
 
 
 class ConsoleSections:
@@ -34,8 +46,10 @@ class ConsoleSections:
         local_agents: LocalAgents,
         messaging: Messaging,
         audit: AuditLog,
+        site: SiteLookup = _no_site,
     ) -> None:
         self._claims = claims
+        self._site = site
         self._focus = focus
         self._agents = agents
         self._local = local_agents
@@ -54,9 +68,10 @@ class ConsoleSections:
         return [
             {
                 "resource_key": key,
+                "key": display_key(key, *(self._site(key, h.token) or (None, None))),
                 "agent": h.agent,
                 "mode": h.mode,
-                "expires_at": time.strftime("%H:%M:%S", time.localtime(h.expires)),
+                "expires_at": human_time(h.expires),
                 "purpose": h.purpose,
             }
             for key, h in self._claims.check("")
@@ -65,7 +80,7 @@ class ConsoleSections:
     async def agents(self) -> list[dict[str, Any]]:
         held: dict[str, list[str]] = {}
         for key, h in self._claims.check(""):
-            held.setdefault(h.agent, []).append(key)
+            held.setdefault(h.agent, []).append(display_key(key))
         rows = []
         for row in await self._agents.list_agents():
             f = self._focus.get(row["name"])
@@ -77,7 +92,7 @@ class ConsoleSections:
                     "claims": held.get(row["name"], []),
                     # Ended sessions are sent too; the page shows them on request.
                     "ended": row.get("phase") == "Ended",
-                    "ended_at": row.get("ended_at", ""),
+                    "ended_at": human_time(row["ended_at"]) if row.get("ended_at") else "",
                     "reason": row.get("reason", ""),
                 }
             )
@@ -92,7 +107,12 @@ class ConsoleSections:
         """Who waits on whom: open prompts, pending handoffs, recent claim contention."""
         m = self._messaging
         out: list[dict[str, Any]] = [
-            {"waiter": p.agent, "on": "you", "kind": f"prompt {p.id}", "since": p.created_at}
+            {
+                "waiter": p.agent,
+                "on": "you",
+                "kind": f"prompt {p.id}",
+                "since": human_time(p.created_at),
+            }
             for p in await m.prompts.list(open_only=True)
         ]
         out += [
@@ -100,7 +120,12 @@ class ConsoleSections:
             for o in m.offers.pending()
         ]
         out += [
-            {"waiter": agent, "on": holder, "kind": f"claim {key}", "since": when}
+            {
+                "waiter": agent,
+                "on": holder,
+                "kind": f"claim {display_key(key)}",
+                "since": human_time(when),
+            }
             for agent, key, holder, when in self._claims.contention()
         ]
         return out
@@ -121,7 +146,7 @@ class ConsoleSections:
                 "question": p.question,
                 "context": p.context,
                 "choices": p.choices,
-                "since": p.created_at,
+                "since": human_time(p.created_at),
             }
             for p in await self._messaging.prompts.list(open_only=True)
         ]

@@ -15,7 +15,9 @@ import contextlib
 import errno
 import logging
 import os
+import secrets
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -302,6 +304,20 @@ def _inbox_retention(cfg: Config) -> dict[str, Any]:
     }
 
 
+def _claim_site(s: Services) -> Callable[[str, int | None], tuple[str | None, str | None] | None]:
+    """A file claim's holder worktree and branch, as the claim tools noted them (the console
+    shows them with the key: docs/architecture.md "Times and keys shown to people")."""
+    from agentcoord.tools.claims import sites_of
+
+    sites = sites_of(s.claims)
+
+    def site(key: str, token: int | None) -> tuple[str | None, str | None] | None:
+        found = sites.get(key, token)
+        return None if found is None else (found.worktree, found.branch)
+
+    return site
+
+
 async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonStatus:
     """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
     from agentcoord.console.routes import ConsoleRoutes
@@ -312,6 +328,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     from agentcoord.daemon.push import ChannelPush
     from agentcoord.daemon.toolset import build_registry
     from agentcoord.daemon.unix import UnixListener
+    from agentcoord.humanproof import read_human_token
 
     cfg = s.config
     connections = Connections(http_addr=cfg.http_addr)
@@ -345,8 +362,19 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
         local_agents=s.local_agents,
         messaging=s.messaging,
         audit=s.audit,
+        site=_claim_site(s),
     )
-    console = ConsoleRoutes(s.identity, status.status, sections, s.nats.client)
+    # The console's sessions are signed with the human token (docs/security.md "Console
+    # login"), the one _services wrote; unreadable, a random key: no console login works.
+    key = read_human_token(cfg.state_dir) or secrets.token_urlsafe(32)
+    console = ConsoleRoutes(
+        s.identity,
+        status.status,
+        sections,
+        s.nats.client,
+        human_token=key,
+        login_ttl=cfg.console_login_ttl,
+    )
     http = await _http_listener(cfg, stack, HttpRoutes(s.identity, status, core, console, hooks))
     host = cfg.http_host if ":" not in cfg.http_host else f"[{cfg.http_host}]"
     addr = f"{host}:{http.port}"

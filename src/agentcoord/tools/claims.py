@@ -19,6 +19,7 @@ from typing import Any
 from agentcoord.errors import InvalidArguments
 from agentcoord.filekeys import FILE_PREFIX, FileKey, resolve_file_key, split_file_key
 from agentcoord.kernel.caller import Caller
+from agentcoord.keytext import repo_name
 from agentcoord.stores.audit import AuditLog
 from agentcoord.stores.kv import (
     ClaimStore,
@@ -146,20 +147,12 @@ def _with_canonical_key(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
     return {**args, "resource_key": canonical_key(key, caller.cwd)[0]}
 
 
-def _repo_name(common: str) -> str:
-    """A repository's short name: ``/x/app/.git`` is ``app``, ``/srv/app.git`` is ``app``."""
-    if os.path.basename(common) == ".git":
-        common = os.path.dirname(common)
-    name = os.path.basename(common)
-    return name[:-4] if name.endswith(".git") and len(name) > 4 else name
-
-
 def shown_key(row: dict[str, Any]) -> str:
     """A claim row's key as people read it: a file's repository-relative path, the repository
     and the holder's worktree and branch; any other key as it is."""
     if "path" not in row:
         return str(row["resource_key"])
-    where = [f"repo {_repo_name(row['repository'])}"] if row.get("repository") else []
+    where = [f"repo {repo_name(row['repository'])}"] if row.get("repository") else []
     if row.get("worktree"):
         where.append(f"worktree {row['worktree']}")
     if row.get("branch"):
