@@ -32,6 +32,7 @@ __all__ = ["cancel", "checkpoint", "merge", "resume", "spawn"]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$")
 _CANCEL_WAIT_S = 5.0
+_PATH_MAX = 4096  # bytes of a path, NUL included (Linux PATH_MAX, limits.h)
 _LINEAGE_MAX = 64  # parents followed when deciding who started an agent (cycles end it too)
 
 
@@ -125,9 +126,23 @@ async def spawn(
 
 
 def _repo_path(repo: str) -> Path:
-    source = Path(repo).expanduser().resolve()
-    if not (source / ".git").exists():
-        raise InvalidArguments(f"`repo` {repo!r} is not a git repository")
+    """The git repository ``repo`` names, or a one-line error naming what is wrong with it."""
+    shown = repo if len(repo) <= 200 else repo[:200] + "..."
+    if len(repo.encode("utf-8", "surrogatepass")) >= _PATH_MAX or "\0" in repo:
+        raise InvalidArguments(
+            f"`repo` is not a usable path: {len(repo)} characters (a path has fewer than "
+            f"{_PATH_MAX} bytes and no NUL)"
+        )
+    try:
+        source = Path(repo).expanduser().resolve()
+        if not source.is_dir():
+            raise InvalidArguments(f"`repo` {shown!r} does not exist or is not a directory")
+        is_repo = (source / ".git").exists()
+    except (OSError, RuntimeError) as exc:  # a component too long, a symlink loop, ...
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidArguments(f"`repo` {shown!r} is not a usable path: {why}") from None
+    if not is_repo:
+        raise InvalidArguments(f"`repo` {shown!r} is not a git repository")
     return source
 
 
