@@ -66,16 +66,11 @@ PEER_GONE = (
 
 def proof_gap(chain: list[ProcInfo], pid: int) -> str | None:
     """Why ``chain`` (nearest first, read for the peer ``pid``) cannot prove its process is the
-    human, or None when it is whole: the peer itself read, with its environment."""
+    human, or None when the peer itself was read. An empty environment is no gap: a browser's
+    network process has one (Chromium's zygote clears it), so such a peer is judged by its
+    ancestry alone (docs/security.md "When the proof is taken")."""
     if not chain or chain[0].pid != pid:
         return PEER_GONE
-    if not chain[0].environ:
-        # Every process started from a terminal has one (PATH, HOME); an empty one is a process
-        # whose /proc/<pid>/environ could not be read (gone, or made unreadable on purpose).
-        return (
-            "refused to act as the human: the environment of the process behind this "
-            "connection cannot be read, so it cannot be checked for an agent's markers"
-        )
     return None
 
 

@@ -161,14 +161,10 @@ class IdentityResolver:
         if cred.uid != self._uid:
             raise IdentityError(f"uid {cred.uid} may not use this daemon (owner uid {self._uid})")
         chain = await asyncio.to_thread(self._probe.chain, cred.pid)
-        if not cred.still_alive() or not chain or chain[0].pid != cred.pid:
+        if not cred.still_alive() or proof_gap(chain, cred.pid) is not None:
             # The pid may already name another process: trust nothing we read.
             raise PeerGone("the calling process exited before it could be identified")
-        caller = await self._from_chain(chain, cred.pid, cred.uid, "unix")
-        if caller.kind == "anonymous":
-            # Read now, while the pidfd pins the peer: what its login will be held against.
-            return replace(caller, unproven=proof_gap(chain, cred.pid))
-        return caller
+        return await self._from_chain(chain, cred.pid, cred.uid, "unix")
 
     def refused_gone(self, pid: int, payloads: list[Any]) -> None:
         """A unix peer left before it could be identified: audited as a refused attempt to
@@ -247,8 +243,7 @@ class IdentityResolver:
         if gap is not None:
             who = Caller("anonymous", ANONYMOUS, "http-token", pid=pid, uid=uid)
             method, tool, prompt = attempt_of(body)
-            reason = "peer-gone" if gap == PEER_GONE else "unreadable"
-            self.refused(who, tool or method or "http", reason, prompt=prompt, token="human")
+            self.refused(who, tool or method or "http", "peer-gone", prompt=prompt, token="human")
             raise PeerGone(gap)
         refusal = self._agent_process_refusal(chain)
         if refusal is not None:
@@ -301,10 +296,10 @@ class IdentityResolver:
         if caller.markers:
             self._refused_login(caller, "agent-markers", presented)
             raise IdentityError(marked_refusal(list(caller.markers)))
-        if caller.unproven is not None or caller.pid is None:
-            self._refused_login(caller, "unreadable", presented)
-            raise IdentityError(caller.unproven or PEER_GONE)
-        return replace(caller, kind="human", agent=self.human, unproven=None)
+        if caller.pid is None:  # no process was read: nothing proves it
+            self._refused_login(caller, "peer-gone", presented)
+            raise PeerGone(PEER_GONE)
+        return replace(caller, kind="human", agent=self.human)
 
     def _token_kind(self, token: object) -> str | None:
         """What was presented as the human's token: ``human`` (it is), ``other``, or None."""
@@ -350,8 +345,8 @@ class IdentityResolver:
     ) -> None:
         """Audit one refused attempt by ``caller`` to act as the human: ``what`` it tried (a
         tool or a method), ``reason`` (``not-identified``, ``agent-markers``, ``agent-process``,
-        ``not-the-human-token``, ``human-only``, ``borrowed-name``, ``peer-gone``,
-        ``unreadable``), whether it presented a
+        ``not-the-human-token``, ``human-only``, ``borrowed-name``, ``peer-gone``), whether it
+        presented a
         token. At most one event per (process, transport, what) per window, counted."""
         how = "unix" if caller.via == "unix" else "http"
         admitted = self._refusals.admit((caller.pid, how, what), time.monotonic())

@@ -38,9 +38,6 @@ class Caller:
     chain: tuple[str, ...] = ()  # agents whose turns led to a runner's (cycles)
     exe: str | None = None  # the peer's executable, for the audit of human decisions
     markers: tuple[str, ...] = ()  # agent environment markers of an anonymous peer
-    # Why an anonymous peer can never prove it is the human (its environment could not be
-    # read, docs/security.md "When the proof is taken"); None when nothing stands in the way.
-    unproven: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in asdict(self).items() if v is not None}
