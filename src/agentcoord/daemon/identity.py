@@ -346,8 +346,8 @@ class IdentityResolver:
         """Audit one refused attempt by ``caller`` to act as the human: ``what`` it tried (a
         tool or a method), ``reason`` (``not-identified``, ``agent-markers``, ``agent-process``,
         ``not-the-human-token``, ``human-only``, ``borrowed-name``, ``peer-gone``), whether it
-        presented a
-        token. At most one event per (process, transport, what) per window, counted."""
+        presented a token. At most one event per (process, transport, what) per window,
+        counted."""
         how = "unix" if caller.via == "unix" else "http"
         admitted = self._refusals.admit((caller.pid, how, what), time.monotonic())
         if admitted is None:
