@@ -14,7 +14,8 @@
     └── ToolError                   a tool call failed; rendered as an ``isError`` result
         ├── InvalidArguments        wrong type, missing required argument, bad value
         ├── IdentityError           caller cannot be identified, or is refused
-        │   └── IdentityMismatch    an ``agent``/``from`` argument disagrees with the transport
+        │   ├── IdentityMismatch    an ``agent``/``from`` argument disagrees with the transport
+        │   └── PeerGone            the caller left before it could be identified
         └── NotFound                the named object does not exist
 
 Third-party exceptions are translated at the boundary that meets them; the mapping of these to
@@ -35,6 +36,7 @@ __all__ = [
     "InvalidArguments",
     "NatsStartError",
     "NotFound",
+    "PeerGone",
     "ProtocolError",
     "StartupError",
     "StateFormatError",
@@ -118,3 +120,8 @@ class IdentityMismatch(IdentityError):
 
 class NotFound(ToolError):
     """The named object does not exist."""
+
+
+class PeerGone(IdentityError):
+    """The calling process exited, or let go of its connection, before it could be identified
+    (docs/security.md "When the proof is taken")."""

@@ -17,16 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentcoord.kernel.ancestry import ProcInfo
+
 __all__ = [
     "AGENT_MARKERS",
     "HUMAN_REFUSED",
     "HUMAN_TOKEN_FILE",
     "NOT_IDENTIFIED",
+    "PEER_GONE",
     "Admitted",
     "RefusalLimiter",
     "agent_markers",
     "attempt_of",
     "marked_refusal",
+    "proof_gap",
     "read_human_token",
 ]
 
@@ -49,6 +53,25 @@ NOT_IDENTIFIED = (
     "from Claude Code; the human's commands (`agentcoord answer`, `prompts`, ...) present the "
     "human token ({token_file}) when run from your own terminal"
 )
+
+
+# The proof is taken from the live caller before its request is acted on (docs/security.md
+# "When the proof is taken"): a caller that is gone, or whose process cannot be read whole,
+# proves nothing, so it is refused, never taken for the human.
+PEER_GONE = (
+    "refused to act as the human: the process behind this connection is gone (it closed the "
+    "connection or exited before it could be checked); send the request and wait for its answer"
+)
+
+
+def proof_gap(chain: list[ProcInfo], pid: int) -> str | None:
+    """Why ``chain`` (nearest first, read for the peer ``pid``) cannot prove its process is the
+    human, or None when the peer itself was read. An empty environment is no gap: a browser's
+    network process has one (Chromium's zygote clears it), so such a peer is judged by its
+    ancestry alone (docs/security.md "When the proof is taken")."""
+    if not chain or chain[0].pid != pid:
+        return PEER_GONE
+    return None
 
 
 def agent_markers(environ: Mapping[str, str]) -> list[str]:

@@ -4,7 +4,8 @@ resume", "merge"), with the seed's sharp edges fixed (docs/ask-and-operator.md):
 - re-spawning an existing name with a different profile is an error, not a silent no-op;
 - cancel waits for the controller to stop the runner and reports it;
 - checkpoint creates ``status.checkpoints`` when absent (append-only after that);
-- merge appends to ``spec.lineage.mergedFrom`` instead of overwriting it.
+- merge appends to ``spec.lineage.mergedFrom`` instead of overwriting it;
+- cancel is refused on what the caller did not start (docs/security.md "Who may cancel what").
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ __all__ = ["cancel", "checkpoint", "merge", "resume", "spawn"]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$")
 _CANCEL_WAIT_S = 5.0
+_PATH_MAX = 4096  # bytes of a path, NUL included (Linux PATH_MAX, limits.h)
+_LINEAGE_MAX = 64  # parents followed when deciding who started an agent (cycles end it too)
 
 
 def _checked_name(name: str) -> str:
@@ -96,6 +99,7 @@ async def spawn(
             "spec": {
                 "objective": prompt,
                 "assignedAgentRef": {"apiVersion": GROUP_VERSION, "kind": "Agent", "name": name},
+                "lineage": {"spawnedBy": caller.agent},
             },
         }
         try:
@@ -122,9 +126,23 @@ async def spawn(
 
 
 def _repo_path(repo: str) -> Path:
-    source = Path(repo).expanduser().resolve()
-    if not (source / ".git").exists():
-        raise InvalidArguments(f"`repo` {repo!r} is not a git repository")
+    """The git repository ``repo`` names, or a one-line error naming what is wrong with it."""
+    shown = repo if len(repo) <= 200 else repo[:200] + "..."
+    if len(repo.encode("utf-8", "surrogatepass")) >= _PATH_MAX or "\0" in repo:
+        raise InvalidArguments(
+            f"`repo` is not a usable path: {len(repo)} characters (a path has fewer than "
+            f"{_PATH_MAX} bytes and no NUL)"
+        )
+    try:
+        source = Path(repo).expanduser().resolve()
+        if not source.is_dir():
+            raise InvalidArguments(f"`repo` {shown!r} does not exist or is not a directory")
+        is_repo = (source / ".git").exists()
+    except (OSError, RuntimeError) as exc:  # a component too long, a symlink loop, ...
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InvalidArguments(f"`repo` {shown!r} is not a usable path: {why}") from None
+    if not is_repo:
+        raise InvalidArguments(f"`repo` {shown!r} is not a git repository")
     return source
 
 
@@ -134,15 +152,21 @@ def _how(caller: Caller) -> dict[str, Any]:
 
 
 async def cancel(ops: AgentOps, caller: Caller, name: str) -> dict[str, Any]:
-    """Delete the Agent (else the task); wait for the controller to stop its runner."""
+    """Delete the Agent (else the task); wait for the controller to stop its runner. Only
+    the human, or the agent that started it (directly or through agents it started), may."""
     agent = await _get(ops, "agents", name)
     if agent is None:
+        task = await _get(ops, "agenttasks", name)
+        if task is None:
+            raise NotFound(f"no Agent or AgentTask named {name}")
+        await _may_cancel(ops, caller, task, "AgentTask")
         try:
             await ops.store.delete("agenttasks", ops.ns, name)
         except ObjectNotFound:
             raise NotFound(f"no Agent or AgentTask named {name}") from None
         ops.emit("AGENT_CANCELLED", name, by=caller.agent, kind="AgentTask", **_how(caller))
         return {"cancelled": True, "name": name, "kind": "AgentTask"}
+    await _may_cancel(ops, caller, agent, "Agent")
     await _may_act(ops, caller, agent)
     began = time.monotonic()
     with contextlib.suppress(ObjectNotFound):
@@ -163,6 +187,54 @@ async def cancel(ops: AgentOps, caller: Caller, name: str) -> dict[str, Any]:
         out["task"] = task_name
         out["status"] = task.get("status") or {}
     return out
+    spec = agent.get("spec") or {}
+    task_name = task_name or (spec.get("ownerRef") or {}).get("name", "")
+    if not task_name:
+        raise ToolError(f"agent {name} works for no AgentTask; pass `task`")
+    if await _get(ops, "agenttasks", task_name) is None:
+        raise NotFound(f"no AgentTask {task_name}")
+    work = Path(spec.get("cwd") or "")
+    if not spec.get("cwd") or not (work / ".git").exists():
+        raise ToolError(f"agent {name} has no git working directory to checkpoint")
+
+
+async def _started_by(ops: AgentOps, agent: dict[str, Any] | None, who: str) -> bool:
+    """Whether ``who`` started ``agent``: its ``spec.lineage.parent``, or the parent's, ...
+    (what spawn_subagent and resume record, never what the caller says)."""
+    seen: set[str] = set()
+    while agent is not None and len(seen) < _LINEAGE_MAX:
+        parent = ((agent.get("spec") or {}).get("lineage") or {}).get("parent")
+        if not isinstance(parent, str) or not parent or parent in seen:
+            return False
+        if parent == who:
+            return True
+        seen.add(parent)
+        agent = await _get(ops, "agents", parent)
+    return False
+
+
+async def _may_cancel(ops: AgentOps, caller: Caller, target: dict[str, Any], kind: str) -> None:
+    """Cancel takes an agent or a task away from whoever runs it, so only the human and
+    whoever started it may (docs/security.md "Who may cancel what"); a refusal is audited."""
+    if caller.kind == "human":
+        return
+    spec = target.get("spec") or {}
+    if kind == "AgentTask":
+        if (spec.get("lineage") or {}).get("spawnedBy") == caller.agent:
+            return
+        assignee = (spec.get("assignedAgentRef") or {}).get("name")
+        assigned = await _get(ops, "agents", assignee) if isinstance(assignee, str) else None
+        started = await _started_by(ops, assigned, caller.agent)
+    else:
+        started = await _started_by(ops, target, caller.agent)
+    if started:
+        return
+    name = target["metadata"]["name"]
+    ops.emit("CANCEL_REFUSED", name, by=caller.agent, kind=kind, callerKind=caller.kind)
+    raise ToolError(
+        f"refused to cancel {kind} {name}: you ({caller.agent}) did not start it; an agent "
+        "cancels only agents and tasks it spawned (and theirs), the human cancels any"
+    )
 
 
 async def _may_act(ops: AgentOps, caller: Caller, target: dict[str, Any]) -> None:

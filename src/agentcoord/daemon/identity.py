@@ -31,15 +31,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.daemon.procprobe import PeerCred, ProcessProbe, tcp_peer_pid
-from agentcoord.errors import IdentityError
+from agentcoord.errors import IdentityError, PeerGone
 from agentcoord.humanproof import (
     HUMAN_REFUSED,
     HUMAN_TOKEN_FILE,
     NOT_IDENTIFIED,
+    PEER_GONE,
     RefusalLimiter,
     agent_markers,
     attempt_of,
     marked_refusal,
+    proof_gap,
 )
 from agentcoord.kernel.ancestry import ProcInfo, decide
 from agentcoord.kernel.caller import ANONYMOUS, Caller, Via
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
 __all__ = ["IdentityResolver", "TokenStore", "write_private"]
 
 log = logging.getLogger(__name__)
+
+_LOGIN = "agentcoord/login"  # the CLI's proof on the unix socket (daemon/unix.py)
 
 
 class TokenStore:
@@ -157,10 +161,25 @@ class IdentityResolver:
         if cred.uid != self._uid:
             raise IdentityError(f"uid {cred.uid} may not use this daemon (owner uid {self._uid})")
         chain = await asyncio.to_thread(self._probe.chain, cred.pid)
-        if not cred.still_alive():
+        if not cred.still_alive() or proof_gap(chain, cred.pid) is not None:
             # The pid may already name another process: trust nothing we read.
-            raise IdentityError("the calling process exited before it could be identified")
+            raise PeerGone("the calling process exited before it could be identified")
         return await self._from_chain(chain, cred.pid, cred.uid, "unix")
+
+    def refused_gone(self, pid: int, payloads: list[Any]) -> None:
+        """A unix peer left before it could be identified: audited as a refused attempt to
+        act as the human when what it sent was a login or a human-only tool (the CLI sends
+        both at once, so they are one event)."""
+        logins = [p for p in payloads if isinstance(p, dict) and p.get("method") == _LOGIN]
+        attempts = [attempt_of(p) for p in payloads]
+        tool, prompt = next(((t, pr) for _, t, pr in attempts if _human_only(t)), (None, None))
+        if not logins and tool is None:
+            return
+        params = logins[0].get("params") if logins else None
+        token = self._token_kind(params.get("token") if isinstance(params, dict) else None)
+        who = Caller("anonymous", ANONYMOUS, "unix", pid=pid)
+        what = tool or _LOGIN
+        self.refused(who, what, "peer-gone", prompt=prompt, token=token, login=bool(logins))
 
     async def from_tcp(
         self,
@@ -206,12 +225,26 @@ class IdentityResolver:
     async def _human_over_tcp(
         self, peer: tuple[str, int], local: tuple[str, int], agent: str, body: bytes | None
     ) -> Caller:
-        """A bearer of the human token: the human, unless its process is an agent's."""
+        """A bearer of the human token: the human, when its process is alive and whole and
+        is no agent's. The proof is taken before the request is acted on, from the process
+        that holds the connection, and it holds it still once its ancestry is read
+        (docs/security.md "When the proof is taken"); one that cannot be found is refused."""
         found = await asyncio.to_thread(tcp_peer_pid, peer, local)
-        if found is None:  # the token is the proof; there is no process to hold it against
-            return Caller(kind="human", agent=agent, via="http-token")
+        if found is None:
+            self._refused_gone_tcp(body)
+            raise PeerGone(PEER_GONE)
         pid, uid = found
+        if uid != self._uid:
+            raise IdentityError(f"uid {uid} may not use this daemon (owner uid {self._uid})")
         chain = await asyncio.to_thread(self._probe.chain, pid)
+        gap = proof_gap(chain, pid)
+        if gap is None and await asyncio.to_thread(tcp_peer_pid, peer, local) != found:
+            gap = PEER_GONE  # it let go of the connection while its ancestry was read
+        if gap is not None:
+            who = Caller("anonymous", ANONYMOUS, "http-token", pid=pid, uid=uid)
+            method, tool, prompt = attempt_of(body)
+            self.refused(who, tool or method or "http", "peer-gone", prompt=prompt, token="human")
+            raise PeerGone(gap)
         refusal = self._agent_process_refusal(chain)
         if refusal is not None:
             reason, message = refusal
@@ -222,6 +255,12 @@ class IdentityResolver:
         exe = chain[0].exe if chain else None
         cwd = chain[0].cwd if chain else None
         return Caller("human", agent, "http-token", pid=pid, uid=uid, cwd=cwd, exe=exe or None)
+
+    def _refused_gone_tcp(self, body: bytes | None) -> None:
+        """A human-token bearer whose process could not be found: one refusal event."""
+        method, tool, prompt = attempt_of(body)
+        who = Caller("anonymous", ANONYMOUS, "http-token")
+        self.refused(who, tool or method or "http", "peer-gone", prompt=prompt, token="human")
 
     def _agent_process_refusal(self, chain: list[ProcInfo]) -> tuple[str, str] | None:
         """(reason, message) when ``chain`` (nearest first) is an agent's: markers, a runner,
@@ -257,6 +296,9 @@ class IdentityResolver:
         if caller.markers:
             self._refused_login(caller, "agent-markers", presented)
             raise IdentityError(marked_refusal(list(caller.markers)))
+        if caller.pid is None:  # no process was read: nothing proves it
+            self._refused_login(caller, "peer-gone", presented)
+            raise PeerGone(PEER_GONE)
         return replace(caller, kind="human", agent=self.human)
 
     def _token_kind(self, token: object) -> str | None:
@@ -303,8 +345,9 @@ class IdentityResolver:
     ) -> None:
         """Audit one refused attempt by ``caller`` to act as the human: ``what`` it tried (a
         tool or a method), ``reason`` (``not-identified``, ``agent-markers``, ``agent-process``,
-        ``not-the-human-token``, ``human-only``, ``borrowed-name``), whether it presented a
-        token. At most one event per (process, transport, what) per window, counted."""
+        ``not-the-human-token``, ``human-only``, ``borrowed-name``, ``peer-gone``), whether it
+        presented a token. At most one event per (process, transport, what) per window,
+        counted."""
         how = "unix" if caller.via == "unix" else "http"
         admitted = self._refusals.admit((caller.pid, how, what), time.monotonic())
         if admitted is None:

@@ -17,7 +17,7 @@ from agentcoord import __version__
 from agentcoord.errors import StateFormatError
 from agentcoord.kernel.files import write_private
 
-__all__ = ["FORMAT", "FORMAT_FILE", "ensure_format", "read_format"]
+__all__ = ["FORMAT", "FORMAT_FILE", "ensure_format", "newer_format_message", "read_format"]
 
 FORMAT = 2
 FORMAT_FILE = "format.json"
@@ -76,16 +76,28 @@ def read_format(state_dir: Path) -> tuple[int, str]:
     return fmt, by
 
 
+def newer_format_message(state_dir: Path, fmt: int, by: str) -> str:
+    """The refusal of a dir in a format newer than this code's: which format, that a newer
+    agentcoord wrote it (a later build of the same version number says so), and what to do."""
+    if by == __version__:
+        # A development build of the same version number moved the format on: "upgrade to
+        # 0.2.0" would read as nonsense to someone running 0.2.0.
+        writer = f"a later build of agentcoord {by} than this one"
+    else:
+        writer = f"agentcoord {by}, newer than this agentcoord {__version__}"
+    return (
+        f"{state_dir} holds state format {fmt}, written by {writer}; this build reads state "
+        f"formats up to {FORMAT}, and reading a newer one could lose what it holds: run the "
+        "agentcoord that wrote it (or a later one), or point --state-dir elsewhere"
+    )
+
+
 def ensure_format(state_dir: Path) -> int:
     """Bring ``state_dir`` to :data:`FORMAT` (migrating in order) and record it; returns the
     format it had. Refuses a dir written in a newer format."""
     fmt, by = read_format(state_dir)
     if fmt > FORMAT:
-        raise StateFormatError(
-            f"{state_dir} holds state format {fmt} (written by agentcoord {by}); agentcoord "
-            f"{__version__} reads formats up to {FORMAT}: upgrade agentcoord, or point "
-            "--state-dir elsewhere"
-        )
+        raise StateFormatError(newer_format_message(state_dir, fmt, by))
     for step in MIGRATIONS[fmt:]:
         step(state_dir)
     if fmt != FORMAT or not (state_dir / FORMAT_FILE).exists() or by != __version__:

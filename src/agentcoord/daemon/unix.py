@@ -28,7 +28,7 @@ from agentcoord.daemon.mcp import ACCESS_DENIED, McpCore, McpSession
 from agentcoord.daemon.procprobe import peer_cred
 from agentcoord.daemon.push import opted_in
 from agentcoord.daemon.status import Connections
-from agentcoord.errors import IdentityError, ProtocolError
+from agentcoord.errors import IdentityError, PeerGone, ProtocolError
 from agentcoord.kernel.framing import OVERSIZE, LineSplitter
 from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
 
@@ -199,7 +199,8 @@ class UnixListener:
                 caller = await self._identity.from_unix(cred)
             except IdentityError as exc:
                 log.warning("refused unix peer pid %s uid %s: %s", cred.pid, cred.uid, exc)
-                await self._refuse(reader, send, str(exc))
+                gone = isinstance(exc, PeerGone)
+                await self._refuse(reader, send, str(exc), cred.pid if gone else None)
                 return
             # Read while the pidfd pins the peer: its launcher's opt-in to channel push.
             opt_in = (
@@ -305,16 +306,24 @@ class UnixListener:
         if isinstance(msg_id, str | int) and not isinstance(msg_id, bool):
             session.inflight[msg_id] = task
 
-    async def _refuse(self, reader: asyncio.StreamReader, send: Any, why: str) -> None:
-        """Answer every request on a refused connection with an access error, then close."""
+    async def _refuse(
+        self, reader: asyncio.StreamReader, send: Any, why: str, gone: int | None = None
+    ) -> None:
+        """Answer every request on a refused connection with an access error, then close.
+        ``gone``: the pid of a peer that left before it could be identified, whose login or
+        human-only call is audited (docs/security.md "When the proof is taken")."""
         splitter = LineSplitter(self._max_frame)
         data = await reader.read(65536)
+        values: list[Any] = []
         for line in splitter.feed(data):
-            msg_id = None
+            value = None
             if isinstance(line, bytes):
                 with contextlib.suppress(ProtocolError):
                     value = decode(line)
-                    if isinstance(value, dict):
-                        msg_id = value.get("id")
+            values.append(value)
+        if gone is not None:
+            self._identity.refused_gone(gone, values)
+        for value in values:
+            msg_id = value.get("id") if isinstance(value, dict) else None
             err = ProtocolError(ACCESS_DENIED, f"Access denied: {why}")
             await send(error_response(msg_id if isinstance(msg_id, str | int) else None, err))

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound
+from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound, ToolError
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.kernel.tasks import TaskSet
@@ -46,6 +46,8 @@ from agentcoord.localagents.records import (
 from agentcoord.localagents.runner import RunnerSpec, run_local
 from agentcoord.localagents.sandbox import Limits, Sandbox, daemon_secrets, detect_sandbox
 from agentcoord.localagents.sessions import PsutilSessionProbe, SessionProbe
+from agentcoord.stores.messagebus import check_agent_id
+from agentcoord.stores.objects.errors import AlreadyExists
 
 if TYPE_CHECKING:
     from agentcoord.config import Config
@@ -211,6 +213,8 @@ class LocalAgents:
             raise InvalidArguments("`endpoint` must be an http(s) URL for transport=http")
         now = iso(self._clock())
         old = self._owned(agent_id, caller)
+        if old is None:
+            self._no_look_alike(agent_id)
         record = AgentRecord(
             agent_id=agent_id,
             agent_name=str(args.get("agent_name") or agent_id),
@@ -225,8 +229,28 @@ class LocalAgents:
             heartbeat_ttl=int(args.get("heartbeat_ttl", 300)),
             registered_by=caller.agent,
         )
-        await self.records.upsert(record)
+        try:
+            await self.records.upsert(record)
+        except AlreadyExists:
+            # The name is an Agent that is no registration: a session, a spawned or a package
+            # agent (docs/localagents.md "Registered agents").
+            raise ToolError(
+                f"`agent_id` {agent_id!r} is taken: an agent of that name already exists and is "
+                "not a registered agent (a Claude Code session, a spawned or a package agent); "
+                "register under another agent_id"
+            ) from None
         return registered_view(record, self._clock())
+
+    def _no_look_alike(self, agent_id: str) -> None:
+        """A new id that differs from a registered one only by case reads as that agent to a
+        person (docs/localagents.md "Registered agents"): refused, naming the other."""
+        folded = agent_id.casefold()
+        for rec in self.records.list():
+            if rec.agent_id != agent_id and rec.agent_id.casefold() == folded:
+                raise InvalidArguments(
+                    f"`agent_id` {agent_id!r} differs from the registered agent "
+                    f"{rec.agent_id!r} only by case; use that id, or one that does not look alike"
+                )
 
     def _owned(self, agent_id: str, caller: Caller) -> AgentRecord | None:
         """The record of ``agent_id`` if ``caller`` may change it: whoever registered it, or
@@ -528,8 +552,20 @@ class LocalAgents:
 
 
 def _checked_id(agent_id: str) -> str:
-    if not is_safe_agent_id(agent_id):
-        raise InvalidArguments(f"`agent_id` {agent_id!r} is not a single safe path component")
+    """The one agent id rule (the one ``send`` applies, :func:`check_agent_id`: ASCII letters,
+    digits and ``_:@-+=``, so no look-alike Unicode and no dots), which also makes it a
+    single safe path component."""
+    try:
+        check_agent_id(agent_id)
+        valid = is_safe_agent_id(agent_id)
+    except InvalidArguments:
+        valid = False
+    if not valid:
+        raise InvalidArguments(
+            f"`agent_id` {agent_id!r} is not a valid agent id: 1-128 ASCII letters, digits and "
+            "_ : @ - + =, no dots or spaces (it is a message address and a single safe path "
+            "component)"
+        )
     return agent_id
 
 

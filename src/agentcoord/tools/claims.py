@@ -29,6 +29,7 @@ from agentcoord.stores.kv import (
     parse_duration,
     parse_mode,
 )
+from agentcoord.stores.kv._keys import MAX_KEY_CHARS
 from agentcoord.stores.kv._procwatch import ProcKey, proc_key
 from agentcoord.tools._base import Tool, obj_schema, unlisted
 from agentcoord.tools._caller import acting_agent
@@ -371,6 +372,8 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         return {"claims": [row(k, h) for k, h in rows[:limit]], "total": len(rows)}
 
     async def audit_query(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        if len(args.get("actor", "")) > MAX_KEY_CHARS:  # the audit's subject token bound
+            raise InvalidArguments(f"`actor` is longer than {MAX_KEY_CHARS} characters")
         since = parse_since(args["since"]) if args.get("since") else None
         events = await audit.query(
             since=since,

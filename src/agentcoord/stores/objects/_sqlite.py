@@ -21,7 +21,11 @@ from agentcoord.stores.objects.errors import StoreError
 
 __all__ = ["SCHEMA_VERSION", "EventRow", "ObjectRow", "SqliteFile"]
 
-SCHEMA_VERSION = 1
+# 2: the tables are those of 1; what changed is what the objects hold (records in spec and
+# status, state format 2, daemon/statefmt.py). 0.1.0 predates format.json but refuses a schema
+# newer than its 1, so this number is what stops it opening a dir whose records it would not
+# see (docs/reliability.md "Downgrades").
+SCHEMA_VERSION = 2
 _WAL_LIMIT = 8 << 20  # bytes the -wal file keeps after a checkpoint
 T = TypeVar("T")
 EventRow = tuple[int, str, str, str, str, bytes]  # rv, type, resource, namespace, name, object

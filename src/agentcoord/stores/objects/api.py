@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Callable
+from itertools import accumulate
 from typing import Any
 from urllib.parse import unquote
 
@@ -20,6 +22,7 @@ from agentcoord.stores.objects import discovery
 from agentcoord.stores.objects.errors import (
     BadRequest,
     Expired,
+    Forbidden,
     Invalid,
     MethodNotAllowed,
     ObjectNotFound,
@@ -32,13 +35,21 @@ from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.stores.objects.tables import LiveCells, table, wants_table
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
 
-__all__ = ["KubeApi", "status_body"]
+__all__ = ["MAX_BODY_DEPTH", "KubeApi", "json_depth", "status_body"]
 
 log = logging.getLogger(__name__)
 
 _JSON = "application/json"
 _DEFAULT_WATCH_TIMEOUT = 1800.0
 _FIELD_VALIDATION = {"Strict", "Warn", "Ignore"}
+# Objects and arrays nested deeper than this are refused with a 400 before they are decoded, as
+# the apiserver refuses bodies past its decoder's depth limit (sigs.k8s.io/json "exceeded max
+# depth"); ours is far above any real object and far below what recursion could bear
+# (docs/store.md "Limits").
+MAX_BODY_DEPTH = 100
+_JSON_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = re.compile(rb"[^\[\]{}]+")
+_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 
 
 def status_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
@@ -83,9 +94,22 @@ def _warnings(warns: list[str]) -> list[tuple[str, str]]:
     return [("warning", '299 - "' + w.replace('"', '\\"') + '"') for w in warns]
 
 
+def json_depth(raw: bytes) -> int:
+    """How deep objects and arrays nest in the JSON text ``raw`` (strings skipped), without
+    decoding it."""
+    brackets = _NOT_BRACKETS.sub(b"", _JSON_STRINGS.sub(b"", raw)).translate(_STEP)
+    return max(accumulate(memoryview(brackets).cast("b")), default=0)
+
+
 def _body(req: HttpRequest) -> Any:
+    raw = req.body or b"null"
+    if json_depth(raw) > MAX_BODY_DEPTH:
+        raise BadRequest(
+            f"the request body nests objects and arrays deeper than {MAX_BODY_DEPTH} levels "
+            f"(exceeded max depth of {MAX_BODY_DEPTH})"
+        )
     try:
-        return json.loads(req.body or b"null")
+        return json.loads(raw)
     except ValueError as exc:
         raise BadRequest(f"the request body is not valid JSON: {exc}") from None
 
@@ -95,6 +119,17 @@ def _field_validation(req: HttpRequest) -> str:
     if value not in _FIELD_VALIDATION:
         raise BadRequest(f"fieldValidation {value!r} is not Strict, Warn or Ignore")
     return value
+
+
+def _answer_refused(kind: Kind, name: str) -> Forbidden:
+    """A HumanPrompt's status is the human's answer; it is given with the human's proof and
+    audited (docs/security.md "HumanPrompt status through the kube API"), never written here."""
+    return Forbidden(
+        f'{kind.plural}.{GROUP} "{name}" is forbidden: the status of a HumanPrompt is the '
+        "human's answer and is not written through the kube API; answer with `agentcoord "
+        "answer` or the console, which prove it is you and audit it",
+        details={"name": name, "group": GROUP, "kind": kind.plural},
+    )
 
 
 class KubeApi:
@@ -234,6 +269,8 @@ class KubeApi:
                 )
             return _raw(200, store.get_raw(kind.plural, ns, name))
         warns: list[str] = []
+        if sub == "status" and kind.plural == "humanprompts" and req.method in ("PUT", "PATCH"):
+            raise _answer_refused(kind, name)
         if req.method == "PUT":
             self._no_dry_run(req)
             body = _body(req)

@@ -5,6 +5,7 @@
     AgentCoordError (agentcoord.errors)
     └── StoreError                  code + reason, rendered as a metav1.Status
         ├── BadRequest              400 malformed body, unknown field under Strict validation
+        ├── Forbidden               403 a write the API does not take from anyone
         ├── ObjectNotFound          404 (also an agentcoord NotFound, for the tools)
         ├── MethodNotAllowed        405
         ├── Conflict                409 stale resourceVersion
@@ -28,6 +29,7 @@ __all__ = [
     "BadRequest",
     "Conflict",
     "Expired",
+    "Forbidden",
     "Invalid",
     "MethodNotAllowed",
     "ObjectNotFound",
@@ -53,6 +55,12 @@ class BadRequest(StoreError):
     """The request body or parameters cannot be used (400)."""
 
     code, reason = 400, "BadRequest"
+
+
+class Forbidden(StoreError):
+    """A write the API refuses whoever sends it (403), e.g. a HumanPrompt's answer."""
+
+    code, reason = 403, "Forbidden"
 
 
 class ObjectNotFound(StoreError, NotFound):
