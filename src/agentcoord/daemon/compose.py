@@ -19,7 +19,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.config import DEFAULT_HTTP_ADDR, Config
+from agentcoord.config import Config
 from agentcoord.daemon.identity import IdentityResolver, TokenStore
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natslink import NatsLink, js_timeout
@@ -370,36 +370,81 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     return status
 
 
+LAST_HTTP_ADDR = "http.last"  # in the state dir: the address to serve on again after a restart
+
+
 async def _http_listener(
     cfg: Config, stack: contextlib.AsyncExitStack, routes: HttpRoutes
 ) -> HttpServer:
-    """The loopback HTTP listener. When the default port is taken (a second daemon with its
-    own dirs, README "Where things live"), another free port is used and written to
-    ``http.addr`` (what every client reads); a port the user chose is never replaced."""
+    """The loopback HTTP listener (README "Where things live", docs/daemon.md "The HTTP
+    address").
+
+    A port the user chose (flag, environment, config file) is used or the start fails with
+    one line. Otherwise the address this state served on last (``<state>/http.last``) comes
+    first, so the http hooks set up for it reach the daemon after a restart; then the
+    default port; then any free one. Whatever is served is written to ``http.addr`` (what
+    every client reads) and remembered."""
     from agentcoord.kernel.httpserver import HttpServer
 
-    try:
-        return await stack.enter_async_context(
-            HttpServer(routes, cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes)
-        )
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        if cfg.http_addr != DEFAULT_HTTP_ADDR:
+    host = cfg.http_host
+    if cfg.http_addr_chosen and cfg.http_port != 0:
+        try:
+            return await stack.enter_async_context(
+                HttpServer(routes, host, cfg.http_port, max_body=cfg.max_request_bytes)
+            )
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
             raise ConfigError(
                 f"HTTP address {cfg.http_addr} is in use (another agentcoord daemon, or another "
                 "program): choose a free one with --http-addr HOST:PORT (or :0 for any free port)"
             ) from None
-    server = await stack.enter_async_context(
-        HttpServer(routes, cfg.http_host, 0, max_body=cfg.max_request_bytes)
-    )
-    log.warning(
-        "%s is in use (another daemon?): serving HTTP on port %d instead (see %s)",
-        DEFAULT_HTTP_ADDR,
-        server.port,
-        cfg.http_addr_file,
-    )
-    return server
+    remembered = cfg.state_dir / LAST_HTTP_ADDR
+    last = _last_port(remembered, host)
+    ports = [p for p in (last, cfg.http_port) if p]
+    default_taken = False
+    for port in dict.fromkeys([*ports, 0]):  # in order, once each
+        try:
+            server = await stack.enter_async_context(
+                HttpServer(routes, host, port, max_body=cfg.max_request_bytes)
+            )
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or port == 0:
+                raise
+            if port == last:
+                log.warning(
+                    "%s:%d, where this daemon served before its restart, is in use by another "
+                    "program: serving elsewhere, so http hooks set up for it miss this daemon "
+                    "until `agentcoord setup claude` is run again",
+                    host,
+                    port,
+                )
+            else:
+                default_taken = True
+            continue
+        if default_taken:
+            log.warning(
+                "%s is in use (another daemon?): serving HTTP on port %d instead (see %s)",
+                cfg.http_addr,
+                server.port,
+                cfg.http_addr_file,
+            )
+        if server.port != last:
+            try:
+                write_private(remembered, f"{host}:{server.port}\n")
+            except OSError as exc:
+                log.warning("cannot remember the HTTP address in %s: %s", remembered, exc)
+        return server
+    raise AssertionError("port 0 always binds or raises")  # pragma: no cover
+
+
+def _last_port(path: Path, host: str) -> int | None:
+    """The port this state served HTTP on last, if it was on ``host``."""
+    try:
+        last_host, _, port = path.read_text().strip().rpartition(":")
+        return int(port) if last_host == host and 0 < int(port) < 65536 else None
+    except (OSError, ValueError):
+        return None
 
 
 def _inherited_socket(cfg: Config) -> socket.socket | None:

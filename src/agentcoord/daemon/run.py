@@ -13,6 +13,7 @@ import gc
 import logging
 import os
 import signal
+import socket
 import stat
 from typing import Any
 
@@ -54,6 +55,36 @@ def prepare_dirs(cfg: Config) -> None:
             os.chmod(path, 0o700)
 
 
+def _leave_pointer(cfg: Config) -> None:
+    """Name our dirs in the user's pointer (docs/daemon.md "Finding the daemon"), unless it
+    names another daemon that is serving: the first one started keeps it, and a daemon on
+    dirs of its own (a test, a second state) does not take the user's clients away from it.
+    A stopped daemon's pointer stays: it says where the user's daemon belongs."""
+    if cfg.pointer_file is None:
+        return
+    from agentcoord._paths import read_pointer_file, write_pointer
+
+    uid = os.getuid()
+    pointed = read_pointer_file(cfg.pointer_file, uid)
+    if pointed is not None and pointed != (cfg.runtime_dir, cfg.state_dir):
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(pointed[0] / "agentcoord.sock"))
+        except OSError:
+            pass  # a stopped daemon's: ours now
+        else:
+            log.info(
+                "the pointer %s names the daemon on %s: left as it is", cfg.pointer_file, pointed[0]
+            )
+            return
+        finally:
+            probe.close()
+    try:
+        write_pointer(cfg.pointer_file, uid, cfg.runtime_dir, cfg.state_dir)
+    except OSError as exc:
+        log.warning("cannot write the pointer %s: %s", cfg.pointer_file, exc)
+
+
 def _install_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     interrupts = 0
@@ -83,6 +114,7 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
             if daemon is None:
                 return
             _tune_gc()
+            _leave_pointer(cfg)
             sd_notify(cfg.notify_socket, "READY=1")
             log.info(
                 "agentcoord ready: socket %s, http %s, nats %s",
