@@ -70,8 +70,9 @@ def _session(claude_bin: Path, env: dict[str, str], cwd: Path) -> StdioServerPar
 async def _whoami(client: Client) -> dict[str, Any]:
     result = await client.call_tool("whoami", {})
     assert not result.is_error, result
-    assert result.structured_content is not None
-    return result.structured_content
+    who = result.structured_content
+    assert isinstance(who, dict)
+    return who
 
 
 def _shim_env(d: Daemon, **extra: str) -> dict[str, str]:
@@ -281,3 +282,32 @@ def test_a_stopped_users_daemon_is_started_again_on_its_own_dirs(
     assert b"neither an agent nor the human" in proc.stdout, proc.stderr
     assert_one_daemon(user_daemon.state_dir)
     assert not (home / ".local" / "state" / "agentcoord" / "daemon.lock").exists()
+
+
+def test_a_removed_runtime_dir_is_made_again_while_the_daemon_runs(daemon: Daemon) -> None:
+    """`rm -r` of the runtime dir: within seconds the daemon has made it again (0700), with
+    its socket (0600) and http.addr, and the CLI reaches it without a restart."""
+    import shutil
+    import stat
+    import time
+
+    shutil.rmtree(daemon.runtime_dir)
+    deadline = time.monotonic() + 30  # generous; the daemon checks every 2 s
+    while time.monotonic() < deadline:
+        if daemon.socket.exists() and (daemon.runtime_dir / "http.addr").exists():
+            break
+        time.sleep(0.1)  # polling a file the daemon makes: it has no event to wait on
+    else:
+        raise AssertionError(f"runtime dir not made again:\n{daemon.log()}")
+    assert stat.S_IMODE(daemon.runtime_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(daemon.socket.stat().st_mode) == 0o600
+    status = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "status", "--json"],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert status.returncode == 0, status.stderr + daemon.log()
+    assert "was removed: made again" in daemon.log()
+    assert (daemon.runtime_dir / "daemon.lock").read_text().strip() == str(daemon.proc.pid)

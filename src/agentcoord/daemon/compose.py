@@ -37,6 +37,7 @@ from agentcoord.stores.objects.tables import LiveCells
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
     from agentcoord.daemon.httpmcp import HttpRoutes
+    from agentcoord.daemon.unix import UnixListener
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging
@@ -77,9 +78,12 @@ log = logging.getLogger(__name__)
 class Daemon:
     """A started daemon: its services and what the listeners report."""
 
-    def __init__(self, services: Services, status: DaemonStatus) -> None:
+    def __init__(
+        self, services: Services, status: DaemonStatus, unix: UnixListener | None = None
+    ) -> None:
         self.services = services
         self.status = status
+        self.unix = unix  # rebound when its runtime dir is removed (daemon/rundir.py)
 
 
 def _js_phase(cfg: Config) -> float:
@@ -91,10 +95,10 @@ async def compose(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases)
     """Build and start every service on ``stack``; the listeners last."""
     services = await _services(cfg, stack, phases)
     phases.begin("the listeners", 3, "the socket dir or the HTTP port is in the way")
-    status = await _listeners(services, stack)
+    status, unix = await _listeners(services, stack)
     phases.mark("listeners")
     log.info("started in %s", phases.summary())
-    return Daemon(services, status)
+    return Daemon(services, status, unix)
 
 
 async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> Services:
@@ -302,7 +306,9 @@ def _inbox_retention(cfg: Config) -> dict[str, Any]:
     }
 
 
-async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonStatus:
+async def _listeners(
+    s: Services, stack: contextlib.AsyncExitStack
+) -> tuple[DaemonStatus, UnixListener]:
     """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
     from agentcoord.console.routes import ConsoleRoutes
     from agentcoord.console.sections import ConsoleSections
@@ -353,7 +359,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     connections.http_addr = addr
     connections.http = lambda: http.open_connections
     inherited = _inherited_socket(cfg)
-    await stack.enter_async_context(
+    unix = await stack.enter_async_context(
         UnixListener(
             cfg.socket_path,
             core,
@@ -367,7 +373,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     # Last: clients take http.addr to mean "the daemon serves", the unix socket included.
     write_private(cfg.http_addr_file, addr + "\n", durable=False)
     stack.callback(_unlink, cfg.http_addr_file)
-    return status
+    return status, unix
 
 
 LAST_HTTP_ADDR = "http.last"  # in the state dir: the address to serve on again after a restart

@@ -22,6 +22,7 @@ from agentcoord.config import Config
 from agentcoord.daemon.compose import Daemon, compose
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.notify import sd_notify
+from agentcoord.daemon.rundir import keep_runtime_dir
 from agentcoord.daemon.startup import Phases, write_failure
 from agentcoord.daemon.statefmt import ensure_format
 from agentcoord.errors import (
@@ -107,7 +108,7 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
     """Run the daemon until ``stop`` is set (SIGTERM/SIGINT set it, during start-up too)."""
     stop = stop or asyncio.Event()
     prepare_dirs(cfg)
-    with DirLock(cfg.state_dir), DirLock(cfg.runtime_dir):
+    with DirLock(cfg.state_dir), DirLock(cfg.runtime_dir) as runtime_lock:
         _install_signals(stop)
         async with contextlib.AsyncExitStack() as stack:
             daemon = await _start_or_stop(cfg, stack, stop)
@@ -126,6 +127,11 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
                 background = []
                 if cfg.watchdog_interval and cfg.notify_socket:
                     background.append(tg.create_task(_watchdog(cfg), name="watchdog"))
+                if daemon.unix is not None:
+                    keeper = keep_runtime_dir(
+                        cfg, daemon.unix, runtime_lock, daemon.status.status()["http_addr"]
+                    )
+                    background.append(tg.create_task(keeper, name="runtime-dir"))
                 # What start-up left to first use (protobuf, psutil: ~18 ms), loaded now in a
                 # thread, so neither ready nor the first request waits for it.
                 tg.create_task(asyncio.to_thread(load_deferred), name="load-deferred")
