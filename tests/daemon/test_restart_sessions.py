@@ -310,4 +310,5 @@ def test_a_removed_runtime_dir_is_made_again_while_the_daemon_runs(daemon: Daemo
     )
     assert status.returncode == 0, status.stderr + daemon.log()
     assert "was removed: made again" in daemon.log()
+    assert daemon.proc is not None
     assert (daemon.runtime_dir / "daemon.lock").read_text().strip() == str(daemon.proc.pid)
