@@ -312,3 +312,23 @@ def test_a_removed_runtime_dir_is_made_again_while_the_daemon_runs(daemon: Daemo
     assert "was removed: made again" in daemon.log()
     assert daemon.proc is not None
     assert (daemon.runtime_dir / "daemon.lock").read_text().strip() == str(daemon.proc.pid)
+
+
+def test_the_commit_guard_with_another_runtime_dir_reaches_the_users_daemon(
+    user_daemon: Daemon, home: Path, tmp_path: Path
+) -> None:
+    """The pre-commit guard run with a different $XDG_RUNTIME_DIR and no AGENTCOORD_* finds
+    the daemon through its pointer: it checks the commit instead of saying it is off."""
+    from tests.test_commitguard import change, git, git_env, make_worktrees, setup_git
+
+    other = tmp_path / "other-run"
+    other.mkdir(mode=0o700)
+    env = git_env(other)
+    del env["AGENTCOORD_RUNTIME_DIR"]
+    env.update(HOME=str(home), XDG_RUNTIME_DIR=str(other))
+    w1, _ = make_worktrees(tmp_path, env)
+    assert setup_git(env, str(w1)).returncode == 0
+    change(w1, env, "src/util.py")
+    done = git(w1, env, "commit", "-q", "-m", "x")
+    assert done.returncode == 0, done.stderr
+    assert "commit guard is off" not in done.stderr, done.stderr + user_daemon.log()
