@@ -1,8 +1,10 @@
 """``agentcoord mcp``: the stdio shim Claude Code launches; bytes between stdio and the socket.
 
-Nothing but the daemon's replies ever reaches stdout. Deliberately tiny (no asyncio, no config
-parsing) because every Claude Code session starts one: the daemon identifies the caller from
-this process's credentials and ancestry, so the shim adds nothing to the messages.
+Nothing but the daemon's replies (and the shim's own errors for requests a restart cut off)
+ever reaches stdout. Deliberately small (no asyncio, no daemon import; the config file only
+when there is one, for its dirs) because every Claude Code session starts one: the daemon
+identifies the caller from this process's credentials and ancestry, so the shim adds nothing
+to the messages.
 
 The shim outlives the daemon's restarts: it reconnects, replays the session's ``initialize``
 and answers requests the restart cut off with a retryable error (:mod:`agentcoord._relay`,
