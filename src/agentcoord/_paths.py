@@ -255,10 +255,11 @@ def locate(env: Mapping[str, str], uid: int) -> Located:
 
 def settled(located: Located, uid: int) -> tuple[Path, Path | None]:
     """One runtime dir (and the state dir that goes with it, None: the environment's) for a
-    client that connects once (the CLI): the first candidate with a socket, else where a
-    start would go."""
+    process that connects once or serves (the CLI, ``agentcoord serve``): the first candidate
+    with a socket, else the environment's own. A daemon started by hand thus finds the user's
+    running daemon (and stops, naming it) but otherwise keeps to its environment's dirs."""
     for runtime in located.candidates:
         if _has_socket(runtime, uid):
             pointed = runtime == located.start_runtime
             return runtime, located.start_state if pointed else None
-    return located.start_runtime, located.start_state
+    return located.candidates[0], None
