@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
+from pathlib import Path
 
 import psutil
 
 from tests.claude.conftest import SERVER, Claude
 from tests.claude.model_api import Text, ToolUse, context_texts, tool_results
+from tests.claude.test_channels import WAIT, _channel_session, _channel_texts, _send
 from tests.conftest import Daemon
 from tests.tools.session_helpers import own_call
 
@@ -52,6 +55,31 @@ def test_a_session_calls_again_after_the_daemon_restarts(daemon: Daemon, claude:
     assert json.loads(after["text"])["agent"] == me
     (context,) = context_texts(third, "PostToolUse")
     assert re.search(r"- from human:\S*: the daemon was restarted", context), context
+
+
+def test_an_interactive_session_gets_a_message_pushed_after_the_restart(
+    daemon: Daemon, claude: Claude, claude_bin: Path, tmp_path: Path
+) -> None:
+    """An interactive session (`agentcoord claude`, under tmux) whose daemon restarts gets a
+    message sent after the restart pushed over its channel, with no /mcp and no keystroke:
+    the shim replayed the session's initialize, channel capability included."""
+    claude.api.script(Text("Noted."), Text("Noted."))
+    with _channel_session(daemon, claude, tmp_path) as ch:
+        pushing = f"pushing {ch.agent}'s messages over its channel"
+        assert daemon.stop() == 0, daemon.log()
+        before = daemon.log().count(pushing)
+        daemon.start()
+        deadline = time.monotonic() + WAIT
+        while daemon.log().count(pushing) == before:  # the replayed initialize opted in again
+            assert time.monotonic() < deadline, daemon.log() + ch.tmux.screen()
+            time.sleep(0.05)  # polling the daemon's log: it is a file, with no event to await
+        sender = _send(daemon, claude_bin, ch.agent, "pushed after the restart")
+        first = claude.api.wait_requests(1, timeout=WAIT)[0]
+        texts = _channel_texts(first)
+        assert texts, first.body.get("messages")
+        assert f'from="{sender}"' in texts[-1]
+        assert "pushed after the restart" in texts[-1]
+        assert "/mcp" not in ch.tmux.screen()
 
 
 def _shims(claude_pid: int) -> list[psutil.Process]:
