@@ -41,6 +41,7 @@ GRACE_S = 2.0  # a supervisor (systemd, the user) restarts it first; then we sta
 _AUTOSTART_EVERY_S = 30.0
 _BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)  # seconds between connect attempts, then 1.0
 _REPLAY_TIMEOUT_S = 30.0
+_FLAP_S = 2.0
 RETRY_ERROR = -32001  # the daemon went away with the request in flight: maybe applied
 UNREACHABLE_ERROR = -32002  # the daemon was not reachable within the wait
 _SAFE = frozenset(
@@ -217,9 +218,12 @@ class Relay:
         """Relay until stdin ends; 0 then (a daemon that is away is no failure of ours)."""
         threading.Thread(target=self._pump_in, daemon=True, name="stdin").start()
         buf = b""
+        flaps = 0  # connections in a row that ended soon after they began
         while True:
             self._attach(sock)
+            began = time.monotonic()
             why = self._pump_out(sock, buf)
+            flaps = flaps + 1 if time.monotonic() - began < _FLAP_S else 0
             with self._lock:
                 self._sock = None
                 lost = list(self._inflight.values())
@@ -232,7 +236,8 @@ class Relay:
                 f"{why} (stopped or restarting); reconnecting to {self._where()}, holding "
                 f"new requests up to {self._wait:g} s"
             )
-            found = self._reconnect()
+            # A daemon that keeps closing a fresh connection (it refuses us): back off more.
+            found = self._reconnect(min(2.0**flaps, _AUTOSTART_EVERY_S) if flaps > 2 else 0.0)
             if found is None:
                 return 0
             sock, buf = found
@@ -258,11 +263,16 @@ class Relay:
         with self._lock:
             self._queue[:0] = again
 
-    def _reconnect(self) -> tuple[socket.socket, bytes] | None:
+    def _reconnect(self, hold: float) -> tuple[socket.socket, bytes] | None:
         away = time.monotonic()
         attempt = 0
         next_start = away + GRACE_S
         said = ""
+        while hold > 0 and not self._stdin_done.is_set():
+            self._expire("the daemon keeps closing the connection")
+            with self._lock:
+                self._lock.wait(min(hold, 1.0))
+            hold -= 1.0
         while not self._stdin_done.is_set():
             now = time.monotonic()
             may_start = now >= next_start
