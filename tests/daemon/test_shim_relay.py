@@ -79,9 +79,9 @@ class Conn:
 class Shim:
     """``agentcoord mcp`` as a subprocess, spoken to line by line."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], *python_flags: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentcoord", "mcp"],
+            [sys.executable, *python_flags, "-m", "agentcoord", "mcp"],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -291,3 +291,28 @@ def test_read_only_tools_are_sent_again(setup: tuple[StandIn, dict[str, str]]) -
         assert again.read() == call
     finally:
         shim.stop(*conns)
+
+
+def test_the_relay_imports_neither_asyncio_nor_the_daemon(
+    setup: tuple[StandIn, dict[str, str]],
+) -> None:
+    """Through a handshake, a cut and a reconnect, the shim never imports asyncio or any
+    daemon module (it starts with every session: ``python -X importtime`` lists them all)."""
+    stand_in, env = setup
+    shim = Shim(env, "-X", "importtime")
+    conns: list[Conn] = []
+    try:
+        conn = stand_in.next_conn()
+        _handshake(shim, conn)
+        conn.cut()
+        again = stand_in.next_conn()
+        conns.append(again)
+        replay = again.read()
+        again.reply(replay["id"], {})
+        assert again.read() == INITIALIZED
+    finally:
+        err = shim.stop(*conns)
+    imported = {ln.rsplit("|", 1)[-1].strip() for ln in err.splitlines() if "import time:" in ln}
+    assert "agentcoord._relay" in imported, err  # the list is real
+    assert "asyncio" not in imported
+    assert not [m for m in imported if m.startswith("agentcoord.daemon")], imported
