@@ -71,6 +71,10 @@ def retryable(method: str, tool: str | None, read_only: set[str]) -> bool:
     return method in _SAFE or (method == "tools/call" and tool is not None and tool in read_only)
 
 
+class _ClientGone(Exception):
+    """Writing to the client (stdout) failed: it is gone."""
+
+
 @dataclass
 class _Pending:
     line: bytes
@@ -193,8 +197,11 @@ class Relay:
     @staticmethod
     def _write(data: bytes) -> None:
         view = memoryview(data)
-        while view:
-            view = view[os.write(1, view) :]
+        try:
+            while view:
+                view = view[os.write(1, view) :]
+        except OSError as exc:
+            raise _ClientGone(exc.strerror or str(exc)) from None
 
     def _pump_out(self, sock: socket.socket, buf: bytes) -> str:
         """Relay the daemon's lines until its connection ends; why it ended."""
@@ -215,8 +222,16 @@ class Relay:
     # -- the connection's life --------------------------------------------------------------
 
     def run(self, sock: socket.socket) -> int:
-        """Relay until stdin ends; 0 then (a daemon that is away is no failure of ours)."""
+        """Relay until stdin ends; 0 then (a daemon that is away is no failure of ours), 74
+        (EX_IOERR) when the client's stdout fails."""
         threading.Thread(target=self._pump_in, daemon=True, name="stdin").start()
+        try:
+            return self._relay(sock)
+        except _ClientGone as exc:
+            _say(f"cannot write to the client: {exc}")
+            return 74
+
+    def _relay(self, sock: socket.socket) -> int:
         buf = b""
         flaps = 0  # connections in a row that ended soon after they began
         while True:
