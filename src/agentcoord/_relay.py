@@ -97,14 +97,15 @@ def _error(rid: Any, code: int, message: str) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": rid, "error": body}).encode() + b"\n"
 
 
-Connector = Callable[[bool], "tuple[socket.socket | None, str]"]
+# (may start the daemon) -> (a connection or None, why not, whether a start was tried)
+Connector = Callable[[bool], "tuple[socket.socket | None, str, bool]"]
 
 
 class Relay:
     """Bytes between stdio and the daemon, one connection at a time (see the module)."""
 
     def __init__(self, connect: Connector, where: Callable[[], str], env: Mapping[str, str]):
-        self._connect = connect  # (may start the daemon) -> (socket or None, why not)
+        self._connect = connect
         self._where = where
         try:
             self._wait = float(env.get(WAIT_ENV) or WAIT_S)
@@ -291,7 +292,7 @@ class Relay:
         while not self._stdin_done.is_set():
             now = time.monotonic()
             may_start = now >= next_start
-            sock, why = self._connect(may_start)
+            sock, why, tried = self._connect(may_start)
             if sock is not None:
                 replayed = self._replay(sock)
                 if replayed is not None:
@@ -300,7 +301,7 @@ class Relay:
             elif why and why != said:
                 _say(why)
                 said = why
-            if may_start:
+            if tried:
                 next_start = time.monotonic() + _AUTOSTART_EVERY_S
             self._expire(why)
             with self._lock:

@@ -27,7 +27,7 @@ from pathlib import Path
 from agentcoord._paths import Located, default_state_dir, locate, pointer_dir
 from agentcoord.errors import DaemonUnreachable
 
-__all__ = ["NO_AUTOSTART_ENV", "connect_or_start", "log_path"]
+__all__ = ["NO_AUTOSTART_ENV", "connect_or_start", "holder", "log_path"]
 
 NO_AUTOSTART_ENV = "AGENTCOORD_NO_AUTOSTART"
 _POLL_S = 0.02  # a bounded wait for a process we started, not a test's synchronisation
@@ -52,6 +52,25 @@ def log_path(env: Mapping[str, str], runtime: Path, state: Path | None = None) -
         return state / "daemon.log"
     except OSError:
         return runtime / "daemon.log"
+
+
+def holder(runtime: Path) -> int | None:
+    """The pid of a live process holding ``runtime``'s dir lock (it writes its pid there and
+    empties the file when it exits): a daemon still stopping or starting, None when there is
+    none. A daemon killed outright leaves its pid behind, but no process."""
+    try:
+        pid = int((runtime / "daemon.lock").read_text().strip() or 0)
+    except (OSError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid  # alive, another user's: not ours to replace either
+    return pid
 
 
 def _connect(path: Path) -> socket.socket | None:

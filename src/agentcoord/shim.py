@@ -68,18 +68,22 @@ def run_shim(runtime_dir: Path | None = None) -> int:
             return _serve_offline(str(exc))
     from agentcoord._relay import Relay
 
-    def connect(may_start: bool) -> tuple[socket.socket | None, str]:
+    def connect(may_start: bool) -> tuple[socket.socket | None, str, bool]:
         where = located if runtime_dir is not None else _located(None)
         found, why = _try(where)
         if found is not None or not may_start:
-            return found, f"no daemon yet ({why})" if why else ""
-        from agentcoord.autostart import connect_or_start
+            return found, f"no daemon yet ({why})" if why else "", False
+        from agentcoord.autostart import connect_or_start, holder
         from agentcoord.errors import DaemonUnreachable
 
+        pid = holder(where.start_runtime)
+        if pid is not None:  # one is still draining its stop, or starting: not a second one
+            return None, f"the daemon (pid {pid}) is stopping or starting; waiting for it", False
+
         try:
-            return connect_or_start(where, os.environ, why), ""
+            return connect_or_start(where, os.environ, why), "", True
         except DaemonUnreachable as exc:
-            return None, str(exc)
+            return None, str(exc), True
 
     return Relay(connect, lambda: str(_located(runtime_dir).candidates[0]), os.environ).run(sock)
 

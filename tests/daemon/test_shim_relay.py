@@ -12,6 +12,7 @@ tests/daemon/test_restart_sessions.py and, with Claude Code, tests/claude/test_r
 from __future__ import annotations
 
 import json
+import os
 import queue
 import socket
 import subprocess
@@ -316,3 +317,39 @@ def test_the_relay_imports_neither_asyncio_nor_the_daemon(
     assert "agentcoord._relay" in imported, err  # the list is real
     assert "asyncio" not in imported
     assert not [m for m in imported if m.startswith("agentcoord.daemon")], imported
+
+
+def test_no_second_daemon_is_started_while_one_still_holds_the_dir(
+    setup: tuple[StandIn, dict[str, str]],
+) -> None:
+    """With starts on demand allowed, a shim whose daemon went away while the runtime dir's
+    lock still names a live process (a daemon draining its stop, or starting) waits for it
+    and starts none; it reconnects when the socket is back."""
+    from tests.daemon.test_on_demand import daemons_on, stop_daemons
+
+    stand_in, env = setup
+    env = {k: v for k, v in env.items() if k != "AGENTCOORD_NO_AUTOSTART"}
+    (stand_in.path.parent / "daemon.lock").write_text(f"{os.getpid()}\n")  # alive: this test
+    shim = Shim(env)
+    conns: list[Conn] = []
+    try:
+        conn = stand_in.next_conn()
+        _handshake(shim, conn)
+        stand_in.close()
+        conn.cut()
+        shim.wait_said(f"the daemon (pid {os.getpid()}) is stopping or starting; waiting")
+        assert daemons_on(Path(env["AGENTCOORD_STATE_DIR"])) == []
+        back = StandIn(stand_in.path)
+        try:
+            shim.send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+            again = back.next_conn()
+            conns.append(again)
+            replay = again.read()
+            again.reply(replay["id"], {})
+            assert again.read() == INITIALIZED
+            assert again.read()["id"] == 4
+        finally:
+            back.close()
+    finally:
+        shim.stop(*conns)
+        stop_daemons(Path(env["AGENTCOORD_STATE_DIR"]))  # one started by mistake
