@@ -62,7 +62,8 @@ class GuardReport:
 
 # The hook. A shell/Python polyglot: sh reads ``''':'`` as the no-op ``:`` and execs the
 # interpreter on this file; Python reads the shell lines as a string. The runtime dir follows
-# agentcoord._paths.default_runtime_dir, as ``agentcoord hook`` and the shim do.
+# agentcoord._paths (docs/daemon.md "Finding the daemon"), as ``agentcoord hook`` and the shim
+# do: the environment's dir, then the one the daemon's pointer names.
 _TEMPLATE = r"""#!/bin/sh
 @MARKER@: refuses a commit that touches a file another agent holds a write
 # claim on (docs/claims.md "Commit guard"). Installed by `agentcoord setup git`; undone by
@@ -122,6 +123,55 @@ class _Ctx:  # what _json's scanner reads; json.decoder would import re
     parse_constant = float
 
 
+def owned_dir(path, uid):
+    try:
+        info = posix.lstat(path)
+    except OSError:
+        return False
+    return info.st_mode & 0o170000 == 0o040000 and info.st_uid == uid and not info.st_mode & 0o22
+
+
+def runtime_dirs():
+    # Where the daemon may serve, in agentcoord._paths' order (the config file's runtime_dir
+    # aside: reading TOML takes modules this script does without).
+    named = env("AGENTCOORD_RUNTIME_DIR")
+    if named:
+        return [named]
+    uid = posix.getuid()
+    xdg = env("XDG_RUNTIME_DIR")
+    if xdg:
+        first = xdg + "/agentcoord"
+    elif owned_dir("/run/user/%d" % uid, uid):
+        first = "/run/user/%d/agentcoord" % uid
+    else:
+        first = "/tmp/agentcoord-%d" % uid
+    home = env("HOME")
+    if not home:
+        import pwd
+
+        home = pwd.getpwuid(uid).pw_dir
+    pointer = home + "/.local/state/agentcoord/daemon.json"
+    if not owned_dir(pointer.rpartition("/")[0], uid):
+        return [first]
+    try:
+        fd = posix.open(pointer, posix.O_RDONLY | posix.O_NOFOLLOW)
+    except OSError:
+        return [first]
+    try:
+        info = posix.fstat(fd)
+        raw = posix.read(fd, 65536) if info.st_uid == uid and not info.st_mode & 0o22 else b""
+    finally:
+        posix.close(fd)
+    try:
+        record = _json.make_scanner(_Ctx())(raw.decode(), 0)[0]
+        pointed = record["runtime_dir"]
+    except (ValueError, StopIteration, UnicodeDecodeError, KeyError, TypeError):
+        return [first]
+    if record.get("host") not in (None, posix.uname().nodename) or not isinstance(pointed, str):
+        return [first]
+    return [first, pointed]
+
+
 def off(why):
     say("agentcoord: " + why + "; the commit guard is off for this commit")
     sys.exit(0)
@@ -143,11 +193,14 @@ def main():
     paths = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
     if not paths:
         return
-    runtime = env("AGENTCOORD_RUNTIME_DIR")
-    if not runtime:
-        xdg = env("XDG_RUNTIME_DIR")
-        runtime = xdg + "/agentcoord" if xdg else "/tmp/agentcoord-%d" % posix.getuid()
-    where = runtime + "/agentcoord.sock"
+    where = ""
+    for runtime in runtime_dirs():
+        where = runtime + "/agentcoord.sock"
+        try:
+            if posix.lstat(where).st_mode & 0o170000 == 0o140000:  # a socket
+                break
+        except OSError:
+            continue
     q = _json.encode_basestring_ascii
     request = (
         '{"jsonrpc":"2.0","id":1,"method":"agentcoord/commit-check","params":{"cwd":%s,'

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from agentcoord._paths import default_runtime_dir, default_state_dir
+from agentcoord._paths import default_runtime_dir, default_state_dir, locate, pointer_path, settled
 from agentcoord.errors import AgentCoordError, ConfigError
 
 __all__ = ["DEFAULT_HTTP_ADDR", "STORES", "Config", "load_config", "parse_http_addr"]
@@ -116,6 +116,16 @@ class Config:
     # docs/security.md "Console login".
     console_login_ttl: int = 120
     config_file: Path | None = None
+    # Where the runtime dir goes without $XDG_RUNTIME_DIR: <first>/$UID/agentcoord when that
+    # is the user's dir, else <second>/agentcoord-$UID (docs/daemon.md "Finding the daemon");
+    # a setting for containers and tests, read from the config file only.
+    runtime_roots: tuple[Path, Path] = (Path("/run/user"), Path("/tmp"))
+    # The HTTP address came from a flag, the environment or the config file: it is used as
+    # given or the start fails; never replaced by another port (README "Where things live").
+    http_addr_chosen: bool = False
+    # Where the daemon leaves its pointer for clients with a stripped environment
+    # (agentcoord._paths.pointer_path: under HOME, no other variable); None: none is left.
+    pointer_file: Path | None = None
     # systemd integration, read from the environment once (sd_notify, socket activation).
     notify_socket: str | None = None
     watchdog_interval: float | None = None
@@ -207,7 +217,8 @@ def _default_dirs(env: Mapping[str, str], uid: int) -> tuple[Path, Path, Path]:
     # AGENTCOORD_* overrides are applied later with the other environment variables.
     plain = {k: v for k, v in env.items() if not k.startswith("AGENTCOORD_")}
     claude_dir = Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude")
-    return default_state_dir(plain), default_runtime_dir(plain, uid), claude_dir
+    # The file's dirs are applied later too (load_config reads it once, as a whole).
+    return default_state_dir(plain), default_runtime_dir(plain, uid, {}), claude_dir
 
 
 def _user_name(uid: int) -> str:
@@ -220,7 +231,14 @@ def _user_name(uid: int) -> str:
 
 
 # Fields that come from the process environment only, never from a file or flag.
-_DERIVED = {"notify_socket", "watchdog_interval", "listen_fds", "config_file"}
+_DERIVED = {
+    "notify_socket",
+    "watchdog_interval",
+    "listen_fds",
+    "config_file",
+    "http_addr_chosen",
+    "pointer_file",
+}
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -232,6 +250,12 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             raise ConfigError("config key 'backends' must be a table of name = \"command\"")
         return tuple(sorted((str(k), v) for k, v in value.items()))
+    if name == "runtime_roots":
+        if not isinstance(value, list) or len(value) != 2:
+            raise ConfigError(
+                'config key \'runtime_roots\' must be two directories, e.g. ["/run/user", "/tmp"]'
+            )
+        return (Path(str(value[0])).expanduser(), Path(str(value[1])).expanduser())
     if name in _RETENTION_DURATIONS | _RETENTION_SIZES | _RETENTION_COUNTS:
         return _retention_value(name, value)
     try:
@@ -318,6 +342,7 @@ def load_config(
         "user": env.get("USER") or env.get("LOGNAME") or _user_name(uid),
     }
 
+    chosen: set[str] = set()  # fields a flag, variable or the file set
     config_file = flags.get("config_file") or env.get("AGENTCOORD_CONFIG")
     if config_file is None:
         xdg = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME", "~")) / ".config")
@@ -335,14 +360,27 @@ def load_config(
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         for key, value in data.items():
             values[key.replace("-", "_")] = _coerce(key.replace("-", "_"), value)
+            chosen.add(key.replace("-", "_"))
         values["config_file"] = path  # set after the loop: not a key the file may set
 
     for var, name in _ENV_FIELDS.items():
         if env.get(var):
             values[name] = _coerce(name, env[var])
+            chosen.add(name)
     for name, value in flags.items():
         if name != "config_file":  # read above, as the file itself
             values[name] = _coerce(name, value)
+            chosen.add(name)
+
+    values["http_addr_chosen"] = "http_addr" in chosen
+    values["pointer_file"] = pointer_path(env, uid)
+    if "runtime_dir" not in chosen:
+        # No one named the runtime dir: the user's daemon may serve where this environment
+        # would not look (docs/daemon.md "Finding the daemon").
+        runtime, pointed = settled(locate(env, uid), uid)
+        values["runtime_dir"] = runtime
+        if pointed is not None and "state_dir" not in chosen:
+            values["state_dir"] = pointed
 
     from agentcoord.kernel.activation import listen_fds, watchdog_interval
 

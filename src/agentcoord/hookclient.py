@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcoord._paths import default_runtime_dir
+from agentcoord._paths import locate
 from agentcoord.errors import DaemonUnreachable
 
 __all__ = ["run_hook"]
@@ -37,7 +37,6 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
         payload = json.loads(raw) if raw.strip() else {}
     except ValueError:
         payload = {}
-    runtime = default_runtime_dir(os.environ, os.getuid())
     request = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -45,7 +44,8 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
         "params": {"event": event, "payload": payload},
     }
     try:
-        with _connect(runtime, event) as sock:
+        sock, runtime = _connect(event)
+        with sock:
             sock.settimeout(timeout)
             sock.sendall(json.dumps(request).encode() + b"\n")
             buf = b""
@@ -75,21 +75,30 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
     return 0
 
 
-def _connect(runtime: Path, event: str) -> socket.socket:
-    """The daemon's socket; SessionStart starts the daemon when none listens (docs/claude-code.md
-    "Daemon on demand"), the other events never wait for one."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(str(runtime / "agentcoord.sock"))
-    except OSError as exc:
-        sock.close()
-        if event != "session-start":
-            raise
-        from agentcoord.autostart import connect_or_start
+def _connect(event: str) -> tuple[socket.socket, Path]:
+    """The daemon's socket (where the environment says, else where its pointer says, as the
+    shim finds it) and its runtime dir; SessionStart starts the daemon when none listens
+    (docs/claude-code.md "Daemon on demand"), the other events never wait for one."""
+    located = locate(os.environ, os.getuid())
+    first: OSError | None = None
+    for runtime in located.candidates:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(runtime / "agentcoord.sock"))
+        except OSError as exc:
+            sock.close()
+            first = first or exc
+            continue
+        return sock, runtime
+    assert first is not None
+    if event != "session-start":
+        raise first
+    from agentcoord.autostart import connect_or_start
 
-        # Within the hook's 10 s (claude_setup.HOOKS), the request's own 5 s after it.
-        return connect_or_start(runtime, os.environ, exc.strerror or str(exc), timeout=4.0)
-    return sock
+    # Within the hook's 10 s (claude_setup.HOOKS), the request's own 5 s after it.
+    why = first.strerror or str(first)
+    sock = connect_or_start(located, os.environ, why, timeout=4.0)
+    return sock, located.start_runtime
 
 
 def _print(output: dict[str, Any]) -> None:

@@ -1,8 +1,15 @@
 """``agentcoord mcp``: the stdio shim Claude Code launches; bytes between stdio and the socket.
 
-Nothing but the daemon's replies ever reaches stdout. Deliberately tiny (no asyncio, no config
-parsing) because every Claude Code session starts one: the daemon identifies the caller from
-this process's credentials and ancestry, so the shim adds nothing to the messages.
+Nothing but the daemon's replies (and the shim's own errors for requests a restart cut off)
+ever reaches stdout. Deliberately small (no asyncio, no daemon import; the config file only
+when there is one, for its dirs) because every Claude Code session starts one: the daemon
+identifies the caller from this process's credentials and ancestry, so the shim adds nothing
+to the messages.
+
+The shim outlives the daemon's restarts: it reconnects, replays the session's ``initialize``
+and answers requests the restart cut off with a retryable error (:mod:`agentcoord._relay`,
+docs/claude-code.md "When the daemon restarts"). It finds the daemon where the environment says,
+else where the daemon's pointer says (:mod:`agentcoord._paths`).
 
 With no daemon listening, the shim starts one (:mod:`agentcoord.autostart`). When none can be
 reached or started it does not just exit: Claude Code shows a failed stdio server only as
@@ -14,66 +21,71 @@ same (docs/claude-code.md "Daemon on demand").
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
-from agentcoord._paths import default_runtime_dir
+from agentcoord._paths import Located, locate
 
 __all__ = ["offline_reply", "run_shim"]
 
 
-_stdin_done = threading.Event()
+def _located(runtime_dir: Path | None) -> Located:
+    if runtime_dir is not None:  # `agentcoord mcp --runtime-dir`
+        return Located((runtime_dir,), runtime_dir, None, True)
+    return locate(os.environ, os.getuid())
 
 
-def _pump_in(sock: socket.socket) -> None:
-    try:
-        while data := os.read(0, 65536):
-            sock.sendall(data)
-    except OSError:
-        pass
-    finally:
-        _stdin_done.set()
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_WR)
+def _try(located: Located) -> tuple[socket.socket | None, str]:
+    """A connection to the first candidate that accepts; else None and why the first failed."""
+    why = ""
+    for runtime in located.candidates:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(runtime / "agentcoord.sock"))
+        except OSError as exc:
+            sock.close()
+            why = why or f"{runtime / 'agentcoord.sock'}: {exc.strerror or exc}"
+            continue
+        return sock, ""
+    return None, why
 
 
 def run_shim(runtime_dir: Path | None = None) -> int:
-    """Connect stdin/stdout to the daemon's socket until either side closes."""
-    runtime = runtime_dir or default_runtime_dir(os.environ, os.getuid())
-    path = runtime / "agentcoord.sock"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(str(path))
-    except OSError as exc:
-        sock.close()
+    """Relay stdin/stdout to the daemon's socket until stdin closes, across daemon restarts."""
+    located = _located(runtime_dir)
+    sock, why = _try(located)
+    if sock is None:
         from agentcoord.autostart import connect_or_start
         from agentcoord.errors import DaemonUnreachable
 
         try:
-            sock = connect_or_start(runtime, os.environ, exc.strerror or str(exc))
-        except DaemonUnreachable as why:
-            sys.stderr.write(f"agentcoord mcp: {why}\n")  # Claude Code's MCP log keeps it
-            return _serve_offline(str(why))
-    threading.Thread(target=_pump_in, args=(sock,), daemon=True).start()
-    try:
-        while data := sock.recv(65536):
-            view = memoryview(data)
-            while view:
-                view = view[os.write(1, view) :]
-    except OSError as exc:
-        sys.stderr.write(f"agentcoord mcp: connection to the daemon failed: {exc}\n")
-        return 74  # EX_IOERR
-    finally:
-        sock.close()
-    if not _stdin_done.is_set():
-        sys.stderr.write("agentcoord mcp: the daemon closed the connection\n")
-        return 74
-    return 0
+            sock = connect_or_start(located, os.environ, why)
+        except DaemonUnreachable as exc:
+            sys.stderr.write(f"agentcoord mcp: {exc}\n")  # Claude Code's MCP log keeps it
+            return _serve_offline(str(exc))
+    from agentcoord._relay import Relay
+
+    def connect(may_start: bool) -> tuple[socket.socket | None, str, bool]:
+        where = located if runtime_dir is not None else _located(None)
+        found, why = _try(where)
+        if found is not None or not may_start:
+            return found, f"no daemon yet ({why})" if why else "", False
+        from agentcoord.autostart import connect_or_start, holder
+        from agentcoord.errors import DaemonUnreachable
+
+        pid = holder(where.start_runtime)
+        if pid is not None:  # one is still draining its stop, or starting: not a second one
+            return None, f"the daemon (pid {pid}) is stopping or starting; waiting for it", False
+
+        try:
+            return connect_or_start(where, os.environ, why), "", True
+        except DaemonUnreachable as exc:
+            return None, str(exc), True
+
+    return Relay(connect, lambda: str(_located(runtime_dir).candidates[0]), os.environ).run(sock)
 
 
 # -- coordination off: a minimal MCP server saying why ---------------------------------------

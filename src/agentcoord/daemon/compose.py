@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.config import DEFAULT_HTTP_ADDR, Config
+from agentcoord.config import Config
 from agentcoord.daemon.identity import IdentityResolver, TokenStore
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natslink import NatsLink, js_timeout
@@ -39,6 +39,7 @@ from agentcoord.stores.objects.tables import LiveCells
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
     from agentcoord.daemon.httpmcp import HttpRoutes
+    from agentcoord.daemon.unix import UnixListener
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging
@@ -79,9 +80,12 @@ log = logging.getLogger(__name__)
 class Daemon:
     """A started daemon: its services and what the listeners report."""
 
-    def __init__(self, services: Services, status: DaemonStatus) -> None:
+    def __init__(
+        self, services: Services, status: DaemonStatus, unix: UnixListener | None = None
+    ) -> None:
         self.services = services
         self.status = status
+        self.unix = unix  # rebound when its runtime dir is removed (daemon/rundir.py)
 
 
 def _js_phase(cfg: Config) -> float:
@@ -93,10 +97,10 @@ async def compose(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases)
     """Build and start every service on ``stack``; the listeners last."""
     services = await _services(cfg, stack, phases)
     phases.begin("the listeners", 3, "the socket dir or the HTTP port is in the way")
-    status = await _listeners(services, stack)
+    status, unix = await _listeners(services, stack)
     phases.mark("listeners")
     log.info("started in %s", phases.summary())
-    return Daemon(services, status)
+    return Daemon(services, status, unix)
 
 
 async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phases) -> Services:
@@ -318,7 +322,9 @@ def _claim_site(s: Services) -> Callable[[str, int | None], tuple[str | None, st
     return site
 
 
-async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonStatus:
+async def _listeners(
+    s: Services, stack: contextlib.AsyncExitStack
+) -> tuple[DaemonStatus, UnixListener]:
     """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
     from agentcoord.console.routes import ConsoleRoutes
     from agentcoord.console.sections import ConsoleSections
@@ -381,7 +387,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     connections.http_addr = addr
     connections.http = lambda: http.open_connections
     inherited = _inherited_socket(cfg)
-    await stack.enter_async_context(
+    unix = await stack.enter_async_context(
         UnixListener(
             cfg.socket_path,
             core,
@@ -395,39 +401,84 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     # Last: clients take http.addr to mean "the daemon serves", the unix socket included.
     write_private(cfg.http_addr_file, addr + "\n", durable=False)
     stack.callback(_unlink, cfg.http_addr_file)
-    return status
+    return status, unix
+
+
+LAST_HTTP_ADDR = "http.last"  # in the state dir: the address to serve on again after a restart
 
 
 async def _http_listener(
     cfg: Config, stack: contextlib.AsyncExitStack, routes: HttpRoutes
 ) -> HttpServer:
-    """The loopback HTTP listener. When the default port is taken (a second daemon with its
-    own dirs, README "Where things live"), another free port is used and written to
-    ``http.addr`` (what every client reads); a port the user chose is never replaced."""
+    """The loopback HTTP listener (README "Where things live", docs/daemon.md "The HTTP
+    address").
+
+    A port the user chose (flag, environment, config file) is used or the start fails with
+    one line. Otherwise the address this state served on last (``<state>/http.last``) comes
+    first, so the http hooks set up for it reach the daemon after a restart; then the
+    default port; then any free one. Whatever is served is written to ``http.addr`` (what
+    every client reads) and remembered."""
     from agentcoord.kernel.httpserver import HttpServer
 
-    try:
-        return await stack.enter_async_context(
-            HttpServer(routes, cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes)
-        )
-    except OSError as exc:
-        if exc.errno != errno.EADDRINUSE:
-            raise
-        if cfg.http_addr != DEFAULT_HTTP_ADDR:
+    host = cfg.http_host
+    if cfg.http_addr_chosen and cfg.http_port != 0:
+        try:
+            return await stack.enter_async_context(
+                HttpServer(routes, host, cfg.http_port, max_body=cfg.max_request_bytes)
+            )
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
             raise ConfigError(
                 f"HTTP address {cfg.http_addr} is in use (another agentcoord daemon, or another "
                 "program): choose a free one with --http-addr HOST:PORT (or :0 for any free port)"
             ) from None
-    server = await stack.enter_async_context(
-        HttpServer(routes, cfg.http_host, 0, max_body=cfg.max_request_bytes)
-    )
-    log.warning(
-        "%s is in use (another daemon?): serving HTTP on port %d instead (see %s)",
-        DEFAULT_HTTP_ADDR,
-        server.port,
-        cfg.http_addr_file,
-    )
-    return server
+    remembered = cfg.state_dir / LAST_HTTP_ADDR
+    last = _last_port(remembered, host)
+    ports = [p for p in (last, cfg.http_port) if p]
+    default_taken = False
+    for port in dict.fromkeys([*ports, 0]):  # in order, once each
+        try:
+            server = await stack.enter_async_context(
+                HttpServer(routes, host, port, max_body=cfg.max_request_bytes)
+            )
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or port == 0:
+                raise
+            if port == last:
+                log.warning(
+                    "%s:%d, where this daemon served before its restart, is in use by another "
+                    "program: serving elsewhere, so http hooks set up for it miss this daemon "
+                    "until `agentcoord setup claude` is run again",
+                    host,
+                    port,
+                )
+            else:
+                default_taken = True
+            continue
+        if default_taken:
+            log.warning(
+                "%s is in use (another daemon?): serving HTTP on port %d instead (see %s)",
+                cfg.http_addr,
+                server.port,
+                cfg.http_addr_file,
+            )
+        if server.port != last:
+            try:
+                write_private(remembered, f"{host}:{server.port}\n")
+            except OSError as exc:
+                log.warning("cannot remember the HTTP address in %s: %s", remembered, exc)
+        return server
+    raise AssertionError("port 0 always binds or raises")  # pragma: no cover
+
+
+def _last_port(path: Path, host: str) -> int | None:
+    """The port this state served HTTP on last, if it was on ``host``."""
+    try:
+        last_host, _, port = path.read_text().strip().rpartition(":")
+        return int(port) if last_host == host and 0 < int(port) < 65536 else None
+    except (OSError, ValueError):
+        return None
 
 
 def _inherited_socket(cfg: Config) -> socket.socket | None:

@@ -40,6 +40,20 @@ class DirLock:
         self._fd = fd
         return self
 
+    def renew(self) -> None:
+        """Lock the file again when it was removed with its dir (docs/daemon.md "The runtime
+        dir"): the old lock is on a file no one can open any more. Raises
+        :class:`DaemonAlreadyRunning` when another daemon has taken the new one."""
+        try:
+            if self._fd is not None and os.fstat(self._fd).st_ino == self.path.stat().st_ino:
+                return  # still the file's lock
+        except FileNotFoundError:
+            pass
+        old, self._fd = self._fd, None
+        self.__enter__()
+        if old is not None:
+            os.close(old)
+
     def __exit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:

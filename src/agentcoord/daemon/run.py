@@ -13,6 +13,7 @@ import gc
 import logging
 import os
 import signal
+import socket
 import stat
 from typing import Any
 
@@ -21,6 +22,7 @@ from agentcoord.config import Config
 from agentcoord.daemon.compose import Daemon, compose
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.notify import sd_notify
+from agentcoord.daemon.rundir import keep_runtime_dir
 from agentcoord.daemon.startup import Phases, write_failure
 from agentcoord.daemon.statefmt import ensure_format
 from agentcoord.errors import (
@@ -54,6 +56,36 @@ def prepare_dirs(cfg: Config) -> None:
             os.chmod(path, 0o700)
 
 
+def _leave_pointer(cfg: Config) -> None:
+    """Name our dirs in the user's pointer (docs/daemon.md "Finding the daemon"), unless it
+    names another daemon that is serving: the first one started keeps it, and a daemon on
+    dirs of its own (a test, a second state) does not take the user's clients away from it.
+    A stopped daemon's pointer stays: it says where the user's daemon belongs."""
+    if cfg.pointer_file is None:
+        return
+    from agentcoord._paths import read_pointer_file, write_pointer
+
+    uid = os.getuid()
+    pointed = read_pointer_file(cfg.pointer_file, uid)
+    if pointed is not None and pointed != (cfg.runtime_dir, cfg.state_dir):
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(pointed[0] / "agentcoord.sock"))
+        except OSError:
+            pass  # a stopped daemon's: ours now
+        else:
+            log.info(
+                "the pointer %s names the daemon on %s: left as it is", cfg.pointer_file, pointed[0]
+            )
+            return
+        finally:
+            probe.close()
+    try:
+        write_pointer(cfg.pointer_file, uid, cfg.runtime_dir, cfg.state_dir)
+    except OSError as exc:
+        log.warning("cannot write the pointer %s: %s", cfg.pointer_file, exc)
+
+
 def _install_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     interrupts = 0
@@ -76,13 +108,14 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
     """Run the daemon until ``stop`` is set (SIGTERM/SIGINT set it, during start-up too)."""
     stop = stop or asyncio.Event()
     prepare_dirs(cfg)
-    with DirLock(cfg.state_dir), DirLock(cfg.runtime_dir):
+    with DirLock(cfg.state_dir), DirLock(cfg.runtime_dir) as runtime_lock:
         _install_signals(stop)
         async with contextlib.AsyncExitStack() as stack:
             daemon = await _start_or_stop(cfg, stack, stop)
             if daemon is None:
                 return
             _tune_gc()
+            _leave_pointer(cfg)
             sd_notify(cfg.notify_socket, "READY=1")
             log.info(
                 "agentcoord ready: socket %s, http %s, nats %s",
@@ -94,6 +127,11 @@ async def serve(cfg: Config, *, stop: asyncio.Event | None = None) -> None:
                 background = []
                 if cfg.watchdog_interval and cfg.notify_socket:
                     background.append(tg.create_task(_watchdog(cfg), name="watchdog"))
+                if daemon.unix is not None:
+                    keeper = keep_runtime_dir(
+                        cfg, daemon.unix, runtime_lock, daemon.status.status()["http_addr"]
+                    )
+                    background.append(tg.create_task(keeper, name="runtime-dir"))
                 # What start-up left to first use (protobuf, psutil: ~18 ms), loaded now in a
                 # thread, so neither ready nor the first request waits for it.
                 tg.create_task(asyncio.to_thread(load_deferred), name="load-deferred")

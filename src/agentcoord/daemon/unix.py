@@ -104,6 +104,18 @@ class UnixListener:
             os.umask(old)
         os.chmod(self._path, 0o600)
 
+    async def relisten(self) -> bool:
+        """Bind the socket file again (its dir was removed, docs/daemon.md "The runtime
+        dir"): new connections arrive there, open ones go on. False when systemd owns the
+        socket or we are stopping."""
+        if self._inherited is not None or self._stopping:
+            return False
+        old = self._server
+        await self._listen()
+        if old is not None:
+            old.close()  # its file is gone: nothing reaches it any more
+        return True
+
     def stop_accepting(self) -> None:
         """Close the listener and stop reading requests; those in flight go on. Idempotent."""
         if self._stopping:
