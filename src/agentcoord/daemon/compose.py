@@ -308,7 +308,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
     from agentcoord.console.sections import ConsoleSections
     from agentcoord.daemon.hooks import EditLeases, HookDeps, Hooks
     from agentcoord.daemon.httpmcp import HttpRoutes
-    from agentcoord.daemon.mcp import McpCore
+    from agentcoord.daemon.mcp import McpCore, McpLimits
     from agentcoord.daemon.push import ChannelPush
     from agentcoord.daemon.toolset import build_registry
     from agentcoord.daemon.unix import UnixListener
@@ -337,6 +337,7 @@ async def _listeners(s: Services, stack: contextlib.AsyncExitStack) -> DaemonSta
         claims=s.claims,
         focus=s.focus,
         push=push,
+        limits=McpLimits.from_config(cfg),
     )
     sections = ConsoleSections(
         claims=s.claims,
@@ -376,11 +377,18 @@ async def _http_listener(
     """The loopback HTTP listener. When the default port is taken (a second daemon with its
     own dirs, README "Where things live"), another free port is used and written to
     ``http.addr`` (what every client reads); a port the user chose is never replaced."""
+    from agentcoord.daemon.httpmcp import http_limits
     from agentcoord.kernel.httpserver import HttpServer
 
     try:
         return await stack.enter_async_context(
-            HttpServer(routes, cfg.http_host, cfg.http_port, max_body=cfg.max_request_bytes)
+            HttpServer(
+                routes,
+                cfg.http_host,
+                cfg.http_port,
+                max_body=cfg.max_request_bytes,
+                **http_limits(cfg),
+            )
         )
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
@@ -391,7 +399,7 @@ async def _http_listener(
                 "program): choose a free one with --http-addr HOST:PORT (or :0 for any free port)"
             ) from None
     server = await stack.enter_async_context(
-        HttpServer(routes, cfg.http_host, 0, max_body=cfg.max_request_bytes)
+        HttpServer(routes, cfg.http_host, 0, max_body=cfg.max_request_bytes, **http_limits(cfg))
     )
     log.warning(
         "%s is in use (another daemon?): serving HTTP on port %d instead (see %s)",

@@ -89,7 +89,7 @@ async def start_objects(
     creds = ensure_credentials(credentials_dir(cfg), cfg.user)
     host, port = parse_http_addr(cfg.kube_addr)
     addr = ""
-    api = KubeApi(store, lambda: addr, live=live)
+    api = KubeApi(store, lambda: addr, live=live, max_object_bytes=cfg.kube_max_object_bytes)
     last_port = credentials_dir(cfg) / "port"
     server: HttpServer | None = None
     if port == 0 and last_port.exists():
