@@ -200,6 +200,8 @@ class UnixListener:
                 if writer.is_closing():
                     raise ConnectionResetError("the connection is closed")
                 await writer.drain()
+            if writer.is_closing():  # the peer reset it while this reply was being made
+                raise ConnectionResetError("the connection is closed")
             # One write() per reply keeps replies whole (the transport buffers it entire, with
             # no await in between); concurrent drain() waiters are fine, so no lock.
             writer.write(data)
@@ -333,7 +335,9 @@ class UnixListener:
 
         async def run() -> None:
             try:
-                await send(await self._core.handle_payload(value, session))
+                reply = await self._core.handle_payload(value, session)
+                with contextlib.suppress(ConnectionError):  # the peer is gone: nobody to tell
+                    await send(reply)
             except asyncio.CancelledError:
                 # Cancelled by notifications/cancelled or a hang-up, the spec says send nothing;
                 # cut off by a stop, the caller learns why instead of seeing the socket close.
