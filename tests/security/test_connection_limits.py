@@ -1,0 +1,232 @@
+"""A local user, of the daemon's uid or another, cannot cut off the socket or starve the human:
+connections are bounded per uid, slow requests are timed out, descriptors above 1024 work, a
+burst of connects is queued, and a loopback peer is found with an exact lookup
+(docs/security.md "Limits")."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentcoord.client import call_unix
+from tests.conftest import Daemon
+
+NOBODY = 65534
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+
+def _human_status(d: Daemon) -> Any:
+    token = (d.state_dir / "human.token").read_text().strip()
+    return call_unix(d.socket, "agentcoord/status", {}, token=token, timeout=60)
+
+
+def _fds(d: Daemon) -> int:
+    assert d.proc is not None
+    return len(os.listdir(f"/proc/{d.proc.pid}/fd"))
+
+
+def _http_port(d: Daemon) -> int:
+    return int(d.http_addr.rsplit(":", 1)[1])
+
+
+@contextlib.contextmanager
+def _as_nobody_holding(port: int, count: int) -> Iterator[tuple[int, int]]:
+    """A forked child that drops to uid 65534 and opens ``count`` loopback connections to
+    ``port``, each sending the first byte of a request head; yields (connected, closed by the
+    daemon) as the child saw them, and holds the connections until the block ends."""
+    report_r, report_w = os.pipe()
+    release_r, release_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            held: list[socket.socket] = []
+            for _ in range(count):
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                s.sendall(b"G")  # a byte of a head that never ends
+                held.append(s)
+            # What the daemon did with each: a closed or answered connection is readable;
+            # counted until none more turns readable for 2 s.
+            poller = select.poll()
+            for s in held:
+                poller.register(s, select.POLLIN)
+            closed = 0
+            while events := poller.poll(2000):
+                for fd, _ in events:
+                    poller.unregister(fd)
+                    closed += 1
+            os.write(report_w, json.dumps([len(held), closed]).encode())
+            os.read(release_r, 1)
+        finally:
+            os._exit(0)
+    os.close(report_w)
+    os.close(release_r)
+    try:
+        data = b""
+        while chunk := os.read(report_r, 4096):
+            data += chunk
+            if data.endswith(b"]"):
+                break
+        connected, closed = json.loads(data)
+        yield connected, closed
+    finally:
+        os.write(release_w, b"x")
+        os.close(release_w)
+        os.close(report_r)
+        os.waitpid(pid, 0)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to drop to another uid")
+def test_another_uid_cannot_cut_off_the_socket(daemon: Daemon) -> None:
+    """1,100 loopback connections from uid 65534 are bounded to its budget (the rest answered
+    503 and closed), the daemon stays under 1,024 descriptors, and the human's next unix
+    request and the hooks' port are answered."""
+    with _as_nobody_holding(_http_port(daemon), 1100) as (connected, closed):
+        assert connected == 1100
+        assert closed >= 1100 - 16, f"{closed} of 1100 closed\n{daemon.log()}"
+        assert _fds(daemon) < 1024, daemon.log()
+        assert _human_status(daemon)["pid"] == daemon.proc.pid  # type: ignore[union-attr]
+        assert daemon.healthz() == (200, "ok")
+    assert "too many connections from uid 65534" in daemon.log()
+
+
+def test_descriptors_above_1024_work(daemon: Daemon) -> None:
+    """With 1,100 unix connections open, the daemon's descriptors go past 1,024 and a new unix
+    connection is still identified and answered (pidfds are polled, never select()ed)."""
+    held: list[socket.socket] = []
+    try:
+        for _ in range(1100):
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(60)
+            s.connect(str(daemon.socket))
+            s.sendall(PING)
+            held.append(s)
+        for s in held:  # each answered: accepted and identified
+            assert s.recv(65536).endswith(b"\n"), daemon.log()
+        assert _fds(daemon) > 1024
+        assert _human_status(daemon)["connections"]["unix"] >= 1100, daemon.log()
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_a_slow_head_is_cut_off(daemon_factory: Any) -> None:
+    """A peer that sends a request head one byte at a time, each well within the idle timeout,
+    is closed once the head's own deadline passes, not held forever."""
+    d = daemon_factory(AGENTCOORD_HTTP_HEADER_TIMEOUT="2", AGENTCOORD_HTTP_IDLE_TIMEOUT="3").start()
+    head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X-Slow: " + b"a" * 10_000
+    closed = False
+    with socket.create_connection(("127.0.0.1", _http_port(d)), timeout=60) as s:
+        # One byte a second (the attack's own pace): never idle for 3 s, never a whole head;
+        # after 120 bytes the head's 2 s deadline is long past.
+        for byte in head[:120]:
+            try:
+                s.sendall(bytes([byte]))
+                ready, _, _ = select.select([s], [], [], 1.0)
+                if ready and s.recv(65536) == b"":
+                    closed = True
+            except OSError:
+                closed = True
+            if closed:
+                break
+    assert closed, f"a 120-byte drip was never cut off\n{d.log()}"
+
+
+def test_a_burst_of_connects_is_queued_not_refused(daemon: Daemon) -> None:
+    """500 connects at once while the daemon cannot accept (stopped) all enter the listen
+    queue, and each is answered once it runs again."""
+    assert daemon.proc is not None
+    somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    if somaxconn < 500:
+        pytest.skip(f"net.core.somaxconn is {somaxconn}: the kernel caps any backlog there")
+    held: list[socket.socket] = []
+    refused = 0
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        for _ in range(500):
+            s = socket.socket(socket.AF_UNIX)
+            s.setblocking(False)
+            try:
+                s.connect(str(daemon.socket))
+            except BlockingIOError:  # the listen queue is full: a refused connect
+                refused += 1
+                s.close()
+                continue
+            held.append(s)
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    try:
+        assert refused == 0, f"{refused} of 500 connects refused"
+        for s in held:
+            s.setblocking(True)
+            s.settimeout(60)
+            s.sendall(PING)
+        for s in held:
+            assert s.recv(65536).endswith(b"\n"), daemon.log()
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_the_peer_lookup_reads_no_socket_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loopback peer's process and uid are found by an exact lookup of its socket: with
+    the every-socket listing (psutil.net_connections) and /proc/net/tcp made to fail, the
+    caller is still found, and a closed connection is no one."""
+    import psutil
+
+    from agentcoord.daemon import procprobe
+
+    def no_scan(*_: Any, **__: Any) -> Any:
+        raise AssertionError("listed every socket")
+
+    monkeypatch.setattr(psutil, "net_connections", no_scan)
+    real_open = open
+
+    def guarded_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(file).startswith("/proc/net/tcp") or "/net/tcp" in str(file):
+            raise AssertionError("read the socket table")
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", guarded_open)
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen()
+        client = socket.create_connection(srv.getsockname())
+        accepted, _ = srv.accept()
+        with accepted:
+            peer, local = client.getsockname(), srv.getsockname()
+            assert procprobe.tcp_peer_pid(peer, local) == (os.getpid(), os.geteuid())
+            client.close()
+            assert procprobe.tcp_peer_pid(peer, local) is None
+
+
+def test_a_reset_during_a_request_is_no_error(daemon: Daemon) -> None:
+    """A client that resets its unix connection with a reply unread ends the connection
+    quietly: the hang-up watch finds the socket closed and logs nothing."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(str(daemon.socket))
+    s.sendall(PING)
+    assert s.recv(65536).endswith(b"\n")  # identified and serving
+    s.sendall(PING * 2000)  # replies the client will never read
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    s.close()  # unread data in the receive queue: the daemon's next read or write resets
+    # The daemon's own count of unix connections falls back once the connection is done.
+    for _ in range(600):
+        if _human_status(daemon)["connections"]["unix"] <= 1:
+            break
+    else:
+        pytest.fail(f"the reset connection never ended\n{daemon.log()}")
+    log = daemon.log()
+    assert "unix connection failed" not in log, log
+    assert "ValueError" not in log, log
