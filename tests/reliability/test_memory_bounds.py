@@ -189,7 +189,7 @@ def test_parallel_kube_lists_of_large_objects_stay_bounded(daemon: Daemon) -> No
         "Connection: close\r\n\r\n"
     ).encode()
 
-    def slow_list(_: int) -> int:
+    def slow_list(client: int) -> int:
         raw = socket.create_connection((host, port), timeout=120)
         with ctx.wrap_socket(raw, server_hostname=host) as s:
             s.sendall(request)

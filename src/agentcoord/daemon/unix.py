@@ -100,6 +100,7 @@ class UnixListener:
         return self
 
     async def _listen(self) -> None:
+        _raise_nofile_limit()
         if self._inherited is not None:
             self._server = await asyncio.start_unix_server(self._serve, sock=self._inherited)
             return
@@ -371,3 +372,17 @@ class UnixListener:
                         msg_id = value.get("id")
             err = ProtocolError(ACCESS_DENIED, f"Access denied: {why}")
             await send(error_response(msg_id if isinstance(msg_id, str | int) else None, err))
+
+
+def _raise_nofile_limit() -> None:
+    """Raise the soft descriptor limit to the hard one (systemd's default soft limit is 1024):
+    the connection budgets (docs/security.md "Limits"), not the soft limit, bound the
+    descriptors, and the daemon waits on them with epoll and poll, never select()."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (OSError, ValueError):
+            log.debug("could not raise RLIMIT_NOFILE from %s to %s", soft, hard, exc_info=True)
