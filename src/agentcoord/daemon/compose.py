@@ -24,7 +24,7 @@ from agentcoord.daemon.identity import IdentityResolver, TokenStore
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natslink import NatsLink, js_timeout
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
-from agentcoord.daemon.procprobe import PsutilProbe
+from agentcoord.daemon.procprobe import PsutilProbe, listener_limits
 from agentcoord.daemon.services import Services
 from agentcoord.daemon.startup import Phases
 from agentcoord.daemon.status import Connections, DaemonStatus
@@ -118,7 +118,8 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
     live = LiveCells(ns)  # kubectl's Agent table reads the focus view, bound below (tables.py)
     async with asyncio.TaskGroup() as tg:
-        objects = tg.create_task(open_store(cfg, stack, live=live))
+        # The kube API's listener has the loopback port's per-uid budgets.
+        objects = tg.create_task(open_store(cfg, stack, live=live, listener=listener_limits(cfg)))
         if not cfg.nats_url:
             # The supervisor also renders per-agent NATS users (natsusers.py; docs/messaging.md
             # "Direct NATS access (per-agent users)").
@@ -377,7 +378,6 @@ async def _http_listener(
     """The loopback HTTP listener. When the default port is taken (a second daemon with its
     own dirs, README "Where things live"), another free port is used and written to
     ``http.addr`` (what every client reads); a port the user chose is never replaced."""
-    from agentcoord.daemon.httpmcp import http_limits
     from agentcoord.kernel.httpserver import HttpServer
 
     try:
@@ -387,7 +387,7 @@ async def _http_listener(
                 cfg.http_host,
                 cfg.http_port,
                 max_body=cfg.max_request_bytes,
-                **http_limits(cfg),
+                **listener_limits(cfg),
             )
         )
     except OSError as exc:
@@ -399,7 +399,7 @@ async def _http_listener(
                 "program): choose a free one with --http-addr HOST:PORT (or :0 for any free port)"
             ) from None
     server = await stack.enter_async_context(
-        HttpServer(routes, cfg.http_host, 0, max_body=cfg.max_request_bytes, **http_limits(cfg))
+        HttpServer(routes, cfg.http_host, 0, max_body=cfg.max_request_bytes, **listener_limits(cfg))
     )
     log.warning(
         "%s is in use (another daemon?): serving HTTP on port %d instead (see %s)",

@@ -32,7 +32,7 @@ import collections
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psutil
 
@@ -45,13 +45,10 @@ from agentcoord.daemon.procprobe import tcp_socket
 from agentcoord.daemon.status import DaemonStatus
 from agentcoord.errors import IdentityError, ProtocolError
 from agentcoord.kernel.caller import Caller
-from agentcoord.kernel.httpserver import ConnLimits, HttpRequest, HttpResponse, json_response
+from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
 from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
 
-if TYPE_CHECKING:
-    from agentcoord.config import Config
-
-__all__ = ["HOOK_EVENTS", "HOOK_PATH", "HttpRoutes", "http_limits"]
+__all__ = ["HOOK_EVENTS", "HOOK_PATH", "HttpRoutes"]
 
 log = logging.getLogger(__name__)
 
@@ -65,25 +62,6 @@ HOOK_PATH = "/hooks/"
 HOOK_EVENTS = frozenset(
     {"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "session-end"}
 )
-
-
-def http_limits(cfg: Config) -> dict[str, Any]:
-    """The HTTP server's connection limits from ``cfg``, and how it reads a peer's uid."""
-
-    def peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
-        found = tcp_socket(peer, local)
-        return None if found is None else found[1]
-
-    limits = ConnLimits(
-        owner_uid=os.geteuid(),
-        owner=max(1, cfg.http_conns_owner),
-        per_uid=max(1, cfg.http_conns_per_uid),
-        other_uids=max(1, cfg.http_conns_other_uids),
-        idle_timeout=float(max(1, cfg.http_idle_timeout)),
-        header_timeout=float(max(1, cfg.http_header_timeout)),
-        body_timeout=float(max(1, cfg.http_body_timeout)),
-    )
-    return {"limits": limits, "peer_uid": peer_uid}
 
 
 def _rpc_error(status: int, code: int, message: str) -> HttpResponse:

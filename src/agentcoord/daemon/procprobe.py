@@ -7,7 +7,7 @@ A loopback TCP peer has no SO_PEERCRED: its socket is looked up by its exact 4-t
 sock_diag (one netlink request answered from the kernel's hash table, whatever the number of
 sockets), which gives its owner uid and inode; the process holding that inode is then found
 among the daemon's own uid's processes only, through an index of their socket inodes that a
-miss rebuilds once for every caller waiting (docs/security.md "Connection limits").
+miss rebuilds once for every caller waiting (docs/security.md "Limits").
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ import select
 import socket
 import struct
 import threading
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentcoord._lazy import on_first_use
 from agentcoord.kernel.ancestry import ProcInfo
+from agentcoord.kernel.connlimits import ConnLimits
 
 if TYPE_CHECKING:
     import psutil
+
+    from agentcoord.config import Config
 else:  # ~6 ms of imports that the daemon's start-up does not need (agentcoord._lazy)
     psutil = on_first_use("psutil")
 
@@ -31,6 +34,7 @@ __all__ = [
     "PeerCred",
     "ProcessProbe",
     "PsutilProbe",
+    "listener_limits",
     "peer_cred",
     "pid_holding",
     "tcp_peer_pid",
@@ -188,6 +192,26 @@ def tcp_peer_pid(peer: tuple[str, int], local: tuple[str, int]) -> tuple[int, in
         return None
     pid = pid_holding(inode, uid)
     return None if pid is None else (pid, uid)
+
+
+def listener_limits(cfg: Config) -> dict[str, Any]:
+    """An HTTP listener's connection limits from ``cfg`` and how it reads a peer's uid, as
+    keyword arguments of :class:`agentcoord.kernel.httpserver.HttpServer`."""
+
+    def peer_uid(peer: tuple[str, int], local: tuple[str, int]) -> int | None:
+        found = tcp_socket(peer, local)
+        return None if found is None else found[1]
+
+    limits = ConnLimits(
+        owner_uid=os.geteuid(),
+        owner=max(1, cfg.http_conns_owner),
+        per_uid=max(1, cfg.http_conns_per_uid),
+        other_uids=max(1, cfg.http_conns_other_uids),
+        idle_timeout=float(max(1, cfg.http_idle_timeout)),
+        header_timeout=float(max(1, cfg.http_header_timeout)),
+        body_timeout=float(max(1, cfg.http_body_timeout)),
+    )
+    return {"limits": limits, "peer_uid": peer_uid}
 
 
 class ProcessProbe(Protocol):
