@@ -230,3 +230,25 @@ def test_a_reset_during_a_request_is_no_error(daemon: Daemon) -> None:
     log = daemon.log()
     assert "unix connection failed" not in log, log
     assert "ValueError" not in log, log
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_the_table_fallback_finds_the_same_socket(host: str) -> None:
+    """Where sock_diag is missing, /proc/net/tcp{,6} gives the same (inode, uid) for the
+    peer's socket as the exact lookup."""
+    from agentcoord.daemon import procprobe
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as srv:
+        srv.bind((host, 0))
+        srv.listen()
+        with socket.create_connection(srv.getsockname()[:2]) as client:
+            accepted, _ = srv.accept()
+            with accepted:
+                peer, local = client.getsockname()[:2], srv.getsockname()[:2]
+                exact = procprobe.tcp_socket(peer, local)
+                assert exact == (os.fstat(client.fileno()).st_ino, os.geteuid())
+                src = socket.inet_pton(family, peer[0]).ljust(16, b"\0")
+                dst = socket.inet_pton(family, local[0]).ljust(16, b"\0")
+                table = procprobe._from_proc_net(family, src, dst, peer[1], local[1])
+                assert table == exact

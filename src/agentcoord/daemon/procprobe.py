@@ -99,12 +99,15 @@ def tcp_socket(peer: tuple[str, int], local: tuple[str, int]) -> tuple[int, int]
         sockid += struct.pack("=I", 0) + _NO_COOKIE
         req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
         head = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0)
+    except (OSError, ValueError):
+        return None
+    try:
         with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
             nl.settimeout(1.0)
             nl.sendto(head + req, (0, 0))
             data = nl.recv(65536)
-    except (OSError, ValueError):
-        return None
+    except OSError:  # no sock_diag here (a kernel without inet_diag): the table, read once
+        return _from_proc_net(family, src, dst, peer[1], local[1])
     if len(data) < _DIAG_UID_INODE + 8:
         return None
     (kind,) = struct.unpack_from("=H", data, 4)
@@ -112,6 +115,31 @@ def tcp_socket(peer: tuple[str, int], local: tuple[str, int]) -> tuple[int, int]
         return None  # NLMSG_ERROR: no such socket
     uid, inode = struct.unpack_from("=II", data, _DIAG_UID_INODE)
     return inode, uid
+
+
+def _from_proc_net(
+    family: int, src: bytes, dst: bytes, sport: int, dport: int
+) -> tuple[int, int] | None:
+    """The same lookup in /proc/net/tcp{,6}, whose addresses are the kernel's 32-bit words in
+    host order, printed in hex."""
+    width = 4 if family == socket.AF_INET else 16
+
+    def hexaddr(addr: bytes, port: int) -> str:
+        words = [addr[i : i + 4] for i in range(0, width, 4)]
+        return "".join(f"{int.from_bytes(w, 'little'):08X}" for w in words) + f":{port:04X}"
+
+    want = (hexaddr(src, sport), hexaddr(dst, dport))
+    table = "/proc/net/tcp" if family == socket.AF_INET else "/proc/net/tcp6"
+    try:
+        with open(table) as f:
+            next(f, None)
+            for line in f:
+                cols = line.split()
+                if len(cols) > 9 and (cols[1], cols[2]) == want:
+                    return int(cols[9]), int(cols[7])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 class _SocketIndex:
