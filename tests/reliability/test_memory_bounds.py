@@ -5,6 +5,7 @@ peak resident memory (VmHWM) under 500 MiB (docs/security.md "Limits")."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import os
 import socket
@@ -90,6 +91,35 @@ def test_pipelined_pings_never_read_stay_bounded(daemon: Daemon) -> None:
     assert all(b'"result":{}' in r for r in replies[:10]), replies[:10]
     s.close()
     assert _hwm_kib(daemon) < BOUND_KIB, f"peak RSS {_hwm_kib(daemon)} KiB"
+
+
+def test_one_callers_flood_leaves_the_others_answered(daemon: Daemon) -> None:
+    """20,000 pipelined ``tools/list`` from one caller that never reads: the daemon holds at
+    most its in-flight bound of them, another connection's ping is answered meanwhile, and the
+    daemon's peak memory stays under the bound."""
+    flood = _human_socket(daemon)
+    lists = b"".join(
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' % i for i in range(20_000)
+    )
+    sender = threading.Thread(target=lambda: _send_quietly(flood, lists), daemon=True)
+    sender.start()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _rss_kib(daemon) < BOUND_KIB:
+        sender.join(0.2)
+    with socket.socket(socket.AF_UNIX) as other:
+        other.settimeout(60)
+        other.connect(str(daemon.socket))
+        other.sendall(b'{"jsonrpc":"2.0","id":"other","method":"ping"}\n')
+        assert b'"id":"other"' in _read_lines(other, 1, daemon)[0]
+    assert _hwm_kib(daemon) < BOUND_KIB, f"peak RSS {_hwm_kib(daemon)} KiB"
+    flood.shutdown(socket.SHUT_RDWR)  # hung up on (and the blocked sender woken): the rest
+    sender.join(60)  # of what it had in flight is cancelled
+    flood.close()
+
+
+def _send_quietly(s: socket.socket, data: bytes) -> None:
+    with contextlib.suppress(OSError):  # closed by the test once it has seen enough
+        s.sendall(data)
 
 
 def test_a_giant_batch_is_refused_in_one_line(daemon: Daemon) -> None:
