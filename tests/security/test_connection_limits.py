@@ -210,26 +210,46 @@ def test_the_peer_lookup_reads_no_socket_table(monkeypatch: pytest.MonkeyPatch) 
             assert procprobe.tcp_peer_pid(peer, local) is None
 
 
-def test_a_reset_during_a_request_is_no_error(daemon: Daemon) -> None:
-    """A client that resets its unix connection with a reply unread ends the connection
-    quietly: the hang-up watch finds the socket closed and logs nothing."""
+def _quietly_ended(d: Daemon) -> None:
+    """Wait until the daemon's own count of unix connections falls back to the one asking,
+    then check the log has no error for the connection that ended."""
+    for _ in range(600):
+        if _human_status(d)["connections"]["unix"] <= 1:
+            break
+    else:
+        pytest.fail(f"the reset connection never ended\n{d.log()}")
+    log = d.log()
+    assert "unix connection failed" not in log, log
+    assert "ValueError" not in log, log
+
+
+def test_a_reset_after_a_reply_is_no_error(daemon: Daemon) -> None:
+    """A client that closes its unix connection with a reply unread (the daemon reads a
+    reset, and its transport closes the socket) ends it quietly: the hang-up watch finds the
+    socket already closed, instead of failing on descriptor -1."""
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(30)
     s.connect(str(daemon.socket))
     s.sendall(PING)
     assert s.recv(65536).endswith(b"\n")  # identified and serving
+    s.sendall(PING)
+    ready, _, _ = select.select([s], [], [], 30)  # its reply arrived, and stays unread
+    assert ready, daemon.log()
+    s.close()  # unread data in the receive queue: the daemon's read sees a reset
+    _quietly_ended(daemon)
+
+
+def test_a_reset_under_unread_replies_is_no_error(daemon: Daemon) -> None:
+    """A client that resets its connection while 2,000 replies are being written ends it
+    quietly: replies for a peer that is gone are dropped, not an error for the connection."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(str(daemon.socket))
+    s.sendall(PING)
+    assert s.recv(65536).endswith(b"\n")
     s.sendall(PING * 2000)  # replies the client will never read
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-    s.close()  # unread data in the receive queue: the daemon's next read or write resets
-    # The daemon's own count of unix connections falls back once the connection is done.
-    for _ in range(600):
-        if _human_status(daemon)["connections"]["unix"] <= 1:
-            break
-    else:
-        pytest.fail(f"the reset connection never ended\n{daemon.log()}")
-    log = daemon.log()
-    assert "unix connection failed" not in log, log
-    assert "ValueError" not in log, log
+    s.close()
+    _quietly_ended(daemon)
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
@@ -252,3 +272,44 @@ def test_the_table_fallback_finds_the_same_socket(host: str) -> None:
                 dst = socket.inet_pton(family, local[0]).ljust(16, b"\0")
                 table = procprobe._from_proc_net(family, src, dst, peer[1], local[1])
                 assert table == exact
+
+
+def test_the_budget_keeps_room_for_the_owner() -> None:
+    """Other uids fill their own budgets and the shared one, never the owner's; a closed
+    connection gives its place back; an unreadable uid counts as another uid."""
+    from agentcoord.kernel.connlimits import ConnBudget, ConnLimits
+
+    budget = ConnBudget(ConnLimits(owner_uid=1000, owner=3, per_uid=2, other_uids=3))
+    assert [budget.admit(NOBODY) for _ in range(2)] == [None, None]
+    assert "from uid 65534 (limit 2)" in (budget.admit(NOBODY) or "")
+    assert budget.admit(None) is None
+    assert "other uids (limit 3)" in (budget.admit(33) or "")
+    assert [budget.admit(1000) for _ in range(3)] == [None, None, None]
+    assert "from uid 1000 (limit 3)" in (budget.admit(1000) or "")
+    budget.release(NOBODY)
+    assert budget.admit(33) is None
+    assert budget.open(NOBODY) == 1
+
+
+def test_caller_slots_queue_one_caller_behind_itself() -> None:
+    """A caller at its limit waits for one of its own requests to end, while another caller
+    goes straight through; an idle caller keeps no state."""
+    import asyncio
+
+    from agentcoord.daemon.mcp import CallerSlots
+
+    async def run() -> None:
+        slots = CallerSlots(2)
+        await slots.acquire("a")
+        await slots.acquire("a")
+        third = asyncio.create_task(slots.acquire("a"))
+        await slots.acquire("b")  # not queued behind "a"
+        await asyncio.sleep(0)
+        assert not third.done()
+        slots.release("a")
+        await asyncio.wait_for(third, 10)
+        for caller in ("a", "a", "b"):
+            slots.release(caller)
+        assert slots._slots == {}
+
+    asyncio.run(run())
