@@ -291,7 +291,7 @@ class HttpRoutes:
             self._core.slots.release(caller.agent)
         if reply is None:
             return HttpResponse(202, b"", headers)
-        return json_response(200, encode(reply), headers)
+        return json_response(200, self._core.encode_reply(reply), headers)
 
     def _new_session(self, caller: Caller) -> McpSession:
         session = McpSession(caller=caller)

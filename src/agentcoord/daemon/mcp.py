@@ -178,10 +178,15 @@ class McpCore:
         """Answer one decoded payload (a message or a batch); None when nothing is owed."""
         if isinstance(value, list):
             return await self._batch(value, session)
-        reply = await self.handle_message(value, session)
-        if reply is not None and (n := len(encode(reply))) > self.limits.max_reply_bytes:
-            return self._too_large(reply.get("id"), n)
-        return reply
+        return await self.handle_message(value, session)
+
+    def encode_reply(self, reply: Any) -> bytes:
+        """``reply`` as the transport writes it; a single reply over the size limit becomes the
+        error saying so (a batch is bounded as it runs)."""
+        data = encode(reply)
+        if len(data) > self.limits.max_reply_bytes and isinstance(reply, dict):
+            return encode(self._too_large(reply.get("id"), len(data)))
+        return data
 
     async def _batch(self, value: list[Any], session: McpSession) -> Any:
         if not value:

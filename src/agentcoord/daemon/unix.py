@@ -36,7 +36,7 @@ from agentcoord.daemon.push import opted_in
 from agentcoord.daemon.status import Connections
 from agentcoord.errors import IdentityError, ProtocolError
 from agentcoord.kernel.framing import OVERSIZE, LineSplitter
-from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
+from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, error_response
 
 __all__ = ["UnixListener"]
 
@@ -195,7 +195,7 @@ class UnixListener:
         async def send(reply: Any) -> None:
             if reply is None:
                 return
-            data = encode(reply) + b"\n"
+            data = self._core.encode_reply(reply) + b"\n"
             # The outbound queue is bounded: wait while earlier replies are still unsent.
             while writer.transport.get_write_buffer_size() > _OUTBOUND_LIMIT:
                 if writer.is_closing():
