@@ -106,6 +106,8 @@ def _known_peer(
 
 
 _PEERS_TRIED = 32
+# Tokenless identifications at once: fewer than asyncio's default worker threads (at least 5).
+_TOKENLESS_LOOKUPS = 3
 
 
 class HookPeers:
@@ -159,6 +161,7 @@ class HttpRoutes:
         self._core = core
         self._hooks = hooks
         self._hook_peers = HookPeers()
+        self._tokenless = asyncio.Semaphore(_TOKENLESS_LOOKUPS)
         self._sessions: collections.OrderedDict[str, McpSession] = collections.OrderedDict()
         self._sessionless: dict[str, McpSession] = {}
         self._console = console
@@ -245,7 +248,18 @@ class HttpRoutes:
             # Read when the connection was accepted: no process search for another user.
             raise IdentityError(f"uid {req.conn.uid} may not use this daemon (owner uid {owner})")
         # The body tells the audit what a refused caller was after (daemon/identity.py).
-        caller = await self._identity.from_tcp(req.conn.peer, req.conn.local, bearer, body=req.body)
+        if bearer is None:
+            # Tokenless peers are identified a few at a time, so a crowd of them holds at most
+            # that many of the worker threads: a token's caller (the human) and the hooks of
+            # known processes never queue behind them (docs/security.md "Limits").
+            async with self._tokenless:
+                caller = await self._identity.from_tcp(
+                    req.conn.peer, req.conn.local, None, body=req.body
+                )
+        else:
+            caller = await self._identity.from_tcp(
+                req.conn.peer, req.conn.local, bearer, body=req.body
+            )
         req.conn.values[key] = caller
         return caller
 
