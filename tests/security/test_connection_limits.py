@@ -313,3 +313,56 @@ def test_caller_slots_queue_one_caller_behind_itself() -> None:
         assert slots._slots == {}
 
     asyncio.run(run())
+
+
+def _as_nobody(work: Any) -> Any:
+    """``work()`` run in a forked child as uid 65534; its JSON-able result."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.write(write_fd, json.dumps(work()).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    data = b""
+    while chunk := os.read(read_fd, 65536):
+        data += chunk
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    return json.loads(data)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to drop to another uid")
+def test_another_uid_is_refused_without_a_search_and_a_small_body(daemon: Daemon) -> None:
+    """Over HTTP, uid 65534 is refused by its uid, the human's token included, and a 1 MiB
+    body from it is answered 413 at 64 KiB instead of being read."""
+    port = _http_port(daemon)
+    token = (daemon.state_dir / "human.token").read_text().strip()
+
+    def post(body: bytes, auth: str | None) -> str:
+        head = (
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n"
+        )
+        if auth:
+            head += f"Authorization: Bearer {auth}\r\n"
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(head.encode() + b"\r\n")
+            with contextlib.suppress(OSError):
+                s.sendall(body)
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+                if b"\r\n\r\n" in data and data.rstrip().endswith(b"}"):
+                    break
+            return data.decode(errors="replace")
+
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    answers = _as_nobody(lambda: [post(ping, token), post(b" " * (1 << 20), None)])
+    assert answers[0].startswith("HTTP/1.1 403"), answers[0]
+    assert "uid 65534 may not use this daemon" in answers[0]
+    assert answers[1].startswith("HTTP/1.1 413"), answers[1][:300]
+    assert "limit 65536 bytes" in answers[1]

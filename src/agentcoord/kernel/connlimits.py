@@ -26,6 +26,7 @@ class ConnLimits:
     idle_timeout: float = 60.0
     header_timeout: float = 10.0
     body_timeout: float = 30.0
+    other_max_body: int = 64 << 10  # a request body from another uid (refused anyway)
 
 
 class ConnBudget:

@@ -340,7 +340,8 @@ class HttpServer:
             track.busy = True  # from here the request is in flight: a stop lets it finish
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
             length = headers.get("content-length")
-            if length is not None and length.isdigit() and int(length) > self._max_body:
+            max_body = self._body_limit(state)
+            if length is not None and length.isdigit() and int(length) > max_body:
                 raise _BodyTooLarge
             chunks: list[bytes] = []
             size = 0
@@ -349,7 +350,7 @@ class HttpServer:
                 body_event = await self._next_event(conn, reader, body_by)
                 if isinstance(body_event, h11.Data):
                     size += len(body_event.data)
-                    if size > self._max_body:
+                    if size > max_body:
                         raise _BodyTooLarge
                     chunks.append(bytes(body_event.data))
                 elif isinstance(body_event, h11.EndOfMessage):
@@ -357,7 +358,7 @@ class HttpServer:
                 else:
                     return False
         except _BodyTooLarge:
-            await self._send(conn, writer, _too_large(self._max_body), close=True)
+            await self._send(conn, writer, _too_large(self._body_limit(state)), close=True)
             await _linger(reader)
             return False
         except h11.RemoteProtocolError as exc:
@@ -389,6 +390,12 @@ class HttpServer:
         finally:
             self._idle(track)
         return True
+
+    def _body_limit(self, state: ConnState) -> int:
+        """Another uid's request is refused whatever it says: its body is kept small."""
+        if self._budget is None or state.uid == self._budget.limits.owner_uid:
+            return self._max_body
+        return min(self._max_body, self._budget.limits.other_max_body)
 
     def _idle(self, track: _Conn) -> None:
         if track.busy:
