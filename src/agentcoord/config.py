@@ -72,6 +72,19 @@ _ENV_FIELDS = {
     "AGENTCOORD_CHECKPOINT_KEEP": "checkpoint_keep",
     "AGENTCOORD_CHECKPOINT_MAX_BYTES": "checkpoint_max_bytes",
     # --- end state retention ---
+    # --- connection and request limits (docs/security.md "Limits") ---
+    "AGENTCOORD_HTTP_CONNS_OWNER": "http_conns_owner",
+    "AGENTCOORD_HTTP_CONNS_PER_UID": "http_conns_per_uid",
+    "AGENTCOORD_HTTP_CONNS_OTHER_UIDS": "http_conns_other_uids",
+    "AGENTCOORD_HTTP_IDLE_TIMEOUT": "http_idle_timeout",
+    "AGENTCOORD_HTTP_HEADER_TIMEOUT": "http_header_timeout",
+    "AGENTCOORD_HTTP_BODY_TIMEOUT": "http_body_timeout",
+    "AGENTCOORD_MCP_MAX_INFLIGHT": "mcp_max_inflight",
+    "AGENTCOORD_MCP_MAX_CALLER_RUNNING": "mcp_max_caller_running",
+    "AGENTCOORD_MCP_MAX_BATCH": "mcp_max_batch",
+    "AGENTCOORD_MCP_MAX_REPLY_BYTES": "mcp_max_reply_bytes",
+    "AGENTCOORD_KUBE_MAX_OBJECT_BYTES": "kube_max_object_bytes",
+    # --- end connection and request limits ---
 }
 
 
@@ -169,6 +182,20 @@ class Config:
     checkpoint_keep: int = 10  # bundles per agent; its newest is never removed
     checkpoint_max_bytes: int = 2 << 30  # all bundles together (newest per agent exempt)
     # --- end state retention ---
+    # --- connection and request limits (docs/security.md "Limits"): what one caller or one
+    # local user can make the daemon hold. Times in seconds, sizes in bytes. ---
+    http_conns_owner: int = 512  # open HTTP connections from the daemon's own uid
+    http_conns_per_uid: int = 16  # from each other uid (all of them refused anyway)
+    http_conns_other_uids: int = 64  # from all other uids together
+    http_idle_timeout: int = 60  # a keep-alive connection with no request in this long
+    http_header_timeout: int = 10  # from a request's first byte to its whole head
+    http_body_timeout: int = 30  # from the head to the whole body
+    mcp_max_inflight: int = 64  # unanswered requests per unix connection; then no reading
+    mcp_max_caller_running: int = 64  # requests of one caller running at once, all connections
+    mcp_max_batch: int = 64  # messages in one JSON-RPC batch
+    mcp_max_reply_bytes: int = 16 << 20  # one reply (a batch's replies together)
+    kube_max_object_bytes: int = 1536 << 10  # one object through the kube API
+    # --- end connection and request limits ---
 
     def backend_commands(self) -> dict[str, str]:
         """Every configured backend's command; ``claude-code`` is always there."""

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.claude_setup import setup_claude
-from agentcoord.daemon.httpmcp import _known_peer, _socket_of, _started
+from agentcoord.daemon.httpmcp import _known_peer, _started
+from agentcoord.daemon.procprobe import tcp_socket
 from agentcoord.kernel.caller import Caller
 from tests.conftest import Daemon
 from tests.tools.conftest import human_call
@@ -132,8 +133,8 @@ def test_a_known_peer_is_the_process_holding_the_connections_socket() -> None:
             accepted, _ = srv.accept()
             with accepted:
                 peer, local = client.getsockname(), srv.getsockname()
-                found = _socket_of(peer, local)
-                assert found == (f"socket:[{os.fstat(client.fileno()).st_ino}]", os.getuid())
+                found = tcp_socket(peer, local)
+                assert found == (os.fstat(client.fileno()).st_ino, os.getuid())
                 assert _known_peer(peer, local, [(os.getpid(), started, me)]) == me
                 assert _known_peer(peer, local, [(os.getpid(), started + 1, me)]) is None
                 other = subprocess.Popen(["sleep", "30"])
@@ -145,7 +146,7 @@ def test_a_known_peer_is_the_process_holding_the_connections_socket() -> None:
                 finally:
                     other.kill()
                     other.wait()
-        assert _socket_of(peer, local) is None  # closed: no such socket
+        assert tcp_socket(peer, local) is None  # closed: no such socket
 
 
 def test_a_caller_that_is_no_agent_gets_an_empty_200(daemon: Daemon) -> None:

@@ -67,10 +67,14 @@ def _wait_pidfds(procs: list[Any], timeout: float) -> list[Any]:
         with contextlib.suppress(ProcessLookupError):
             fds[os.pidfd_open(proc.pid)] = proc
     deadline = time.monotonic() + timeout
+    # poll, not select: select() cannot take a descriptor above FD_SETSIZE (1024).
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
     try:
         while fds and (remaining := deadline - time.monotonic()) > 0:
-            ready, _, _ = select.select(list(fds), [], [], remaining)
-            for fd in ready:
+            for fd, _ in poller.poll(remaining * 1000):
+                poller.unregister(fd)
                 os.close(fd)
                 fds.pop(fd)
         return list(fds.values())

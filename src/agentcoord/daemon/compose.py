@@ -26,7 +26,7 @@ from agentcoord.daemon.identity import IdentityResolver, TokenStore
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natslink import NatsLink, js_timeout
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
-from agentcoord.daemon.procprobe import PsutilProbe
+from agentcoord.daemon.procprobe import PsutilProbe, listener_limits
 from agentcoord.daemon.services import Services
 from agentcoord.daemon.startup import Phases
 from agentcoord.daemon.status import Connections, DaemonStatus
@@ -124,7 +124,8 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
     live = LiveCells(ns)  # kubectl's Agent table reads the focus view, bound below (tables.py)
     async with asyncio.TaskGroup() as tg:
-        objects = tg.create_task(open_store(cfg, stack, live=live))
+        # The kube API's listener has the loopback port's per-uid budgets.
+        objects = tg.create_task(open_store(cfg, stack, live=live, listener=listener_limits(cfg)))
         if not cfg.nats_url:
             # The supervisor also renders per-agent NATS users (natsusers.py; docs/messaging.md
             # "Direct NATS access (per-agent users)").
@@ -330,7 +331,7 @@ async def _listeners(
     from agentcoord.console.sections import ConsoleSections
     from agentcoord.daemon.hooks import EditLeases, HookDeps, Hooks
     from agentcoord.daemon.httpmcp import HttpRoutes
-    from agentcoord.daemon.mcp import McpCore
+    from agentcoord.daemon.mcp import McpCore, McpLimits
     from agentcoord.daemon.push import ChannelPush
     from agentcoord.daemon.toolset import build_registry
     from agentcoord.daemon.unix import UnixListener
@@ -360,6 +361,7 @@ async def _listeners(
         claims=s.claims,
         focus=s.focus,
         push=push,
+        limits=McpLimits.from_config(cfg),
     )
     sections = ConsoleSections(
         claims=s.claims,
@@ -424,7 +426,13 @@ async def _http_listener(
     if cfg.http_addr_chosen and cfg.http_port != 0:
         try:
             return await stack.enter_async_context(
-                HttpServer(routes, host, cfg.http_port, max_body=cfg.max_request_bytes)
+                HttpServer(
+                    routes,
+                    host,
+                    cfg.http_port,
+                    max_body=cfg.max_request_bytes,
+                    **listener_limits(cfg),
+                )
             )
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
@@ -440,7 +448,9 @@ async def _http_listener(
     for port in dict.fromkeys([*ports, 0]):  # in order, once each
         try:
             server = await stack.enter_async_context(
-                HttpServer(routes, host, port, max_body=cfg.max_request_bytes)
+                HttpServer(
+                    routes, host, port, max_body=cfg.max_request_bytes, **listener_limits(cfg)
+                )
             )
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or port == 0:

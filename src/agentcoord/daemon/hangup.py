@@ -24,6 +24,13 @@ async def cancel_on_hangup(
 ) -> None:
     """Wait until every task ``inflight()`` names has finished; if the peer hangs up first,
     cancel those still running."""
+    if sock.fileno() < 0:
+        # The transport already closed the socket (a reset, a write to a closed peer): the peer
+        # is gone, and there is no descriptor left to watch.
+        for task in inflight():
+            if not task.done():
+                task.cancel("the client closed the connection")
+        return
     loop = asyncio.get_running_loop()
     hup: asyncio.Future[None] = loop.create_future()
     ep = select.epoll()

@@ -14,10 +14,15 @@ http hook is the ``claude`` process itself, never what the body says. A peer tha
 gets an empty 200: the hook passes, as it does with no daemon.
 
 Claude Code keeps one connection for a session's hooks but opens a new one after a few idle
-seconds (seen with 2.1.328: a new connection after an 8 s model turn), and finding a TCP peer's
-process by scanning every process's sockets costs tens of milliseconds. So a new hook
-connection is first looked for among the processes of earlier ones (:class:`HookPeers`): the
-process that holds the connection's socket is the peer, as in the full scan.
+seconds (seen with 2.1.328: a new connection after an 8 s model turn), and finding the process
+that holds a TCP peer's socket means reading the fd tables of the owner's processes. So a new
+hook connection is first looked for among the processes of earlier ones (:class:`HookPeers`):
+the process that holds the connection's socket is the peer, as in the full search.
+
+The peer's socket itself is found by its exact 4-tuple (:func:`agentcoord.daemon.procprobe.
+tcp_socket`), never by listing every socket; the server reads its uid once, when it accepts the
+connection, and a peer of another uid is refused here with no search at all (docs/security.md
+"Limits").
 """
 
 from __future__ import annotations
@@ -27,8 +32,6 @@ import collections
 import json
 import logging
 import os
-import socket
-import struct
 from typing import Any
 
 import psutil
@@ -38,6 +41,7 @@ from agentcoord.daemon.hooks import Hooks
 from agentcoord.daemon.identity import IdentityResolver
 from agentcoord.daemon.mcp import SUPPORTED_PROTOCOLS, McpCore, McpSession
 from agentcoord.daemon.origin import host_allowed, origin_allowed
+from agentcoord.daemon.procprobe import tcp_socket
 from agentcoord.daemon.status import DaemonStatus
 from agentcoord.errors import IdentityError, ProtocolError
 from agentcoord.kernel.caller import Caller
@@ -62,42 +66,6 @@ HOOK_EVENTS = frozenset(
 
 def _rpc_error(status: int, code: int, message: str) -> HttpResponse:
     return json_response(status, encode(error_response(None, ProtocolError(code, message))))
-
-
-# sock_diag (linux/sock_diag.h, linux/inet_diag.h): one socket looked up by its 4-tuple, in
-# microseconds, where /proc/net/tcp is generated whole on every read (milliseconds on a busy
-# host).
-_NETLINK_SOCK_DIAG = 4
-_SOCK_DIAG_BY_FAMILY = 20
-_NLM_F_REQUEST = 1
-_NO_COOKIE = b"\xff" * 8  # INET_DIAG_NOCOOKIE, twice
-_DIAG_UID_INODE = 16 + 4 + 48 + 12  # nlmsghdr, inet_diag_msg's head, sockid, three counters
-
-
-def _socket_of(peer: tuple[str, int], local: tuple[str, int]) -> tuple[str, int] | None:
-    """(``socket:[inode]``, uid) of the peer's end of the TCP connection ``peer`` ->
-    ``local``, or None."""
-    family = socket.AF_INET6 if ":" in peer[0] else socket.AF_INET
-    try:
-        src = socket.inet_pton(family, peer[0]).ljust(16, b"\0")
-        dst = socket.inet_pton(family, local[0]).ljust(16, b"\0")
-        sockid = struct.pack("!HH16s16s", peer[1], local[1], src, dst)
-        sockid += struct.pack("=I", 0) + _NO_COOKIE
-        req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
-        head = struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0)
-        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
-            nl.settimeout(1.0)
-            nl.sendto(head + req, (0, 0))
-            data = nl.recv(65536)
-    except (OSError, ValueError):
-        return None
-    if len(data) < _DIAG_UID_INODE + 8:
-        return None
-    (kind,) = struct.unpack_from("=H", data, 4)
-    if kind != _SOCK_DIAG_BY_FAMILY:
-        return None  # NLMSG_ERROR: no such socket
-    uid, inode = struct.unpack_from("=II", data, _DIAG_UID_INODE)
-    return f"socket:[{inode}]", uid
 
 
 def _holds(pid: int, link: str) -> bool:
@@ -126,10 +94,11 @@ def _known_peer(
 ) -> Caller | None:
     """The caller among ``known`` (pid, start time, caller) whose process holds the peer's
     socket now, the same process (its start time) as when it was identified."""
-    found = _socket_of(peer, local)
+    found = tcp_socket(peer, local)
     if found is None:
         return None
-    link, uid = found
+    inode, uid = found
+    link = f"socket:[{inode}]"
     for pid, started, caller in known:
         if caller.uid == uid and _holds(pid, link) and _started(pid) == started:
             return caller
@@ -137,6 +106,8 @@ def _known_peer(
 
 
 _PEERS_TRIED = 32
+# Tokenless identifications at once: fewer than asyncio's default worker threads (at least 5).
+_TOKENLESS_LOOKUPS = 3
 
 
 class HookPeers:
@@ -190,6 +161,7 @@ class HttpRoutes:
         self._core = core
         self._hooks = hooks
         self._hook_peers = HookPeers()
+        self._tokenless = asyncio.Semaphore(_TOKENLESS_LOOKUPS)
         self._sessions: collections.OrderedDict[str, McpSession] = collections.OrderedDict()
         self._sessionless: dict[str, McpSession] = {}
         self._console = console
@@ -271,8 +243,23 @@ class HttpRoutes:
         cached = req.conn.values.get(key)
         if isinstance(cached, Caller):
             return cached
+        owner = os.geteuid()
+        if req.conn.uid is not None and req.conn.uid != owner:
+            # Read when the connection was accepted: no process search for another user.
+            raise IdentityError(f"uid {req.conn.uid} may not use this daemon (owner uid {owner})")
         # The body tells the audit what a refused caller was after (daemon/identity.py).
-        caller = await self._identity.from_tcp(req.conn.peer, req.conn.local, bearer, body=req.body)
+        if bearer is None:
+            # Tokenless peers are identified a few at a time, so a crowd of them holds at most
+            # that many of the worker threads: a token's caller (the human) and the hooks of
+            # known processes never queue behind them (docs/security.md "Limits").
+            async with self._tokenless:
+                caller = await self._identity.from_tcp(
+                    req.conn.peer, req.conn.local, None, body=req.body
+                )
+        else:
+            caller = await self._identity.from_tcp(
+                req.conn.peer, req.conn.local, bearer, body=req.body
+            )
         req.conn.values[key] = caller
         return caller
 
@@ -309,10 +296,16 @@ class HttpRoutes:
             session = found
         else:
             session = self._sessionless.setdefault(caller.agent, McpSession(caller=caller))
-        reply = await self._core.handle_payload(payload, session)
+        # One caller's requests over all its connections run a bounded few at a time
+        # (daemon/mcp.py CallerSlots), so a flood from one cannot stall the others.
+        await self._core.slots.acquire(caller.agent)
+        try:
+            reply = await self._core.handle_payload(payload, session)
+        finally:
+            self._core.slots.release(caller.agent)
         if reply is None:
             return HttpResponse(202, b"", headers)
-        return json_response(200, encode(reply), headers)
+        return json_response(200, self._core.encode_reply(reply), headers)
 
     def _new_session(self, caller: Caller) -> McpSession:
         session = McpSession(caller=caller)

@@ -4,6 +4,12 @@ Transport-free: a transport decodes bytes with :mod:`agentcoord.kernel.jsonrpc`,
 caller, and hands each decoded payload to :meth:`McpCore.handle_payload`. Every request with an
 id is answered, before ``initialize`` too, because the SDK and recent Claude Code probe with
 ``server/discover`` and wait 30 s on silence (FACTS.md "MCP clients").
+
+What one caller can make the daemon hold is bounded (:class:`McpLimits`, docs/security.md
+"Limits"): a batch has at most ``max_batch`` messages; a reply (a batch's replies together) over
+``max_reply_bytes`` is an error saying so, and a batch stops running once its replies are over;
+each caller has ``max_caller_running`` requests running at once, over all its connections
+(:class:`CallerSlots`), so one agent's flood waits its turn instead of stalling the others.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from agentcoord.kernel.jsonrpc import (
     METHOD_NOT_FOUND,
     Notification,
     Request,
+    encode,
     error_response,
     parse_message,
     result_response,
@@ -38,16 +45,27 @@ from agentcoord.tools._base import Tool
 from agentcoord.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from agentcoord.config import Config
     from agentcoord.daemon.hooks import Hooks
     from agentcoord.daemon.identity import IdentityResolver
     from agentcoord.daemon.status import DaemonStatus
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
-__all__ = ["ACCESS_DENIED", "LATEST_PROTOCOL", "SUPPORTED_PROTOCOLS", "McpCore", "McpSession"]
+__all__ = [
+    "ACCESS_DENIED",
+    "LATEST_PROTOCOL",
+    "REPLY_TOO_LARGE",
+    "SUPPORTED_PROTOCOLS",
+    "CallerSlots",
+    "McpCore",
+    "McpLimits",
+    "McpSession",
+]
 
 log = logging.getLogger(__name__)
 
 ACCESS_DENIED = -32001  # JSON-RPC server error: the caller may not use this daemon
+REPLY_TOO_LARGE = -32003  # JSON-RPC server error: the answer is over the reply size limit
 
 # Baseline 2025-03-26 (seed 000); newer revisions accepted (FACTS.md "MCP clients").
 SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26")
@@ -57,6 +75,55 @@ INSTRUCTIONS = (
     "agent-coord coordinates the coding agents on this machine. Your identity comes from "
     "your connection: call whoami to see it."
 )
+
+
+@dataclass(frozen=True)
+class McpLimits:
+    """What one caller may have the daemon hold (docs/security.md "Limits")."""
+
+    max_inflight: int = 64  # unanswered requests per unix connection; then it is not read
+    max_caller_running: int = 64  # requests of one caller running at once, all connections
+    max_batch: int = 64  # messages in one JSON-RPC batch
+    max_reply_bytes: int = 16 << 20  # one reply, or a batch's replies together
+
+    @classmethod
+    def from_config(cls, cfg: Config) -> McpLimits:
+        return cls(
+            max_inflight=max(1, cfg.mcp_max_inflight),
+            max_caller_running=max(1, cfg.mcp_max_caller_running),
+            max_batch=max(1, cfg.mcp_max_batch),
+            max_reply_bytes=max(1024, cfg.mcp_max_reply_bytes),
+        )
+
+
+class CallerSlots:
+    """At most ``limit`` requests of one caller running at once; the others wait, first come
+    first served (asyncio.Semaphore is fair), so a flood from one caller queues behind itself."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._slots: dict[str, tuple[asyncio.Semaphore, int]] = {}
+
+    async def acquire(self, caller: str) -> None:
+        sem, users = self._slots.get(caller) or (asyncio.Semaphore(self._limit), 0)
+        self._slots[caller] = (sem, users + 1)
+        try:
+            await sem.acquire()
+        except BaseException:
+            self._drop(caller)
+            raise
+
+    def release(self, caller: str) -> None:
+        sem, _ = self._slots[caller]
+        sem.release()
+        self._drop(caller)
+
+    def _drop(self, caller: str) -> None:
+        sem, users = self._slots[caller]
+        if users <= 1:
+            del self._slots[caller]  # no caller keeps memory once it is idle
+        else:
+            self._slots[caller] = (sem, users - 1)
 
 
 @dataclass
@@ -92,7 +159,10 @@ class McpCore:
         claims: ClaimStore,
         focus: FocusStore,
         push: ChannelPush | None = None,
+        limits: McpLimits | None = None,
     ) -> None:
+        self.limits = limits or McpLimits()
+        self.slots = CallerSlots(self.limits.max_caller_running)
         self._registry = registry
         self._identity = identity
         self._status = status
@@ -107,14 +177,54 @@ class McpCore:
     async def handle_payload(self, value: Any, session: McpSession) -> Any:
         """Answer one decoded payload (a message or a batch); None when nothing is owed."""
         if isinstance(value, list):
-            if not value:
-                return error_response(
-                    None, ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
-                )
-            replies = [await self.handle_message(item, session) for item in value]
-            answered = [r for r in replies if r is not None]
-            return answered or None
+            return await self._batch(value, session)
         return await self.handle_message(value, session)
+
+    def encode_reply(self, reply: Any) -> bytes:
+        """``reply`` as the transport writes it; a single reply over the size limit becomes the
+        error saying so (a batch is bounded as it runs)."""
+        data = encode(reply)
+        if len(data) > self.limits.max_reply_bytes and isinstance(reply, dict):
+            return encode(self._too_large(reply.get("id"), len(data)))
+        return data
+
+    async def _batch(self, value: list[Any], session: McpSession) -> Any:
+        if not value:
+            return error_response(
+                None, ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
+            )
+        limit = self.limits.max_batch
+        if len(value) > limit:
+            why = f"Invalid Request: a batch of {len(value)} messages (limit {limit})"
+            return error_response(None, ProtocolError(INVALID_REQUEST, why))
+        answered: list[Any] = []
+        size = 0
+        over = False
+        for item in value:
+            if over:  # the replies so far fill the limit: the rest is not run
+                item_id = item.get("id") if isinstance(item, dict) else None
+                if item_id is not None:
+                    answered.append(self._too_large(item_id, size))
+                continue
+            reply = await self.handle_message(item, session)
+            if reply is None:
+                continue
+            n = len(encode(reply))
+            if size + n > self.limits.max_reply_bytes:
+                over = True
+                reply = self._too_large(reply.get("id"), size + n)
+                n = len(encode(reply))
+            size += n
+            answered.append(reply)
+        return answered or None
+
+    def _too_large(self, msg_id: Any, size: int) -> dict[str, Any]:
+        why = (
+            f"Reply too large: {size} bytes (limit {self.limits.max_reply_bytes}); ask for less "
+            "(fewer messages in a batch, a narrower query)"
+        )
+        reply_id = msg_id if isinstance(msg_id, str | int) else None
+        return error_response(reply_id, ProtocolError(REPLY_TOO_LARGE, why))
 
     async def handle_message(self, value: Any, session: McpSession) -> dict[str, Any] | None:
         """Answer one message; exceptions never escape (a bad frame gets an error reply)."""

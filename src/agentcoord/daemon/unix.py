@@ -5,6 +5,12 @@ from SO_PEERCRED (DESIGN.md "Identity and trust"). Requests on one connection ru
 (a blocking ``ask`` must not stall a ``ping``), replies are written whole, one write each.
 A peer that maps to no agent is anonymous until an ``agentcoord/login`` with the human token.
 
+What a connection can make the daemon hold is bounded (docs/security.md "Limits"): at most
+``max_inflight`` of its requests run at once, and its replies wait, unwritten, while more than
+``_OUTBOUND_LIMIT`` bytes of earlier ones are still unsent; past either, the connection is not
+read until it drains, so a client that sends and never reads is held back by its own socket
+buffer (backpressure), not by the daemon's memory.
+
 Stopping drains, as uvicorn's ``Server.shutdown`` does (STYLE.md 5): the listener closes and no
 connection reads another request; the requests in flight get ``DRAIN_TIMEOUT`` to be answered;
 those still running then (a long ``ask``, an ``inbox`` wait) are cancelled and answered with a
@@ -30,7 +36,7 @@ from agentcoord.daemon.push import opted_in
 from agentcoord.daemon.status import Connections
 from agentcoord.errors import IdentityError, PeerGone, ProtocolError
 from agentcoord.kernel.framing import OVERSIZE, LineSplitter
-from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
+from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, error_response
 
 __all__ = ["UnixListener"]
 
@@ -44,6 +50,9 @@ STOPPING = -32002
 DRAIN_TIMEOUT = 2.0
 _CANCEL_WAIT = 0.5  # then the cut-off requests get this long to send their error and end
 _CUT_OFF = f"the daemon is stopping: the request did not finish within {DRAIN_TIMEOUT:g} s"
+# Bytes of replies a connection may have queued unsent before its next reply waits (above the
+# transport's 64 KiB high-water mark, so each wait is on the transport resuming).
+_OUTBOUND_LIMIT = 1 << 20
 
 
 @dataclass
@@ -91,6 +100,7 @@ class UnixListener:
         return self
 
     async def _listen(self) -> None:
+        _raise_nofile_limit()
         if self._inherited is not None:
             self._server = await asyncio.start_unix_server(self._serve, sock=self._inherited)
             return
@@ -99,7 +109,11 @@ class UnixListener:
             self._path.unlink()
         old = os.umask(0o177)  # the socket is born 0600; no window with wider permissions
         try:
-            self._server = await asyncio.start_unix_server(self._serve, path=str(self._path))
+            # A burst of connects waits in the kernel's queue, not refused at 100 (asyncio's
+            # default backlog).
+            self._server = await asyncio.start_unix_server(
+                self._serve, path=str(self._path), backlog=socket.SOMAXCONN
+            )
         finally:
             os.umask(old)
         os.chmod(self._path, 0o600)
@@ -193,9 +207,17 @@ class UnixListener:
         async def send(reply: Any) -> None:
             if reply is None:
                 return
+            data = self._core.encode_reply(reply) + b"\n"
+            # The outbound queue is bounded: wait while earlier replies are still unsent.
+            while writer.transport.get_write_buffer_size() > _OUTBOUND_LIMIT:
+                if writer.is_closing():
+                    raise ConnectionResetError("the connection is closed")
+                await writer.drain()
+            if writer.is_closing():  # the peer reset it while this reply was being made
+                raise ConnectionResetError("the connection is closed")
             # One write() per reply keeps replies whole (the transport buffers it entire, with
             # no await in between); concurrent drain() waiters are fine, so no lock.
-            writer.write(encode(reply) + b"\n")
+            writer.write(data)
             await writer.drain()
 
         async def push(note: Any) -> None:
@@ -252,8 +274,9 @@ class UnixListener:
         self, reader: asyncio.StreamReader, session: McpSession, send: Any, tg: asyncio.TaskGroup
     ) -> None:
         splitter = LineSplitter(self._max_frame)
+        slots = asyncio.Semaphore(self._core.limits.max_inflight)
         with contextlib.suppress(ConnectionError):  # a reset: the hang-up watch cancels the rest
-            await self._read_lines(reader, splitter, session, send, tg)
+            await self._read_lines(reader, splitter, session, send, tg, slots)
 
     async def _read_lines(
         self,
@@ -262,6 +285,7 @@ class UnixListener:
         session: McpSession,
         send: Any,
         tg: asyncio.TaskGroup,
+        slots: asyncio.Semaphore,
     ) -> None:
         while data := await reader.read(65536):
             for line in splitter.feed(data):
@@ -275,14 +299,26 @@ class UnixListener:
                 try:
                     value = decode(line)
                 except ProtocolError as exc:
-                    tg.create_task(send(error_response(None, exc)))
+                    await send(error_response(None, exc))
                     continue
                 if isinstance(value, dict) and value.get("method") == LOGIN:
                     # Inline, not a task: the requests after it on this connection must
                     # see the caller it leaves behind.
                     await send(self._login(value, session))
                     continue
-                self._start(tg, value, session, send)
+                if isinstance(value, dict) and value.get("method") == "notifications/cancelled":
+                    # Inline and slot-free: a client at its in-flight limit can still cancel.
+                    await self._core.handle_payload(value, session)
+                    continue
+                # Past the connection's in-flight limit or its caller's, nothing more is read
+                # until a request ends (backpressure; docs/security.md "Limits").
+                await slots.acquire()
+                try:
+                    await self._core.slots.acquire(session.caller.agent)
+                except BaseException:
+                    slots.release()
+                    raise
+                self._start(tg, value, session, send, slots)
 
     def _login(self, value: dict[str, Any], session: McpSession) -> dict[str, Any]:
         """``agentcoord/login {token}``: the CLI's proof that it is the human (the shim never
@@ -298,12 +334,24 @@ class UnixListener:
             return error_response(reply_id, ProtocolError(ACCESS_DENIED, f"Access denied: {exc}"))
         return {"jsonrpc": "2.0", "id": reply_id, "result": {"agent": session.caller.agent}}
 
-    def _start(self, tg: asyncio.TaskGroup, value: Any, session: McpSession, send: Any) -> None:
+    def _start(
+        self,
+        tg: asyncio.TaskGroup,
+        value: Any,
+        session: McpSession,
+        send: Any,
+        slots: asyncio.Semaphore,
+    ) -> None:
+        """Run one request; it holds a slot of the connection and one of its caller (taken by
+        the reader) until it ends."""
         msg_id = value.get("id") if isinstance(value, dict) else None
+        agent = session.caller.agent
 
         async def run() -> None:
             try:
-                await send(await self._core.handle_payload(value, session))
+                reply = await self._core.handle_payload(value, session)
+                with contextlib.suppress(ConnectionError):  # the peer is gone: nobody to tell
+                    await send(reply)
             except asyncio.CancelledError:
                 # Cancelled by notifications/cancelled or a hang-up, the spec says send nothing;
                 # cut off by a stop, the caller learns why instead of seeing the socket close.
@@ -314,7 +362,13 @@ class UnixListener:
                 if isinstance(msg_id, str | int):
                     session.inflight.pop(msg_id, None)
 
+        def ended(_: asyncio.Task[None]) -> None:
+            # A callback, not a finally: it runs also for a task cancelled before it started.
+            slots.release()
+            self._core.slots.release(agent)
+
         task = tg.create_task(run())
+        task.add_done_callback(ended)
         if isinstance(msg_id, str | int) and not isinstance(msg_id, bool):
             session.inflight[msg_id] = task
 
@@ -339,3 +393,17 @@ class UnixListener:
             msg_id = value.get("id") if isinstance(value, dict) else None
             err = ProtocolError(ACCESS_DENIED, f"Access denied: {why}")
             await send(error_response(msg_id if isinstance(msg_id, str | int) else None, err))
+
+
+def _raise_nofile_limit() -> None:
+    """Raise the soft descriptor limit to the hard one (systemd's default soft limit is 1024):
+    the connection budgets (docs/security.md "Limits"), not the soft limit, bound the
+    descriptors, and the daemon waits on them with epoll and poll, never select()."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard and (hard == resource.RLIM_INFINITY or soft < hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (OSError, ValueError):
+            log.debug("could not raise RLIMIT_NOFILE from %s to %s", soft, hard, exc_info=True)

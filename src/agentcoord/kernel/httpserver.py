@@ -2,7 +2,10 @@
 
 Handlers take an :class:`HttpRequest` and return an :class:`HttpResponse`, whose body is bytes
 or an async iterator of chunks (SSE, watch streams). Limits (header size, body size, idle time)
-are enforced here so no handler sees an oversize or half-sent request.
+are enforced here so no handler sees an oversize or half-sent request. The head and the body
+each have a deadline for the whole of it, not per read, so a peer that sends a byte now and
+then cannot hold a connection; with :class:`ConnLimits`, each local user (the peer's uid) may
+hold only so many connections (docs/security.md "Limits").
 
 Stopping follows uvicorn's ``Server.shutdown`` (STYLE.md 5): stop accepting and close idle
 keep-alive connections, let the requests being answered finish under a bound, then cancel
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl as _ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,8 +33,17 @@ from agentcoord.errors import (
     NotFound,
     ProtocolError,
 )
+from agentcoord.kernel.connlimits import ConnBudget, ConnLimits
 
-__all__ = ["HttpRequest", "HttpResponse", "HttpServer", "json_response", "status_for"]
+__all__ = [
+    "ConnLimits",
+    "HttpRequest",
+    "HttpResponse",
+    "HttpServer",
+    "PeerUid",
+    "json_response",
+    "status_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +65,7 @@ class ConnState:
     peer: tuple[str, int]
     local: tuple[str, int]
     values: dict[str, Any] = field(default_factory=dict)
+    uid: int | None = None  # the peer's uid, when the server looks it up (``peer_uid``)
 
 
 @dataclass
@@ -80,6 +94,8 @@ class HttpResponse:
 
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
+# The uid owning the peer's end of a connection (peer, local), or None when it cannot be read.
+PeerUid = Callable[[tuple[str, int], tuple[str, int]], "int | None"]
 
 
 def json_response(
@@ -126,8 +142,16 @@ class HttpServer:
         max_body: int,
         ssl: _ssl.SSLContext | None = None,
         name: str = "http",
+        limits: ConnLimits | None = None,
+        peer_uid: PeerUid | None = None,
     ) -> None:
         self._handler = handler
+        self._budget = ConnBudget(limits) if limits is not None else None
+        self._peer_uid = peer_uid
+        self._idle_timeout = limits.idle_timeout if limits else _IDLE_TIMEOUT
+        self._header_timeout = limits.header_timeout if limits else _HEADER_TIMEOUT
+        self._body_timeout = limits.body_timeout if limits else _BODY_TIMEOUT
+        self.refused_total = 0
         self._host, self._port = host, port
         self._max_body = max_body
         self._ssl = ssl
@@ -151,7 +175,12 @@ class HttpServer:
 
     async def __aenter__(self) -> HttpServer:
         self._server = await asyncio.start_server(
-            self._serve_conn, self._host, self._port, ssl=self._ssl, limit=_HEADER_LIMIT
+            self._serve_conn,
+            self._host,
+            self._port,
+            ssl=self._ssl,
+            limit=_HEADER_LIMIT,
+            backlog=socket.SOMAXCONN,  # a burst of connects waits in the kernel, not refused
         )
         return self
 
@@ -209,12 +238,20 @@ class HttpServer:
         if self._deadline is not None:  # accepted just as the listener closed
             writer.close()
             return
-        track = _Conn(writer)
-        self._conns[task] = track
-        self.connections_total += 1
         peer = writer.get_extra_info("peername") or ("", 0)
         local = writer.get_extra_info("sockname") or ("", 0)
         state = ConnState((peer[0], peer[1]), (local[0], local[1]))
+        if self._budget is not None:
+            # One exact netlink lookup, microseconds: inline, so no thread pool queue stands
+            # between a connection and its admission.
+            state.uid = self._peer_uid(state.peer, state.local) if self._peer_uid else None
+            refusal = self._budget.admit(state.uid)
+            if refusal is not None:
+                await self._refuse(writer, refusal)
+                return
+        track = _Conn(writer)
+        self._conns[task] = track
+        self.connections_total += 1
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_HEADER_LIMIT)
         try:
             while True:
@@ -235,20 +272,52 @@ class HttpServer:
         # A CancelledError (the server stopping) propagates: this task ends cancelled.
         finally:
             del self._conns[task]
+            if self._budget is not None:
+                self._budget.release(state.uid)
             self._changed.set()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
+    async def _refuse(self, writer: asyncio.StreamWriter, why: str) -> None:
+        """Answer a connection over its uid's budget with a 503, unread, and close it."""
+        self.refused_total += 1
+        if self.refused_total & (self.refused_total - 1) == 0:  # 1st, 2nd, 4th, ...: no flood
+            log.warning(
+                "%s: refused a connection: %s (%d refused)", self._name, why, self.refused_total
+            )
+        body = f"{why}\n".encode()
+        head = (
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+        )
+        with contextlib.suppress(Exception):
+            writer.write(head.encode() + body)
+        writer.close()  # the few bytes above fit the socket's buffer: nothing waits
+
     async def _next_event(
-        self, conn: h11.Connection, reader: asyncio.StreamReader, timeout: float
+        self,
+        conn: h11.Connection,
+        reader: asyncio.StreamReader,
+        deadline: float | None,
+        idle: float | None = None,
     ) -> Any:
+        """The next h11 event, all of it by ``deadline`` (loop time); with ``idle``, the
+        deadline starts only when the first byte comes, the wait before it bounded by
+        ``idle``."""
+        loop = asyncio.get_running_loop()
         while True:
             event = conn.next_event()
             if event is not h11.NEED_DATA:
                 return event
-            async with asyncio.timeout(timeout):
-                data = await reader.read(65536)
+            if deadline is None:
+                assert idle is not None
+                async with asyncio.timeout(idle):
+                    data = await reader.read(65536)
+                deadline = loop.time() + self._header_timeout
+            else:
+                async with asyncio.timeout_at(deadline):
+                    data = await reader.read(65536)
             conn.receive_data(data)
 
     async def _one_exchange(
@@ -259,8 +328,11 @@ class HttpServer:
         state: ConnState,
         track: _Conn,
     ) -> bool:
+        loop = asyncio.get_running_loop()
         try:
-            event = await self._next_event(conn, reader, _IDLE_TIMEOUT)
+            # Pipelined bytes already read start the head's deadline at once.
+            head_by = loop.time() + self._header_timeout if conn.trailing_data[0] else None
+            event = await self._next_event(conn, reader, head_by, idle=self._idle_timeout)
             if isinstance(event, h11.ConnectionClosed):
                 return False
             if not isinstance(event, h11.Request):
@@ -268,15 +340,17 @@ class HttpServer:
             track.busy = True  # from here the request is in flight: a stop lets it finish
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
             length = headers.get("content-length")
-            if length is not None and length.isdigit() and int(length) > self._max_body:
+            max_body = self._body_limit(state)
+            if length is not None and length.isdigit() and int(length) > max_body:
                 raise _BodyTooLarge
             chunks: list[bytes] = []
             size = 0
+            body_by = loop.time() + self._body_timeout
             while True:
-                body_event = await self._next_event(conn, reader, _BODY_TIMEOUT)
+                body_event = await self._next_event(conn, reader, body_by)
                 if isinstance(body_event, h11.Data):
                     size += len(body_event.data)
-                    if size > self._max_body:
+                    if size > max_body:
                         raise _BodyTooLarge
                     chunks.append(bytes(body_event.data))
                 elif isinstance(body_event, h11.EndOfMessage):
@@ -284,7 +358,7 @@ class HttpServer:
                 else:
                     return False
         except _BodyTooLarge:
-            await self._send(conn, writer, _too_large(self._max_body), close=True)
+            await self._send(conn, writer, _too_large(self._body_limit(state)), close=True)
             await _linger(reader)
             return False
         except h11.RemoteProtocolError as exc:
@@ -316,6 +390,12 @@ class HttpServer:
         finally:
             self._idle(track)
         return True
+
+    def _body_limit(self, state: ConnState) -> int:
+        """Another uid's request is refused whatever it says: its body is kept small."""
+        if self._budget is None or state.uid == self._budget.limits.owner_uid:
+            return self._max_body
+        return min(self._max_body, self._budget.limits.other_max_body)
 
     def _idle(self, track: _Conn) -> None:
         if track.busy:

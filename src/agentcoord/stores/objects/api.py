@@ -3,6 +3,11 @@
 Paths are those of the apiserver for group ``fastverk.savvifi.com/v1``. Errors are
 ``metav1.Status`` bodies (:func:`status_body` is the one mapping). Watches stream one JSON
 event per line and stay open until ``timeoutSeconds`` (default 30 min) or shutdown.
+
+Memory is bounded (docs/security.md "Limits"): a create, update or patch body over
+``max_object_bytes`` (1.5 MiB by default, etcd's default request limit) is refused with 413
+``RequestEntityTooLarge``, as kube-apiserver refuses an oversize body; a list is streamed from
+the stored objects' bytes in chunks, so concurrent lists hold no copy of the whole list.
 """
 
 from __future__ import annotations
@@ -35,7 +40,14 @@ from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.stores.objects.tables import LiveCells, table, wants_table
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
 
-__all__ = ["MAX_BODY_DEPTH", "KubeApi", "json_depth", "status_body"]
+__all__ = [
+    "DEFAULT_MAX_OBJECT_BYTES",
+    "MAX_BODY_DEPTH",
+    "KubeApi",
+    "RequestEntityTooLarge",
+    "json_depth",
+    "status_body",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +62,14 @@ MAX_BODY_DEPTH = 100
 _JSON_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _NOT_BRACKETS = re.compile(rb"[^\[\]{}]+")
 _STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+DEFAULT_MAX_OBJECT_BYTES = 1536 << 10
+_LIST_CHUNK = 256 << 10  # a list is written in chunks of about this size
+
+
+class RequestEntityTooLarge(StoreError):
+    """A write body over the object size limit (kube-apiserver answers 413 alike)."""
+
+    code, reason = 413, "RequestEntityTooLarge"
 
 
 def status_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
@@ -143,8 +163,10 @@ class KubeApi:
         bookmark_interval: float = 10.0,
         clock: Callable[[], float] = time.time,
         live: LiveCells | None = None,
+        max_object_bytes: int = DEFAULT_MAX_OBJECT_BYTES,
     ) -> None:
         self.store = store
+        self.max_object_bytes = max_object_bytes
         self.live = live  # Table cells from the daemon's views (the Agent's focus)
         self._addr = addr
         self.bookmark_interval = bookmark_interval
@@ -168,6 +190,11 @@ class KubeApi:
             return _json(code, body)
 
     async def _route(self, req: HttpRequest) -> HttpResponse:
+        if req.method in ("POST", "PUT", "PATCH") and len(req.body) > self.max_object_bytes:
+            raise RequestEntityTooLarge(
+                f"Request entity too large: limit is {self.max_object_bytes} bytes "
+                f"(this body has {len(req.body)})"
+            )
         parts = [unquote(p) for p in req.path.strip("/").split("/") if p]
         if req.method == "GET":
             fixed = self._fixed(parts)
@@ -244,7 +271,7 @@ class KubeApi:
             f'{{"apiVersion":"{GROUP_VERSION}","kind":"{kind.list_kind}",'
             f'"metadata":{{"resourceVersion":"{at}"}},"items":['
         ).encode()
-        return _raw(200, head + b",".join(raws) + b"]}")
+        return HttpResponse(200, b"", [("content-type", _JSON)], stream=_list_chunks(head, raws))
 
     # -- single objects ------------------------------------------------------------------
 
@@ -392,3 +419,20 @@ class KubeApi:
                 self._watches.discard(watcher)
 
         return HttpResponse(200, b"", [("content-type", _JSON)], stream=stream())
+
+
+async def _list_chunks(head: bytes, raws: list[bytes]) -> AsyncIterator[bytes]:
+    """A list body from the stored objects' own bytes, a chunk at a time: the server drains
+    each chunk before the next is made, so a list costs one chunk, not a copy of itself."""
+    parts = [head]
+    size = len(head)
+    for i, raw in enumerate(raws):
+        if i:
+            parts.append(b",")
+        parts.append(raw)
+        size += len(raw) + 1
+        if size >= _LIST_CHUNK:
+            yield b"".join(parts)
+            parts, size = [], 0
+    parts.append(b"]}")
+    yield b"".join(parts)

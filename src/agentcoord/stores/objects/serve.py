@@ -10,7 +10,9 @@ Everything opened is closed by the exit stack in reverse order.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from agentcoord.config import Config, parse_http_addr
 from agentcoord.errors import ConfigError
@@ -57,12 +59,17 @@ def kube_external_file(cfg: Config) -> Path:
 
 
 async def open_store(
-    cfg: Config, stack: contextlib.AsyncExitStack, *, live: LiveCells | None = None
+    cfg: Config,
+    stack: contextlib.AsyncExitStack,
+    *,
+    live: LiveCells | None = None,
+    listener: Mapping[str, Any] | None = None,
 ) -> ObjectBackend:
     """The daemon's object store, as ``cfg.store`` says, open on ``stack``; ``live`` supplies
-    the kubectl Tables' cells kept in the daemon's views (the Agent's focus)."""
+    the kubectl Tables' cells kept in the daemon's views (the Agent's focus); ``listener``,
+    the API listener's connection limits (docs/security.md "Limits")."""
     if cfg.store != "kubernetes":
-        store, _, _ = await start_objects(cfg, stack, live=live)
+        store, _, _ = await start_objects(cfg, stack, live=live, listener=listener)
         return store
     try:  # lazily: the default start does not pay for the client
         from agentcoord.stores.objects.kube import KubeObjectStore
@@ -80,7 +87,11 @@ async def open_store(
 
 
 async def start_objects(
-    cfg: Config, stack: contextlib.AsyncExitStack, *, live: LiveCells | None = None
+    cfg: Config,
+    stack: contextlib.AsyncExitStack,
+    *,
+    live: LiveCells | None = None,
+    listener: Mapping[str, Any] | None = None,
 ) -> tuple[ObjectStore, HttpServer, str]:
     """Open the store and the API listener on ``stack``; returns (store, server, host:port)."""
     store = await stack.enter_async_context(
@@ -89,17 +100,17 @@ async def start_objects(
     creds = ensure_credentials(credentials_dir(cfg), cfg.user)
     host, port = parse_http_addr(cfg.kube_addr)
     addr = ""
-    api = KubeApi(store, lambda: addr, live=live)
+    api = KubeApi(store, lambda: addr, live=live, max_object_bytes=cfg.kube_max_object_bytes)
     last_port = credentials_dir(cfg) / "port"
     server: HttpServer | None = None
     if port == 0 and last_port.exists():
         # Reuse last run's port when free, so a printed kubeconfig survives a restart.
         with contextlib.suppress(OSError, ValueError):
             server = await stack.enter_async_context(
-                _listener(cfg, api, host, int(last_port.read_text()), creds)
+                _listener(cfg, api, host, int(last_port.read_text()), creds, listener)
             )
     if server is None:
-        server = await stack.enter_async_context(_listener(cfg, api, host, port, creds))
+        server = await stack.enter_async_context(_listener(cfg, api, host, port, creds, listener))
     _write_private(last_port, f"{server.port}\n")
     stack.push_async_callback(api.aclose)
     addr = f"[{host}]:{server.port}" if ":" in host else f"{host}:{server.port}"
@@ -109,9 +120,18 @@ async def start_objects(
     return store, server, addr
 
 
-def _listener(cfg: Config, api: KubeApi, host: str, port: int, creds: Credentials) -> HttpServer:
+def _listener(
+    cfg: Config,
+    api: KubeApi,
+    host: str,
+    port: int,
+    creds: Credentials,
+    limits: Mapping[str, Any] | None,
+) -> HttpServer:
     ssl = server_context(creds)
-    return HttpServer(api, host, port, max_body=cfg.max_request_bytes, ssl=ssl, name="kube")
+    return HttpServer(
+        api, host, port, max_body=cfg.max_request_bytes, ssl=ssl, name="kube", **(limits or {})
+    )
 
 
 def _external_mode(kubeconfig: str) -> ConfigError:
