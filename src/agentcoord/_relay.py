@@ -33,8 +33,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RETRY_ERROR", "UNREACHABLE_ERROR", "WAIT_ENV", "Relay", "retryable"]
+__all__ = ["READ_ONLY_META", "RETRY_ERROR", "UNREACHABLE_ERROR", "WAIT_ENV", "Relay", "retryable"]
 
+# The key of the initialize result's _meta naming the read-only tools (tools/registry.py; kept
+# here too, as the shim imports nothing of the daemon's).
+READ_ONLY_META = "agentcoord/readOnlyTools"
 WAIT_ENV = "AGENTCOORD_RECONNECT_WAIT"  # seconds a request waits for the daemon (default 30)
 WAIT_S = 30.0
 GRACE_S = 2.0  # a supervisor (systemd, the user) restarts it first; then we start it
@@ -189,6 +192,11 @@ class Relay:
     def _learn(self, pending: _Pending, reply: dict[str, Any]) -> None:
         if pending.method == "initialize":
             self._init_answered = "result" in reply
+            result = reply.get("result")
+            meta = result.get("_meta") if isinstance(result, dict) else None
+            names = meta.get(READ_ONLY_META) if isinstance(meta, dict) else None
+            if isinstance(names, list):  # the daemon's read-only tools (daemon/mcp.py)
+                self._read_only.update(str(n) for n in names)
         elif pending.method == "tools/list" and isinstance(reply.get("result"), dict):
             for tool in reply["result"].get("tools") or ():
                 notes = tool.get("annotations") if isinstance(tool, dict) else None

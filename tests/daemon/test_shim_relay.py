@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from agentcoord._relay import RETRY_ERROR, UNREACHABLE_ERROR
+from agentcoord._relay import READ_ONLY_META, RETRY_ERROR, UNREACHABLE_ERROR
 from tests.conftest import make_env
 
 DEADLINE = 30.0  # generous: a busy machine is slow, never wrong
@@ -290,6 +290,42 @@ def test_read_only_tools_are_sent_again(setup: tuple[StandIn, dict[str, str]]) -
         again.reply(replay["id"], {})
         assert again.read() == INITIALIZED
         assert again.read() == call
+    finally:
+        shim.stop(*conns)
+
+
+def test_read_only_tools_named_at_initialize_are_sent_again(
+    setup: tuple[StandIn, dict[str, str]],
+) -> None:
+    """A tools/call of a tool the initialize result's _meta names read-only is sent again after
+    a cut, with no tools/list before it, and one it does not name gets the retryable error."""
+    stand_in, env = setup
+    shim = Shim(env)
+    conns: list[Conn] = []
+    try:
+        conn = stand_in.next_conn()
+        shim.send(INIT)
+        conn.read()
+        conn.reply(0, {"protocolVersion": "2025-06-18", "_meta": {READ_ONLY_META: ["look"]}})
+        assert shim.read()["id"] == 0
+        shim.send(INITIALIZED)
+        conn.read()
+        look = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "look"}}
+        act = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "act"}}
+        shim.send(look)
+        shim.send(act)
+        conn.read()
+        conn.read()
+        conn.cut()
+        failed = shim.read()
+        assert failed["id"] == 2
+        assert failed["error"]["code"] == RETRY_ERROR
+        again = stand_in.next_conn()
+        conns.append(again)
+        replay = again.read()
+        again.reply(replay["id"], {})
+        assert again.read() == INITIALIZED
+        assert again.read() == look
     finally:
         shim.stop(*conns)
 

@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from agentcoord.daemon.services import Services
-from agentcoord.daemon.toolset import build_registry
+from agentcoord.daemon.toolset import READ_ONLY, build_registry
 from agentcoord.errors import InvalidArguments
 from agentcoord.tools._args import check_arguments
 from agentcoord.tools._base import model_schema
@@ -303,3 +303,17 @@ def test_unlisted_arguments_are_checked_and_shown_to_the_human() -> None:
     assert {"request_approval", "ask_choice", "request_input", "nats_credentials"} <= (
         unlisted_tools
     )
+
+
+@pytest.mark.unit
+def test_only_the_reading_tools_are_marked_read_only() -> None:
+    """The tools that change nothing carry readOnlyHint in the human's listing and are named in
+    every initialize result (the shim resends them across a daemon restart); no tool that
+    writes is, and an agent's listing spends no bytes on it."""
+    registry = build_registry(cast(Services, _Unused()))
+    full = [t.listing(full=True) for t in registry.listed_for("human")]
+    marked = {t["name"] for t in full if t.get("annotations", {}).get("readOnlyHint")}
+    assert marked == set(READ_ONLY)
+    assert set(registry.read_only_names()) == set(READ_ONLY)
+    assert not marked & {"claim", "release", "send", "inbox", "annotate", "ask", "cancel"}
+    assert all("annotations" not in t for t in _agent_listing())

@@ -42,7 +42,7 @@ from agentcoord.kernel.jsonrpc import (
 )
 from agentcoord.tools._args import check_arguments
 from agentcoord.tools._base import Tool
-from agentcoord.tools.registry import ToolRegistry
+from agentcoord.tools.registry import READ_ONLY_META, ToolRegistry
 
 if TYPE_CHECKING:
     from agentcoord.config import Config
@@ -309,6 +309,11 @@ class McpCore:
             "capabilities": capabilities,
             "serverInfo": {"name": SERVER_NAME, "version": __version__},
             "instructions": INSTRUCTIONS,
+            # The tools a client may send again when their answer was lost (the shim does,
+            # across a daemon restart). Here rather than as readOnlyHint in an agent's
+            # tools/list, which the model reads in every request (docs/claude-code.md "When the
+            # daemon restarts").
+            "_meta": {READ_ONLY_META: self._registry.read_only_names()},
         }
 
     def closed(self, session: McpSession) -> None:

@@ -8,7 +8,24 @@ from agentcoord.tools import a2a, agents, claims, discovery, handoff, humans, id
 from agentcoord.tools import messaging as messaging_tools
 from agentcoord.tools.registry import ToolRegistry
 
-__all__ = ["build_registry"]
+__all__ = ["READ_ONLY", "build_registry"]
+
+
+# The tools that only read: listed with MCP's readOnlyHint, so a client (the shim, across a
+# daemon restart) may send a call of one again when its answer was lost
+# (docs/claude-code.md "When the daemon restarts").
+READ_ONLY = frozenset(
+    {
+        "whoami",
+        "list_agents",
+        "get_agent",
+        "find_agents",
+        "check_claims",
+        "list_channels",
+        "list_profiles",
+        "discover_local_agents",
+    }
+)
 
 
 def build_registry(s: Services) -> ToolRegistry:
@@ -26,4 +43,5 @@ def build_registry(s: Services) -> ToolRegistry:
             *lifecycle.tools(s.operator),
         ],
         human_only=humans.HUMAN_ONLY,
+        read_only=READ_ONLY,
     )

@@ -31,15 +31,23 @@ class Tool:
     # False: callable by everyone, listed to the human alone. For a tool a program calls and
     # a model does not need in every request (docs/claude-code.md "Results for the model").
     listed: bool = True
+    # True: the tool changes nothing, so a client may send it again after a lost connection
+    # (MCP 2025-06-18 "Tool annotations", readOnlyHint: in the human's listing; every client's
+    # initialize result names them too). The shim resends such calls across a daemon restart
+    # (docs/claude-code.md "When the daemon restarts").
+    read_only: bool = False
 
     def listing(self, *, full: bool = False) -> dict[str, Any]:
         """The tool as ``tools/list`` shows it: the schema without its checker-only limits;
         ``full`` (the human's listing) keeps the unlisted properties."""
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "inputSchema": model_schema(self.input_schema, full=full),
         }
+        if self.read_only and full:  # an agent learns them from initialize, at no token cost
+            out["annotations"] = {"readOnlyHint": True}
+        return out
 
 
 # Limits the argument checker enforces (tools/_args.py) whose breach is an error naming the

@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 
 from agentcoord.tools._base import Tool
 
-__all__ = ["ToolRegistry"]
+__all__ = ["READ_ONLY_META", "ToolRegistry"]
+
+# The initialize result's ``_meta`` key listing the read-only tools (MCP: ``_meta`` keys may
+# carry a prefix of their own).
+READ_ONLY_META = "agentcoord/readOnlyTools"
 
 
 class ToolRegistry:
     """Tools by name; registering a name twice is a programming error."""
 
-    def __init__(self, tools: Iterable[Tool] = (), human_only: Mapping[str, str] = {}) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool] = (),
+        human_only: Mapping[str, str] = {},
+        read_only: Iterable[str] = (),
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         # name -> the error an agent gets calling it (the tool's own words)
         self._human_only = dict(human_only)
+        marked = frozenset(read_only)
         for tool in tools:
-            self.add(tool)
+            self.add(dataclasses.replace(tool, read_only=True) if tool.name in marked else tool)
+        if unknown := marked - self._tools.keys():
+            raise ValueError(f"read-only tools that do not exist: {sorted(unknown)}")
 
     def add(self, tool: Tool) -> None:
         if tool.name in self._tools:
@@ -29,6 +42,10 @@ class ToolRegistry:
 
     def all(self) -> list[Tool]:
         return list(self._tools.values())
+
+    def read_only_names(self) -> list[str]:
+        """The names of the tools that change nothing, in listing order."""
+        return [t.name for t in self._tools.values() if t.read_only]
 
     def listed_for(self, kind: str) -> list[Tool]:
         """The tools ``tools/list`` shows a caller of ``kind``: the human's, and the unlisted
