@@ -50,6 +50,7 @@ class DaemonStatus:
             "nats_url": s.nats.url,
             "nats_pid": sup.pid if sup else None,
             "nats_restarts": sup.restarts if sup else 0,
+            "nats_reconnects": s.nats.reconnects,
             "state_dir": str(cfg.state_dir),
             "store_path": (
                 str(cfg.state_dir / "objects.db")

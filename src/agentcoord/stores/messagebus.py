@@ -68,8 +68,10 @@ MAX_BYTES = 256 << 20  # the whole stream; Config.inbox_max_bytes
 _DUPLICATE_WINDOW_S = 600  # idempotency keys de-dupe retries within 10 minutes
 _ACK_WAIT_S = 5.0  # an unconfirmed message is redelivered after this
 _DELIVERY_WAIT_S = 1.0  # how long send waits for a live reader to take a message
-_AGENT_ID = re.compile(r"^[A-Za-z0-9_:@-][A-Za-z0-9_:@+=-]{0,127}$")
-_CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+# Matched whole (fullmatch): with match, "$" also matches before a final newline, and "a\n"
+# would reach a subject as a line break.
+_AGENT_ID = re.compile(r"[A-Za-z0-9_:@-][A-Za-z0-9_:@+=-]{0,127}")
+_CHANNEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 _JOINED = "agentcoord.joined."  # consumer metadata key prefix: subject -> stream seq at join
 _LEFT = "agentcoord.left."  # consumer metadata key prefix: subject -> stream seq at leave
 _AGENT_KEY = "agentcoord.agent"  # consumer metadata: whose inbox (consumer names are lossy)
@@ -78,14 +80,14 @@ _LIST_PAGE = 256  # consumers per CONSUMER.LIST reply (nats-server's page)
 
 def check_agent_id(agent: str) -> str:
     """An agent id usable as one NATS subject token (no dots, wildcards or spaces)."""
-    if not _AGENT_ID.match(agent):
+    if not _AGENT_ID.fullmatch(agent):
         raise InvalidArguments(f"{agent!r} is not a valid agent id")
     return agent
 
 
 def check_channel_name(name: str) -> str:
     """A channel name: 1-63 of ``[A-Za-z0-9_-]``, starting alphanumeric."""
-    if not _CHANNEL.match(name):
+    if not _CHANNEL.fullmatch(name):
         raise InvalidArguments(
             f"{name!r} is not a valid channel name (1-63 letters, digits, '-', '_')"
         )
