@@ -26,7 +26,7 @@ async def _round_trip(link: NatsLink) -> bytes:
     sub = await nc.subscribe("probe.echo", cb=echo)
     try:
         msg = await nc.request("probe.echo", b"ping", timeout=10)
-        return msg.data  # type: ignore[no-any-return]
+        return msg.data
     finally:
         await sub.unsubscribe()
 
@@ -47,8 +47,10 @@ async def test_a_protocol_error_from_the_server_reconnects(tmp_path: Path) -> No
         before = link.reconnects
         # What a too-long subject did: a line the server refuses ("Unknown Protocol Operation"
         # here; "Maximum Control Line Exceeded" there), then the server closes the connection.
-        link.client._transport.write(b"BOGUS LINE\r\n")
-        await link.client._transport.drain()
+        transport = link.client._transport
+        assert transport is not None
+        transport.write(b"BOGUS LINE\r\n")
+        await transport.drain()
         await _healed(link, before)
         assert await _round_trip(link) == b"ping"
 
