@@ -76,6 +76,9 @@ class NatsLink:
         """Readiness for ``/healthz``: NATS is up and our client is connected."""
         if self.supervisor is not None and not self.supervisor.alive:
             return False, "nats-server is down"
+        if self.supervisor is not None and self.supervisor.store_error:
+            # It answers, but refuses (or never answers) writes to that store until restarted.
+            return False, "nats-server cannot write its store (disk full?)"
         if self._client is None or not self._client.is_connected:
             return False, "not connected to NATS"
         return True, "ok"
