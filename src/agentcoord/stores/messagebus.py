@@ -420,6 +420,12 @@ class MessageBus:
         left = self._left.get(agent, {}).get(msg.subject)
         return (joined is not None and seq <= joined) or (left is not None and seq > left)
 
+    def _echo(self, agent: str, rec: Received) -> bool:
+        """Whether ``rec`` is ``agent``'s own broadcast or channel post coming back: never
+        returned to it, so never confirmed by an ``after`` of its own; it is held with what
+        the reader has not seen and confirmed with the next message it does see."""
+        return getattr(rec.message, "from") == agent and rec.subject != inbox_subject(agent)
+
     def _given(self, agent: str) -> int:
         return max(self._acked.get(agent, 0), self._handed.get(agent, 0))
 
@@ -530,6 +536,8 @@ class MessageBus:
                     rec = Received(seq, m.subject, wire.decode(m.data))
                 except ValueError:
                     log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
+                if rec is not None and self._echo(agent, rec):
+                    rec = None
             held[seq] = (m, rec)
             if rec is not None:
                 out.append(rec)
@@ -554,9 +562,12 @@ class MessageBus:
             if self._outside(agent, m):
                 continue  # posted before the agent joined that channel
             try:
-                out.append(Received(seq, m.subject, wire.decode(m.data)))
+                rec = Received(seq, m.subject, wire.decode(m.data))
             except ValueError:
                 log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
+                continue
+            if not self._echo(agent, rec):
+                out.append(rec)
         async with self._progress:
             self._acked[agent] = max(floor, self._acked.get(agent, 0))
             self._progress.notify_all()
