@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse
+from agentcoord.kernel.jsoncodec import lone_surrogate
 from agentcoord.stores.objects import discovery
 from agentcoord.stores.objects.errors import (
     BadRequest,
@@ -85,9 +86,21 @@ def _warnings(warns: list[str]) -> list[tuple[str, str]]:
 
 def _body(req: HttpRequest) -> Any:
     try:
-        return json.loads(req.body or b"null")
+        doc = json.loads(req.body or b"null")
     except ValueError as exc:
         raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+    return _valid_unicode(doc)
+
+
+def _valid_unicode(doc: Any) -> Any:
+    """``doc``, refused when it holds a lone surrogate (docs/security.md "Input at the
+    boundary"): such text cannot be stored as UTF-8."""
+    where = lone_surrogate(doc)
+    if where is not None:
+        raise BadRequest(
+            f"the request body is not valid Unicode at {where or 'its top'}: a lone surrogate"
+        )
+    return doc
 
 
 def _field_validation(req: HttpRequest) -> str:
