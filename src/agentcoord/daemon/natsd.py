@@ -181,6 +181,8 @@ class NatsSupervisor:
                 "nats-server did not become ready in time", list(self._tail)
             ) from None
         log.info("nats-server ready on %s (pid %d)", self.url, proc.pid)
+        self.store_error = ""  # a new process: its stores are opened afresh
+        self._store_failed.clear()
         self.up.set()
 
     async def _drain_output(self, proc: asyncio.subprocess.Process) -> None:
@@ -234,12 +236,12 @@ class NatsSupervisor:
         while not self._stopping:
             await self._store_failed.wait()
             delay = 0.1
-            while not has_room(self._dir) and not self._stopping:
+            while self.store_error and not has_room(self._dir):
                 # No event says that space came back: look again, less often as it lasts.
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
-            if self._stopping:
-                return
+            if not self.store_error:
+                continue  # restarted meanwhile (it crashed, or was killed): nothing to heal
             log.warning("the state disk has room again: restarting nats-server to reopen its store")
             self.store_error = ""
             self._store_failed.clear()
