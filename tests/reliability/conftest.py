@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,24 +24,36 @@ TALLIES: dict[str, Tally] = {}
 
 
 @pytest.fixture
-def small_tmpfs() -> Iterator[Path]:
-    """A 256 MiB tmpfs for a daemon's state dir: room for the load, the fault fills the rest
-    (skipped where mounting is impossible)."""
-    mnt = Path(tempfile.mkdtemp(prefix="agentcoord-statefs-"))
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; the disk-full fault is not injected")
-    out = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256m,mode=0700", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({out.stderr.strip()}); disk-full not injected")
-    try:
-        yield mnt
-    finally:
+def make_tmpfs() -> Iterator[Callable[[str], Path]]:
+    """Mount a tmpfs of a given size (``"48m"``) for a daemon's state dir, a real filesystem
+    that fills; each is unmounted at the end (skipped where mounting is impossible)."""
+    mounts: list[Path] = []
+
+    def make(size: str) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs needs root; the disk-full fault is not injected")
+        mnt = Path(tempfile.mkdtemp(prefix="agentcoord-statefs-"))
+        out = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(mnt)],
+            capture_output=True,
+            text=True,
+        )
+        if out.returncode != 0:
+            mnt.rmdir()
+            pytest.skip(f"cannot mount a tmpfs here ({out.stderr.strip()}); disk-full not injected")
+        mounts.append(mnt)
+        return mnt
+
+    yield make
+    for mnt in mounts:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
         mnt.rmdir()
+
+
+@pytest.fixture
+def small_tmpfs(make_tmpfs: Callable[[str], Path]) -> Path:
+    """A 256 MiB tmpfs for a daemon's state dir: room for the load, the fault fills the rest."""
+    return make_tmpfs("256m")
 
 
 @pytest.fixture

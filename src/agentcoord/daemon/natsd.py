@@ -5,8 +5,12 @@ drained into our log; it dies with the daemon (PR_SET_PDEATHSIG, set before exec
 ``setpriv --pdeathsig KILL``: :func:`~agentcoord.kernel.childexec.exec_prefix`, never by Python
 code between fork and exec in this threaded process) so a SIGKILLed daemon leaves no orphan
 holding the JetStream store; if it dies on its own it is restarted on the same port with
-backoff, so clients reconnect to the same URL (STYLE.md 7). Its drain and watch tasks live in
-the supervisor's task set (docs/architecture.md "Tasks").
+backoff, so clients reconnect to the same URL (STYLE.md 7). Its drain, watch and heal tasks
+live in the supervisor's task set (docs/architecture.md "Tasks").
+
+A store nats-server could not write (a full disk) stays refused by nats-server until it
+restarts, even once space is back: the supervisor reads that from the server's own log line
+and restarts it when the state disk has room again (docs/reliability.md "A full disk").
 """
 
 from __future__ import annotations
@@ -28,13 +32,28 @@ from agentcoord.kernel.childexec import exec_prefix
 from agentcoord.kernel.natsbin import find_nats_server
 from agentcoord.kernel.tasks import TaskSet
 
-__all__ = ["NatsSupervisor"]
+__all__ = ["ROOM_BYTES", "NatsSupervisor", "has_room"]
 
 log = logging.getLogger(__name__)
 
 _READY = re.compile(rb"Server is ready")
 _LISTEN = re.compile(rb"Listening for client connections on ([\d.]+):(\d+)")
 _START_TIMEOUT = 10.0
+# nats-server's words when a write to its file store failed for good: a stream's "critical
+# write error" (its store refuses every later write) or JetStream disabled when out of space.
+_STORE_FAILED = re.compile(rb"(?i)critical write error|will be DISABLED")
+ROOM_BYTES = 1 << 20  # free space on the state disk below which writes are taken to fail
+_HEAL_PACE = 1.0  # seconds at least between two restarts that heal the store
+
+
+def has_room(path: Path) -> bool:
+    """Whether the filesystem holding ``path`` has :data:`ROOM_BYTES` free (True when it
+    cannot tell: a missing dir is not a full disk)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return True
+    return st.f_bavail * st.f_frsize >= ROOM_BYTES
 
 
 # Go's soft memory limit for the embedded server, unless the environment sets one: near it the
@@ -73,9 +92,13 @@ class NatsSupervisor:
         self._ready = asyncio.Event()
         self._tasks = TaskSet("nats supervisor")
         self._watch: asyncio.Task[None] | None = None
+        self._heal: asyncio.Task[None] | None = None
         self._drain: asyncio.Task[None] | None = None
         self._stopping = False
         self.up = asyncio.Event()
+        # nats-server's last line saying it cannot write its store, until it is restarted.
+        self.store_error = ""
+        self._store_failed = asyncio.Event()
 
     @property
     def url(self) -> str:
@@ -158,10 +181,13 @@ class NatsSupervisor:
                 "nats-server did not become ready in time", list(self._tail)
             ) from None
         log.info("nats-server ready on %s (pid %d)", self.url, proc.pid)
+        self.store_error = ""  # a new process: its stores are opened afresh
+        self._store_failed.clear()
         self.up.set()
 
     async def _drain_output(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
+        current = self._proc  # spawned just after it started: an old one's lines say nothing
         async for line in proc.stdout:
             text = line.decode("utf-8", "replace").rstrip()
             self._tail.append(text)
@@ -171,6 +197,11 @@ class NatsSupervisor:
                 self.port = int(match.group(2))
             if _READY.search(line):
                 self._ready.set()
+            if _STORE_FAILED.search(line) and current is self._proc:
+                if not self.store_error:
+                    log.error("nats-server cannot write its store: %s", text)
+                self.store_error = text
+                self._store_failed.set()
 
     def prepare_stop(self) -> None:
         """The daemon is stopping: a nats-server exit from now on is not restarted."""
@@ -199,6 +230,24 @@ class NatsSupervisor:
                     await asyncio.sleep(backoff)  # backoff between failed restarts, not polling
                     backoff = min(backoff * 2, 5.0)
 
+    async def _heal_loop(self) -> None:
+        """Restart nats-server once its store failed a write and the state disk has room
+        again; the watch loop starts it again on the same port."""
+        while not self._stopping:
+            await self._store_failed.wait()
+            delay = 0.1
+            while self.store_error and not has_room(self._dir):
+                # No event says that space came back: look again, less often as it lasts.
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+            if not self.store_error:
+                continue  # restarted meanwhile (it crashed, or was killed): nothing to heal
+            log.warning("the state disk has room again: restarting nats-server to reopen its store")
+            self.store_error = ""
+            self._store_failed.clear()
+            await self._kill()
+            await asyncio.sleep(_HEAL_PACE)  # a disk that fills again is not restarted in a loop
+
     async def __aenter__(self) -> NatsSupervisor:
         await self._tasks.__aenter__()
         try:
@@ -207,6 +256,7 @@ class NatsSupervisor:
             await self._tasks.__aexit__(None, None, None)
             raise
         self._watch = self._tasks.spawn(self._watch_loop(), name="nats-watch")
+        self._heal = self._tasks.spawn(self._heal_loop(), name="nats-heal")
         return self
 
     async def _kill(self) -> None:
@@ -225,10 +275,11 @@ class NatsSupervisor:
 
     async def __aexit__(self, *exc: object) -> None:
         self._stopping = True
-        if self._watch is not None:
-            self._watch.cancel("daemon stopping")
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
+        for task in (self._watch, self._heal):
+            if task is not None:
+                task.cancel("daemon stopping")
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self._kill()
         if self._drain is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -1,6 +1,9 @@
 """Our NATS connection: to the embedded server (:mod:`.natsd`) or to an existing server or
 cluster (:mod:`agentcoord.kernel.natsremote`, docs/one-host-to-many.md). An async context
-manager: connected on enter, closed on exit; ``healthy`` feeds ``/healthz``."""
+manager: connected on enter, closed on exit; ``healthy`` feeds ``/healthz``.
+
+The link heals by itself (docs/reliability.md "The NATS link"): a lost server is reconnected
+forever, and so is an error the server reports on the connection (:mod:`._natsclient`)."""
 
 from __future__ import annotations
 
@@ -73,9 +76,17 @@ class NatsLink:
         """Readiness for ``/healthz``: NATS is up and our client is connected."""
         if self.supervisor is not None and not self.supervisor.alive:
             return False, "nats-server is down"
+        if self.supervisor is not None and self.supervisor.store_error:
+            # It answers, but refuses (or never answers) writes to that store until restarted.
+            return False, "nats-server cannot write its store (disk full?)"
         if self._client is None or not self._client.is_connected:
             return False, "not connected to NATS"
         return True, "ok"
+
+    @property
+    def reconnects(self) -> int:
+        """How many times the client has reconnected since the daemon started."""
+        return int(self._client.stats["reconnects"]) if self._client is not None else 0
 
     async def _connect_external(self) -> NatsClient:
         """Connect to ``nats_url``; only the redacted URL is kept, logged or shown."""
@@ -112,8 +123,6 @@ async def _connect(
     first_attempts: int = -1,
     **options: Any,
 ) -> NatsClient:
-    import nats
-
     async def on_error(exc: Exception) -> None:
         log.debug("nats client: %s", exc)
         if seen is not None:
@@ -132,14 +141,17 @@ async def _connect(
     async def on_reconnect() -> None:
         log.info("nats client reconnected")
 
-    nc = await nats.connect(
+    from agentcoord.daemon._natsclient import HealingClient
+
+    nc = HealingClient()
+    await nc.connect(
         url,
         user=user,
         password=password,
         name="agentcoord-daemon",
         allow_reconnect=True,
         max_reconnect_attempts=first_attempts,
-        reconnect_time_wait=0.05,
+        reconnect_time_wait=0.05,  # type: ignore[arg-type]  # seconds; nats-py sleeps a float
         connect_timeout=2,
         error_cb=on_error,
         disconnected_cb=on_disconnect,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
+from agentcoord.daemon.natsd import ROOM_BYTES, has_room
 
 if TYPE_CHECKING:
     from agentcoord.daemon.services import Services
@@ -35,7 +36,13 @@ class DaemonStatus:
         self._started_monotonic = time.monotonic()
 
     def healthy(self) -> tuple[bool, str]:
-        return self._s.nats.healthy()
+        """Ready when NATS is linked and the state disk has room for writes (docs/reliability.md
+        "A full disk")."""
+        ok, why = self._s.nats.healthy()
+        state_dir = self._s.config.state_dir
+        if ok and not has_room(state_dir):
+            return False, f"the state disk is full ({state_dir}: under {ROOM_BYTES >> 20} MiB free)"
+        return ok, why
 
     def status(self) -> dict[str, Any]:
         s, cfg = self._s, self._s.config
@@ -50,6 +57,7 @@ class DaemonStatus:
             "nats_url": s.nats.url,
             "nats_pid": sup.pid if sup else None,
             "nats_restarts": sup.restarts if sup else 0,
+            "nats_reconnects": s.nats.reconnects,
             "state_dir": str(cfg.state_dir),
             "store_path": (
                 str(cfg.state_dir / "objects.db")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcoord.errors import ProtocolError
-from agentcoord.kernel.jsoncodec import dumps
+from agentcoord.kernel.jsoncodec import dumps, lone_surrogate
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -69,8 +69,15 @@ def encode(message: Any) -> bytes:
 
 
 def _valid_id(value: Any) -> bool:
-    # MCP forbids null ids; bools are ints in Python but not JSON-RPC ids.
-    return isinstance(value, str | int) and not isinstance(value, bool)
+    # MCP forbids null ids; bools are ints in Python but not JSON-RPC ids. An id is echoed in
+    # the reply, so it must be text that can be written (docs/security.md "Input at the
+    # boundary").
+    if isinstance(value, str):
+        return lone_surrogate(value) is None
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_NOT_UNICODE = "is not valid Unicode (a lone surrogate escape such as \\ud800)"
 
 
 def parse_message(value: Any) -> Request | Notification | None:
@@ -93,7 +100,13 @@ def parse_message(value: Any) -> Request | Notification | None:
         raise ProtocolError(
             INVALID_REQUEST, 'Invalid Request: "method" must be a string', request_id=salvaged
         )
+    if lone_surrogate(method) is not None:
+        raise ProtocolError(
+            INVALID_REQUEST, f'Invalid Request: "method" {_NOT_UNICODE}', request_id=salvaged
+        )
     if "id" in value and not _valid_id(msg_id):
+        if isinstance(msg_id, str):
+            raise ProtocolError(INVALID_REQUEST, f'Invalid Request: "id" {_NOT_UNICODE}')
         raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string or integer')
     params = value.get("params", {})
     if params is None:
@@ -101,6 +114,11 @@ def parse_message(value: Any) -> Request | Notification | None:
     if not isinstance(params, dict):
         raise ProtocolError(
             INVALID_PARAMS, 'Invalid params: "params" must be an object', request_id=salvaged
+        )
+    where = lone_surrogate(params)
+    if where is not None:
+        raise ProtocolError(
+            INVALID_PARAMS, f'Invalid params: "{where}" {_NOT_UNICODE}', request_id=salvaged
         )
     if "id" in value:
         return Request(salvaged if salvaged is not None else 0, method, params)

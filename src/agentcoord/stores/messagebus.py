@@ -68,8 +68,10 @@ MAX_BYTES = 256 << 20  # the whole stream; Config.inbox_max_bytes
 _DUPLICATE_WINDOW_S = 600  # idempotency keys de-dupe retries within 10 minutes
 _ACK_WAIT_S = 5.0  # an unconfirmed message is redelivered after this
 _DELIVERY_WAIT_S = 1.0  # how long send waits for a live reader to take a message
-_AGENT_ID = re.compile(r"^[A-Za-z0-9_:@-][A-Za-z0-9_:@+=-]{0,127}$")
-_CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+# Matched whole (fullmatch): with match, "$" also matches before a final newline, and "a\n"
+# would reach a subject as a line break.
+_AGENT_ID = re.compile(r"[A-Za-z0-9_:@-][A-Za-z0-9_:@+=-]{0,127}")
+_CHANNEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}")
 _JOINED = "agentcoord.joined."  # consumer metadata key prefix: subject -> stream seq at join
 _LEFT = "agentcoord.left."  # consumer metadata key prefix: subject -> stream seq at leave
 _AGENT_KEY = "agentcoord.agent"  # consumer metadata: whose inbox (consumer names are lossy)
@@ -78,14 +80,14 @@ _LIST_PAGE = 256  # consumers per CONSUMER.LIST reply (nats-server's page)
 
 def check_agent_id(agent: str) -> str:
     """An agent id usable as one NATS subject token (no dots, wildcards or spaces)."""
-    if not _AGENT_ID.match(agent):
+    if not _AGENT_ID.fullmatch(agent):
         raise InvalidArguments(f"{agent!r} is not a valid agent id")
     return agent
 
 
 def check_channel_name(name: str) -> str:
     """A channel name: 1-63 of ``[A-Za-z0-9_-]``, starting alphanumeric."""
-    if not _CHANNEL.match(name):
+    if not _CHANNEL.fullmatch(name):
         raise InvalidArguments(
             f"{name!r} is not a valid channel name (1-63 letters, digits, '-', '_')"
         )
@@ -418,6 +420,12 @@ class MessageBus:
         left = self._left.get(agent, {}).get(msg.subject)
         return (joined is not None and seq <= joined) or (left is not None and seq > left)
 
+    def _echo(self, agent: str, rec: Received) -> bool:
+        """Whether ``rec`` is ``agent``'s own broadcast or channel post coming back: never
+        returned to it, so never confirmed by an ``after`` of its own; it is held with what
+        the reader has not seen and confirmed with the next message it does see."""
+        return getattr(rec.message, "from") == agent and rec.subject != inbox_subject(agent)
+
     def _given(self, agent: str) -> int:
         return max(self._acked.get(agent, 0), self._handed.get(agent, 0))
 
@@ -528,6 +536,8 @@ class MessageBus:
                     rec = Received(seq, m.subject, wire.decode(m.data))
                 except ValueError:
                     log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
+                if rec is not None and self._echo(agent, rec):
+                    rec = None
             held[seq] = (m, rec)
             if rec is not None:
                 out.append(rec)
@@ -552,9 +562,12 @@ class MessageBus:
             if self._outside(agent, m):
                 continue  # posted before the agent joined that channel
             try:
-                out.append(Received(seq, m.subject, wire.decode(m.data)))
+                rec = Received(seq, m.subject, wire.decode(m.data))
             except ValueError:
                 log.warning("dropping a malformed message on %s (seq %d)", m.subject, seq)
+                continue
+            if not self._echo(agent, rec):
+                out.append(rec)
         async with self._progress:
             self._acked[agent] = max(floor, self._acked.get(agent, 0))
             self._progress.notify_all()

@@ -21,12 +21,14 @@ __all__ = ["tools"]
 _S: dict[str, Any] = {"type": "string"}
 _ID: dict[str, Any] = {"type": "string", "maxLength": 128}
 _TAGS: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_PATH: dict[str, Any] = {"type": "string", "maxLength": 4096}  # PATH_MAX; a URL as long
+_JSON_TEXT: dict[str, Any] = {"maxLength": 65536}  # metadata given as JSON text
 _JOB = {
     "task": {"type": "string", "maxLength": 100_000},
     "profile": _S,  # the AgentProfile local starts run with (docs/profiles.md); default "default"
-    "repo_url": _S,
+    "repo_url": _PATH,
     "wait": {"type": "boolean"},
-    "file_path": _S,
+    "file_path": _PATH,
 }
 
 
@@ -131,9 +133,9 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
                 agent_id=_ID,
                 agent_name=_S,
                 agent_type=_S,
-                capabilities={"type": ["array", "string"]},
-                endpoint=_S,
-                metadata={"type": ["object", "string"]},
+                capabilities={"type": ["array", "string"], **_JSON_TEXT},
+                endpoint=_PATH,
+                metadata={"type": ["object", "string"], **_JSON_TEXT},
                 heartbeat_ttl={"type": "integer", "minimum": 1, "maximum": 86400},
                 transport={"type": "string", "enum": ["http", "local"]},
             ),
@@ -153,7 +155,7 @@ def tools(local_agents: LocalAgents) -> list[Tool]:
                 ("agent_id",),
                 agent_id=_ID,
                 status={"type": "string", "enum": ["online", "degraded"]},
-                metadata={"type": ["object", "string"]},
+                metadata={"type": ["object", "string"], **_JSON_TEXT},
             ),
             heartbeat,
             _render_agent,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import re
 import time
 import weakref
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ __all__ = [
 _STR: dict[str, Any] = {"type": "string"}
 _AGENT: dict[str, Any] = {"type": "string"}
 _KEY: dict[str, Any] = {"type": "string", "maxLength": 512}
+_EVENT_TYPE = re.compile(r"[A-Z0-9_]{1,64}")
 _TOKEN: dict[str, Any] = {"type": "integer", "minimum": 1}
 _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
 
@@ -375,10 +377,16 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         if len(args.get("actor", "")) > MAX_KEY_CHARS:  # the audit's subject token bound
             raise InvalidArguments(f"`actor` is longer than {MAX_KEY_CHARS} characters")
         since = parse_since(args["since"]) if args.get("since") else None
+        type_ = args.get("type", "").upper()
+        if type_ and not _EVENT_TYPE.fullmatch(type_):
+            # A subject token of the query's filter (docs/security.md "Input at the boundary").
+            raise InvalidArguments(
+                "`type` is an event type: letters, digits and _, e.g. CLAIM_RELEASED"
+            )
         events = await audit.query(
             since=since,
             agent=args.get("actor", ""),
-            type_=args.get("type", "").upper(),
+            type_=type_,
             limit=args.get("limit", 100),
         )
         return {"events": [e.as_dict() for e in events]}

@@ -21,7 +21,8 @@ from agentcoord.tools._shape import compact, for_model
 __all__ = ["tools"]
 
 _STR: dict[str, Any] = {"type": "string"}
-_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+_LIST: dict[str, Any] = {"type": "array", "items": {"type": "string", "maxLength": 4096}}
+_INTENT: dict[str, Any] = {"type": "string", "maxLength": 4096}
 _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 500}
 
 
@@ -186,7 +187,7 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
             "annotate",
             "Publish your focus; omitted fields are cleared.",
             obj_schema(
-                intent=_STR, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
+                intent=_INTENT, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
             ),
             annotate,
         ),

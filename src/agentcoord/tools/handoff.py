@@ -14,7 +14,8 @@ from agentcoord.tools._caller import acting_agent
 __all__ = ["tools"]
 
 _STR = {"type": "string"}
-_LIST = {"type": "array", "items": _STR}
+_NOTE = {"type": "string", "maxLength": 16384}  # a handoff's state, work and reasons
+_LIST = {"type": "array", "items": {"type": "string", "maxLength": 4096}}
 
 
 def _render_handoff(r: dict[str, Any]) -> str:
@@ -64,11 +65,11 @@ def tools(messaging: Messaging) -> list[Tool]:
                 ("to", "task"),
                 to=_STR,
                 task={"type": "string", "maxLength": 4096},
-                current_state=_STR,
-                in_progress=_STR,
+                current_state=_NOTE,
+                in_progress=_NOTE,
                 decisions=_LIST,
                 next_steps=_LIST,
-                reason=_STR,
+                reason=_NOTE,
                 timeout_secs={"type": "number", "minimum": 0.1, "maximum": 3600},
                 queue_unknown=unlisted({"type": "boolean"}),
                 **{"from": _STR},
@@ -83,7 +84,7 @@ def tools(messaging: Messaging) -> list[Tool]:
                 ("offer", "accept"),
                 offer=_STR,
                 accept={"type": "boolean"},
-                reason=_STR,
+                reason=_NOTE,
                 agent=unlisted(_STR),
             ),
             answer_handoff,

@@ -33,7 +33,7 @@ _TIMEOUT = {"type": "number", "minimum": 0, "maximum": 3600}
 
 _ASK_PROPS: dict[str, dict[str, Any]] = {
     "question": _QUESTION,
-    "context": _STR,
+    "context": {"type": "string", "maxLength": 65536},  # a diff, a log excerpt
     "timeout_secs": _TIMEOUT,
     "agent": _STR,
 }

@@ -14,6 +14,8 @@ __all__ = ["tools"]
 
 _S: dict[str, Any] = {"type": "string"}
 _NAME: dict[str, Any] = {"type": "string", "maxLength": 52}
+_PATH: dict[str, Any] = {"type": "string", "maxLength": 4096}  # PATH_MAX; a task's name too
+_PROMPT: dict[str, Any] = {"type": "string", "maxLength": 100_000}  # as run_agent's task
 
 
 def tools(operator: AgentOps) -> list[Tool]:
@@ -48,7 +50,7 @@ def tools(operator: AgentOps) -> list[Tool]:
         Tool(
             "spawn_subagent",
             "Start an agent; prompt is its task, repo gives a worktree.",
-            obj_schema(("name",), name=_NAME, profile=_S, prompt=_S, repo=_S),
+            obj_schema(("name",), name=_NAME, profile=_S, prompt=_PROMPT, repo=_PATH),
             spawn,
             lambda r: f"agent {r['name']} ({'spawned' if r['created'] else 'exists'})",
         ),
@@ -62,14 +64,14 @@ def tools(operator: AgentOps) -> list[Tool]:
         Tool(
             "checkpoint",
             "Save an agent's (default your) work to its task.",
-            obj_schema(name=_S, task=_S, summary=_S),
+            obj_schema(name=_S, task=_PATH, summary=_PROMPT),
             checkpoint,
             lambda r: f"checkpoint {r['ref']} on task {r['task']}",
         ),
         Tool(
             "resume",
             "Start an agent from a task's last checkpoint.",
-            obj_schema(("task",), task=_S, name=_NAME),
+            obj_schema(("task",), task=_PATH, name=_NAME),
             resume,
             lambda r: f"agent {r['agent']} resumes from {r['resumed_from']}",
         ),

@@ -13,9 +13,12 @@ import re
 
 from agentcoord.errors import InvalidArguments
 
-__all__ = ["MAX_KEY_CHARS", "escape_key", "unescape_key"]
+__all__ = ["MAX_KEY_BYTES", "MAX_KEY_CHARS", "escape_key", "unescape_key"]
 
 MAX_KEY_CHARS = 512
+# Each byte escapes to at most three characters: 3 KiB of subject leaves room in nats-server's
+# 4 KiB control line (docs/security.md "Input at the boundary").
+MAX_KEY_BYTES = 1024
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_/-")
 _ESCAPE = re.compile(r"=([0-9A-F]{2})")
 _ALL_SAFE = re.compile(r"[A-Za-z0-9_/-]+")
@@ -30,6 +33,8 @@ def escape_key(key: str) -> str:
     if _ALL_SAFE.fullmatch(key):
         return key  # the common case: nothing to escape
     raw = key.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_KEY_BYTES:
+        raise InvalidArguments(f"`resource_key` is longer than {MAX_KEY_BYTES} bytes in UTF-8")
     return "".join(chr(b) if b in _SAFE else f"={b:02X}" for b in raw)
 
 

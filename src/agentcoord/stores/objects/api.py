@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse
+from agentcoord.kernel.jsoncodec import lone_surrogate
 from agentcoord.stores.objects import discovery
 from agentcoord.stores.objects.errors import (
     BadRequest,
@@ -129,9 +130,21 @@ def _body(req: HttpRequest) -> Any:
             f"(exceeded max depth of {MAX_BODY_DEPTH})"
         )
     try:
-        return json.loads(raw)
+        doc = json.loads(raw)
     except ValueError as exc:
         raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+    return _valid_unicode(doc)
+
+
+def _valid_unicode(doc: Any) -> Any:
+    """``doc``, refused when it holds a lone surrogate (docs/security.md "Input at the
+    boundary"): such text cannot be stored as UTF-8."""
+    where = lone_surrogate(doc)
+    if where is not None:
+        raise BadRequest(
+            f"the request body is not valid Unicode at {where or 'its top'}: a lone surrogate"
+        )
+    return doc
 
 
 def _field_validation(req: HttpRequest) -> str:

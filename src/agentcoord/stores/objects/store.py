@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentcoord.kernel.jsoncodec import valid_text
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores.objects._cache import Cache
 from agentcoord.stores.objects._ops import (
@@ -65,7 +66,19 @@ _Warnings = list[str]  # out-parameter: warnings for the client (fieldValidation
 
 
 def _dumps(obj: Obj) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate got past the boundaries (docs/security.md "Input at the boundary"):
+        # stored as U+FFFD, so it cannot fail the other writes of its group commit.
+        log.warning("object store: a lone surrogate in %s stored as U+FFFD", _name_of(obj))
+        return valid_text(text).encode()
+
+
+def _name_of(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return valid_text(f"{obj.get('kind', '?')} {meta.get('name', '?')}")
 
 
 def _kind(plural: str) -> Kind:
