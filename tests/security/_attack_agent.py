@@ -25,6 +25,7 @@ import asyncio
 import base64
 import dataclasses
 import json
+import select
 import socket
 import sys
 import time
@@ -60,10 +61,10 @@ def _flood(sock: socket.socket, frame: bytes, count: int) -> int:
         try:
             sent += sock.send(blob[sent : sent + (1 << 20)])
         except BlockingIOError:
-            import select
-
-            if not select.select([], [sock], [], 2.0)[1]:
-                break  # not read for 2 s: the daemon holds back, as it should
+            poll = select.poll()
+            poll.register(sock, select.POLLOUT)
+            if not poll.poll(5000):
+                break  # not read for 5 s: the daemon holds back, as it should
         except OSError:
             break  # the daemon closed it: a right answer to a flood too
     return sent

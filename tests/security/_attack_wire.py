@@ -211,6 +211,8 @@ def http_exchange(
                 data += chunk
                 if _complete(data):
                     break
+        if len(data) >= MAX_READ:
+            note = f"the response outgrew the {MAX_READ >> 20} MiB a client is asked to read"
     except TimeoutError:
         note = "no complete response before the read timed out"
     except OSError as exc:
