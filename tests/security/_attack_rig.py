@@ -268,7 +268,7 @@ class Target:
         text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
         if result.is_error or result.structured_content is None:
             raise self.fail(f"{name} failed: {text[:500]}", json.dumps(args)[:300])
-        return result.structured_content
+        return dict(result.structured_content)
 
     def human_line(self) -> UnixLine:
         return UnixLine(str(self.daemon.socket), human_token(self.daemon), CALL_TIMEOUT)
@@ -321,7 +321,7 @@ class Target:
             key = structured.get("claim", {}).get("resource_key", args.get("resource_key"))
             self.ledger.claims[(caller, key)] = int(structured["token"])
         if tool == "release" and structured.get("released"):
-            self.ledger.claims.pop((caller, args.get("resource_key")), None)
+            self.ledger.claims.pop((caller, str(args.get("resource_key"))), None)
 
     # -- the check ---------------------------------------------------------------------------
 
@@ -492,10 +492,10 @@ async def open_target(daemon: Daemon, claude: Path, phase: str) -> AsyncIterator
         target = Target(
             daemon, claude, phase, rng, fuzzer, witness, reader, human, Worker(proc), kube, names
         )
-        who = await target.worker({"op": "call", "name": "whoami", "arguments": {}})
-        if who.get("is_error") is not False:
-            raise target.fail(f"the HTTP agent is not an agent: {who}")
-        names["http"] = str((who.get("structured") or {}).get("agent", ""))
+        me = await target.worker({"op": "call", "name": "whoami", "arguments": {}})
+        if me.get("is_error") is not False:
+            raise target.fail(f"the HTTP agent is not an agent: {me}")
+        names["http"] = str((me.get("structured") or {}).get("agent", ""))
         yield target
 
 

@@ -219,8 +219,8 @@ def http_exchange(
         note = f"connection error: {exc}"
     if not data.startswith(b"HTTP/1."):
         return 0, data[:200], note or "the daemon closed the connection without a response"
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return int(head.split(b" ", 2)[1]), rest, note
+    top, _, rest = data.partition(b"\r\n\r\n")
+    return int(top.split(b" ", 2)[1]), rest, note
 
 
 def _complete(data: bytes) -> bool:
