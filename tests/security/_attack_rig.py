@@ -333,17 +333,17 @@ class Target:
         if d.proc.poll() is not None:
             raise self.fail(f"{when}: the daemon exited {d.proc.returncode}")
         steps = [
-            ("ping and tools/list, agent over the unix socket", self._agent_unix()),
-            ("ping and tools/list, human over the unix socket", self._human_unix()),
-            ("ping and tools/list, human over HTTP", self._human_http()),
-            ("ping and tools/list, agent over HTTP", self._agent_http()),
-            ("a new session connects through the shim", self._new_session()),
-            ("NATS linked: claim and release", self._nats()),
-            ("listings: list_agents, list_channels, get_agent", self._listings()),
+            ("ping and tools/list, agent over the unix socket", self._agent_unix),
+            ("ping and tools/list, human over the unix socket", self._human_unix),
+            ("ping and tools/list, human over HTTP", self._human_http),
+            ("ping and tools/list, agent over HTTP", self._agent_http),
+            ("a new session connects through the shim", self._new_session),
+            ("NATS linked: claim and release", self._nats),
+            ("listings: list_agents, list_channels, get_agent", self._listings),
         ]
         for what, step in steps:
             try:
-                await asyncio.wait_for(step, CALL_TIMEOUT * 2)
+                await asyncio.wait_for(step(), CALL_TIMEOUT * 2)
             except AttackFailure:
                 raise
             except Exception as exc:

@@ -1,4 +1,4 @@
-"""Raw wire helpers of the attack suite (docs/reliability.md "Attack suite"): one frame on a
+"""The raw wire side of the attack suite (docs/reliability.md "Attack suite"): one frame on a
 unix connection or one HTTP request on loopback, bytes in and what came back out, and the
 judgement of a reply (a clear answer, or an internal error, a drop, silence). Used in the test
 process (the human) and in ``_attack_agent.py`` (an agent), so both judge alike.
@@ -100,15 +100,20 @@ class UnixLine:
 
     def __init__(self, path: str, token: str | None = None, timeout: float = 30.0) -> None:
         self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
         self.buf = b""
-        if token is not None:
-            login = {"jsonrpc": "2.0", "id": "login", "method": "agentcoord/login"}
-            self.sock.sendall(json.dumps({**login, "params": {"token": token}}).encode() + b"\n")
-            line = self.read_line(time.monotonic() + timeout)
-            if line is None or "result" not in json.loads(line):
-                raise ConnectionError(f"login refused: {line!r}")
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.connect(path)
+            if token is not None:
+                login = {"jsonrpc": "2.0", "id": "login", "method": "agentcoord/login"}
+                frame = json.dumps({**login, "params": {"token": token}}).encode()
+                self.sock.sendall(frame + b"\n")
+                line = self.read_line(time.monotonic() + timeout)
+                if line is None or "result" not in json.loads(line):
+                    raise ConnectionError(f"login refused: {line!r}")
+        except BaseException:
+            self.sock.close()
+            raise
 
     def read_line(self, deadline: float) -> bytes | None:
         """The next line, or None when the daemon closed the connection."""

@@ -112,7 +112,7 @@ async def _send_case(t: Target, case: Case, human_line: list[UnixLine]) -> tuple
     if listener == "unix":
         if caller == "agent":
             got = await t.worker({"op": "unix", "frames": [base64.b64encode(frame).decode()]})
-            ex = Exchange(**{**got["exchanges"][0], "garbage": []})
+            ex = Exchange(**got["exchanges"][0])
         else:
             if not human_line:
                 human_line.append(t.human_line())
@@ -188,26 +188,28 @@ async def test_fuzzed_tool_arguments(attack_daemon: Daemon, claude_bin: Path, ta
         names = {"agent/unix/sdk": t.names["fuzzer"], "agent/unix/raw": http_agent}
         names |= {"agent/http/sdk": http_agent, "agent/http/raw": http_agent}
         human_line: list[UnixLine] = []
-        for tool, group in itertools.groupby(cases, key=lambda c: c.tool):
-            for case in group:
-                bad, structured = await _send_case(t, case, human_line)
-                who = names.get(case.route, f"human:{_user()}")
-                t.record(tool, who, case.arguments, structured)
-                if not tally(_kind("fuzzed arguments"), bad is None, "answered clearly"):
-                    t.note(str(bad), case.describe())
-                health = await asyncio.to_thread(attack_daemon.healthz)
-                if health != (200, "ok"):
-                    raise t.fail(
-                        f"/healthz answered {health} right after this input", case.describe()
-                    )
-            try:
-                await t.nats_round_trip()
-            except Exception as exc:
-                raise t.fail(f"after fuzzing {tool}: a claim round trip failed: {exc}") from exc
-            if len(t.ledger.claims) > 50:
-                await _release_fuzz_claims(t, names)
-        for line in human_line:
-            line.close()
+        try:
+            for tool, group in itertools.groupby(cases, key=lambda c: c.tool):
+                for case in group:
+                    bad, structured = await _send_case(t, case, human_line)
+                    who = names.get(case.route, f"human:{_user()}")
+                    t.record(tool, who, case.arguments, structured)
+                    if not tally(_kind("fuzzed arguments"), bad is None, "answered clearly"):
+                        t.note(str(bad), case.describe())
+                    health = await asyncio.to_thread(attack_daemon.healthz)
+                    if health != (200, "ok"):
+                        raise t.fail(
+                            f"/healthz answered {health} right after this input", case.describe()
+                        )
+                try:
+                    await t.nats_round_trip()
+                except Exception as exc:
+                    raise t.fail(f"after fuzzing {tool}: a claim round trip failed: {exc}") from exc
+                if len(t.ledger.claims) > 50:
+                    await _release_fuzz_claims(t, names)
+        finally:
+            for line in human_line:
+                line.close()
         await t.witness_round()
         await t.check("after the fuzz")
         t.raise_problems(len(cases))
@@ -247,15 +249,18 @@ async def test_malformed_frames(attack_daemon: Daemon, claude_bin: Path, tally: 
         auth = {"authorization": f"Bearer {human_token(d)}"}
 
         def human_unix() -> list[Exchange]:
-            out, line = [], None
-            for frame in frames:
-                line = line or t.human_line()
-                out.append(line.exchange(frame))
-                if out[-1].closed or out[-1].timeout:
+            out: list[Exchange] = []
+            line: UnixLine | None = None
+            try:
+                for frame in frames:
+                    line = line or t.human_line()
+                    out.append(line.exchange(frame))
+                    if out[-1].closed or out[-1].timeout:
+                        line.close()
+                        line = None
+            finally:
+                if line is not None:
                     line.close()
-                    line = None
-            if line is not None:
-                line.close()
             return out
 
         results: dict[str, list[str | None]] = {}
@@ -264,7 +269,7 @@ async def test_malformed_frames(attack_daemon: Daemon, claude_bin: Path, tally: 
             _judge_exchange(e, f) for e, f in zip(exchanges, frames, strict=True)
         ]
         got = await t.worker({"op": "unix", "frames": b64}, timeout=600)
-        agent_ex = [Exchange(**{**e, "garbage": e["garbage"]}) for e in got["exchanges"]]
+        agent_ex = [Exchange(**e) for e in got["exchanges"]]
         results["agent/unix"] = [
             _judge_exchange(e, f) for e, f in zip(agent_ex, frames, strict=True)
         ]
@@ -369,7 +374,13 @@ async def test_floods(attack_daemon: Daemon, claude_bin: Path, tally: Tally) -> 
             if flood.stdin is not None:
                 flood.stdin.close()
             done = await asyncio.to_thread(_read_line, flood, 120)
-            await asyncio.to_thread(flood.wait, 30)
+            try:
+                await asyncio.to_thread(flood.wait, 30)
+            except subprocess.TimeoutExpired:
+                flood.kill()
+                flood.wait()
+            if flood.stdout is not None:
+                flood.stdout.close()
         tally(_kind("idle and slow HTTP connections"), True, "survived")
         print(f"attack flood: {done} (closed by the daemon)")
 
