@@ -72,7 +72,7 @@ def _flood(sock: socket.socket, frame: bytes, count: int) -> int:
 
 async def main(sock_path: str, addr: str) -> None:
     floods: list[socket.socket] = []
-    async with Client(f"http://{addr}/mcp", mode="legacy", read_timeout_seconds=60) as client:
+    async with Client(f"http://{addr}/mcp", mode="legacy", read_timeout_seconds=30) as client:
         while line := await asyncio.to_thread(sys.stdin.readline):
             cmd = json.loads(line)
             try:
