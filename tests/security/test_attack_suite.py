@@ -174,11 +174,7 @@ def _judge_http(status: int, body: bytes, note: str, frame: bytes) -> str | None
 
 
 async def test_fuzzed_tool_arguments(attack_daemon: Daemon, claude_bin: Path, tally: Tally) -> None:
-    """Every argument of every tool in tools/list, fuzzed (wrong types, missing and extra
-    arguments, strings of 0 B to 1 MB, control characters, lone surrogates, hostile ids, deep
-    nesting) over both listeners as agents and as the human: each is answered clearly, and
-    after each the daemon is healthy (NATS linked); after each tool a claim round trips; at the
-    end the full check holds."""
+    """Every tool argument, fuzzed on both listeners as agent and human, is answered clearly."""
     async with open_target(attack_daemon, claude_bin, "fuzz") as t:
         tools = (await t.human_unix("tools/list"))["result"]["tools"]  # the human sees all
         cases = fuzz_cases(tools, t.rng)
@@ -235,10 +231,7 @@ async def _release_fuzz_claims(t: Target, names: dict[str, str]) -> None:
 
 
 async def test_malformed_frames(attack_daemon: Daemon, claude_bin: Path, tally: Tally) -> None:
-    """Malformed frames (cut short, no JSON, batches, wrong versions, huge and odd ids, unknown
-    methods, lone surrogates, NULs, BOMs) on the unix socket and over HTTP, as the human and as
-    an agent: each gets one clear error (a notification none), the connection stays usable,
-    and the check holds."""
+    """Malformed JSON-RPC frames on both listeners, as agent and human, each get a clear error."""
     d = attack_daemon
     async with open_target(d, claude_bin, "frames") as t:
         await t.witness_round()
@@ -329,10 +322,7 @@ def _bad_http(t: Target) -> list[bytes]:
 
 
 async def test_floods(attack_daemon: Daemon, claude_bin: Path, tally: Tally) -> None:
-    """Floods: 500 simultaneous unix connects; 1,200 idle and dribbling loopback HTTP
-    connections from another uid; 200k pipelined pings and 20k pipelined HTTP requests never
-    read; a 600-call batch of list_agents on each listener. Every connect is accepted and
-    answered, the check holds while each flood is on (new connections included), and after."""
+    """Connection, pipelining and batch floods leave every caller answered and memory bounded."""
     d = attack_daemon
     assert d.proc is not None
     async with open_target(d, claude_bin, "flood") as t:
@@ -519,10 +509,7 @@ def _read_line(proc: subprocess.Popen[str], timeout: float) -> str:
 
 
 async def test_kube_api(attack_daemon: Daemon, claude_bin: Path, tally: Tally) -> None:
-    """The kube API with the client certificate: malformed bodies, wrong types, deep nesting,
-    invalid Unicode and bad names each get a clear 4xx Status; good creates racing hostile ones
-    all answer 201 and are listed; 3 MB objects are stored and a 5 MB one is 413; eight parallel
-    lists of 24 x 3 MB objects leave RSS bounded; the check holds after each."""
+    """Hostile kube bodies get a clear 4xx, good creates all land, large lists bound RSS."""
     d = attack_daemon
     async with open_target(d, claude_bin, "kube") as t:
         await t.witness_round()
