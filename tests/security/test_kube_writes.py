@@ -133,3 +133,30 @@ def test_a_deeply_nested_kube_body_is_a_400(daemon: Daemon, tally: Tally) -> Non
     )
     status, reply = _https(daemon, "POST", path, ok, "application/json")
     assert status == 201, reply
+
+
+@pytest.mark.parametrize(
+    ("metadata", "code", "names"),
+    [
+        ({"name": {"a": 1}}, 422, "metadata.name"),
+        ({"name": ["x"]}, 422, "metadata.name"),
+        ({"name": "ok", "namespace": 7}, 400, "namespace"),
+        (["not", "an object"], 422, "metadata"),
+    ],
+)
+def test_metadata_of_the_wrong_type_is_refused(
+    daemon: Daemon, tally: Tally, metadata: Any, code: int, names: str
+) -> None:
+    """A create whose metadata, name or namespace has the wrong JSON type is a 4xx Status naming
+    the field, not a 500."""
+    path = "/apis/fastverk.savvifi.com/v1/namespaces/default/agentprofiles"
+    body = {
+        "apiVersion": "fastverk.savvifi.com/v1",
+        "kind": "AgentProfile",
+        "metadata": metadata,
+        "spec": {"backend": "claude-code"},
+    }
+    status, reply = _https(daemon, "POST", path, json.dumps(body).encode(), "application/json")
+    assert tally("kube metadata of the wrong type", status == code), (status, reply, daemon.log())
+    assert reply["kind"] == "Status"
+    assert names in reply["message"], reply

@@ -164,7 +164,18 @@ def _valid_label(key: str, value: str) -> bool:
 def check_object(kind: Kind, obj: Any) -> None:
     """The checks the schema cannot say: a DNS-subdomain name and a DNS-label namespace."""
     meta = obj.get("metadata") or {}
-    name = meta.get("name", "")
+    if not isinstance(meta, dict):
+        raise _invalid(kind, "", [("metadata", "Invalid value: must be an object")])
+    name, ns = meta.get("name", ""), meta.get("namespace", "")
+    # A wrong type is a 422 naming the field, as the apiserver's decoder answers, never an
+    # error deeper in (docs/security.md "Input at the boundary").
+    wrong = [
+        (f, "Invalid value: must be a string")
+        for f, v in (("metadata.name", name), ("metadata.namespace", ns))
+        if not isinstance(v, str)
+    ]
+    if wrong:
+        raise _invalid(kind, name if isinstance(name, str) else "", wrong)
     causes: list[tuple[str, str]] = []
     if not name:
         causes.append(("metadata.name", "Required value: name or generateName is required"))
@@ -177,7 +188,6 @@ def check_object(kind: Kind, obj: Any) -> None:
                 "alphanumeric character",
             )
         )
-    ns = meta.get("namespace", "")
     if ns and (len(ns) > 63 or not _DNS1123_LABEL.match(ns)):
         causes.append(("metadata.namespace", f'Invalid value: "{ns}": not a DNS label'))
     if causes:
