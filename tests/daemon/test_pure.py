@@ -22,6 +22,17 @@ def test_parse_request_and_notification() -> None:
     assert parse_message({"jsonrpc": "2.0", "id": 3, "result": {}}) is None
 
 
+@pytest.mark.parametrize("params", [[], "x", 5, {"k": "\ud800"}])
+def test_a_notification_with_unusable_params_is_never_answered(params: object) -> None:
+    """A notification whose params are not an object (or hold a lone surrogate) is dropped,
+    not answered with an error: notifications get no reply (JSON-RPC 2.0 section 4.1); the
+    same params on a request are -32602."""
+    assert parse_message({"jsonrpc": "2.0", "method": "notifications/x", "params": params}) is None
+    with pytest.raises(ProtocolError) as info:
+        parse_message({"jsonrpc": "2.0", "id": 1, "method": "x", "params": params})
+    assert info.value.code == -32602
+
+
 def test_invalid_request_keeps_salvageable_id() -> None:
     """A request with a good id but a bad method is answered with that id."""
     with pytest.raises(ProtocolError) as info:

@@ -81,7 +81,9 @@ _NOT_UNICODE = "is not valid Unicode (a lone surrogate escape such as \\ud800)"
 
 
 def parse_message(value: Any) -> Request | Notification | None:
-    """Classify one decoded message; ``None`` for a response (we never send requests).
+    """Classify one decoded message; ``None`` for a response (we never send requests), and for
+    a notification whose params are unusable: a notification is never answered, not even with
+    an error (JSON-RPC 2.0 section 4.1), so there is nothing to do with it.
 
     Raises ProtocolError(-32600) with ``data`` holding the id it could salvage, if any.
     """
@@ -111,6 +113,8 @@ def parse_message(value: Any) -> Request | Notification | None:
     params = value.get("params", {})
     if params is None:
         params = {}
+    if "id" not in value and (not isinstance(params, dict) or lone_surrogate(params) is not None):
+        return None
     if not isinstance(params, dict):
         raise ProtocolError(
             INVALID_PARAMS, 'Invalid params: "params" must be an object', request_id=salvaged
