@@ -166,13 +166,19 @@ def _kube(d: Daemon) -> tuple[str, int, ssl.SSLContext]:
     return host, int(port), ctx
 
 
-def _kube_request(d: Daemon, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+def _kube_request(
+    d: Daemon,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    ctype: str = "application/json",
+) -> tuple[int, bytes]:
     import http.client
 
     host, port, ctx = _kube(d)
     conn = http.client.HTTPSConnection(host, port, context=ctx, timeout=120)
     try:
-        headers = {"content-type": "application/json"} if body else {}
+        headers = {"content-type": ctype} if body else {}
         conn.request(method, path, body=body or None, headers=headers)
         resp = conn.getresponse()
         return resp.status, resp.read()
@@ -204,6 +210,26 @@ def test_an_object_over_the_size_limit_is_refused(daemon: Daemon) -> None:
     assert f"limit is {1536 << 10} bytes" in doc["message"]
     status, body = _kube_request(daemon, "POST", _TASKS, _task("fits", 1 << 20))
     assert status == 201, body[:300]
+
+
+def test_small_patches_cannot_grow_an_object_past_the_limit(daemon: Daemon) -> None:
+    """Merge patches that each fit the limit are refused with 413 once the object they make
+    would pass it, and the stored object stays as it was."""
+    status, body = _kube_request(daemon, "POST", _TASKS, _task("grows", 1 << 20))
+    assert status == 201, body[:300]
+    merge = "application/merge-patch+json"
+    small = json.dumps({"metadata": {"annotations": {"a": "y" * (300 << 10)}}}).encode()
+    status, body = _kube_request(daemon, "PATCH", f"{_TASKS}/grows", small, merge)
+    assert status == 200, body[:300]
+    more = json.dumps({"metadata": {"annotations": {"b": "z" * (300 << 10)}}}).encode()
+    status, body = _kube_request(daemon, "PATCH", f"{_TASKS}/grows", more, merge)
+    assert status == 413, body[:300]
+    doc = json.loads(body)
+    assert doc["reason"] == "RequestEntityTooLarge"
+    assert "the patched object has" in doc["message"]
+    status, body = _kube_request(daemon, "GET", f"{_TASKS}/grows")
+    assert status == 200, body[:300]
+    assert set(json.loads(body)["metadata"]["annotations"]) == {"filler", "a"}
 
 
 def test_parallel_kube_lists_of_large_objects_stay_bounded(daemon: Daemon) -> None:

@@ -32,6 +32,7 @@ from agentcoord.stores.objects.errors import (
     Invalid,
     MethodNotAllowed,
     ObjectNotFound,
+    RequestEntityTooLarge,
     StoreError,
 )
 from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION, KINDS, VERSION, Kind
@@ -65,12 +66,6 @@ _NOT_BRACKETS = re.compile(rb"[^\[\]{}]+")
 _STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
 DEFAULT_MAX_OBJECT_BYTES = 1536 << 10
 _LIST_CHUNK = 256 << 10  # a list is written in chunks of about this size
-
-
-class RequestEntityTooLarge(StoreError):
-    """A write body over the object size limit (kube-apiserver answers 413 alike)."""
-
-    code, reason = 413, "RequestEntityTooLarge"
 
 
 def status_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
@@ -343,6 +338,7 @@ class KubeApi:
                 subresource=sub,
                 field_validation=_field_validation(req),
                 warnings=warns,
+                max_bytes=self.max_object_bytes,
             )
             return _json(200, obj, _warnings(warns))
         if req.method == "DELETE" and sub is None:

@@ -11,6 +11,7 @@
         ├── Conflict                409 stale resourceVersion
         ├── AlreadyExists           409 create of an existing name
         ├── Expired                 410 resourceVersion below the compacted point
+        ├── RequestEntityTooLarge   413 a write body, or the object a patch makes, over the limit
         ├── UnsupportedMediaType    415 strategic merge and apply patches
         ├── Invalid                 422 schema or metadata validation failed (with causes)
         └── TooManyRequests         429 the store is closing or overloaded
@@ -33,6 +34,7 @@ __all__ = [
     "Invalid",
     "MethodNotAllowed",
     "ObjectNotFound",
+    "RequestEntityTooLarge",
     "StoreError",
     "TooManyRequests",
     "UnsupportedMediaType",
@@ -91,6 +93,13 @@ class Expired(StoreError):
     """A watch or list asked for a resourceVersion older than the compacted point (410)."""
 
     code, reason = 410, "Expired"
+
+
+class RequestEntityTooLarge(StoreError):
+    """A write body, or the object a patch makes, over the object size limit (kube-apiserver
+    answers 413 alike; docs/security.md "Limits")."""
+
+    code, reason = 413, "RequestEntityTooLarge"
 
 
 class UnsupportedMediaType(StoreError):

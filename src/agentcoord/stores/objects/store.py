@@ -39,6 +39,7 @@ from agentcoord.stores.objects.errors import (
     BadRequest,
     Expired,
     ObjectNotFound,
+    RequestEntityTooLarge,
     StoreError,
     TooManyRequests,
 )
@@ -401,14 +402,22 @@ class ObjectStore:
         subresource: str | None = None,
         field_validation: str = "Strict",
         warnings: _Warnings | None = None,
+        max_bytes: int | None = None,
     ) -> Obj:
         """Merge or JSON patch, decided against the newest version (no conflict unless the
-        patch itself names a resourceVersion)."""
+        patch itself names a resourceVersion). ``max_bytes`` bounds the object the patch makes:
+        small patches must not grow an object past the limit a whole body is held to
+        (docs/security.md "Limits")."""
         kind = _kind(plural)
 
         def make(old: Obj) -> Obj:
             patched = apply_patch(content_type, old, patch)
             body, warns = validate(kind, patched, field_validation)
+            if max_bytes is not None and len(made := _dumps(body)) > max_bytes:
+                raise RequestEntityTooLarge(
+                    f"Request entity too large: limit is {max_bytes} bytes (the patched object "
+                    f"has {len(made)})"
+                )
             if warnings is not None:
                 warnings.extend(warns)
             return body
