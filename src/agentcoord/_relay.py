@@ -45,6 +45,7 @@ _AUTOSTART_EVERY_S = 30.0
 _BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)  # seconds between connect attempts, then 1.0
 _REPLAY_TIMEOUT_S = 30.0
 _FLAP_S = 2.0
+_FLAP_PAUSE_S = 1.0  # between connections a daemon keeps dropping unanswered
 RETRY_ERROR = -32001  # the daemon went away with the request in flight: maybe applied
 UNREACHABLE_ERROR = -32002  # the daemon was not reachable within the wait
 _SAFE = frozenset(
@@ -121,6 +122,7 @@ class Relay:
         self._queue: list[_Pending] = []
         self._init: _Pending | None = None
         self._init_answered = False
+        self._answered = False  # the current connection answered a request of the client
         self._initialized: bytes | None = None
         self._read_only: set[str] = set()
         self._stdin_done = threading.Event()
@@ -186,6 +188,7 @@ class Relay:
                 with self._lock:
                     pending = self._inflight.pop(key, None)
                 if pending is not None:
+                    self._answered = True
                     self._learn(pending, msg)
         self._write(line)
 
@@ -242,12 +245,17 @@ class Relay:
 
     def _relay(self, sock: socket.socket) -> int:
         buf = b""
-        flaps = 0  # connections in a row that ended soon after they began
+        # Connections in a row that ended soon after they began with nothing answered on them:
+        # a daemon that accepts and drops us. A restart is no flap (its connection answered,
+        # or it was long), however many come in a row.
+        flaps = 0
         while True:
             self._attach(sock)
             began = time.monotonic()
+            self._answered = False
             why = self._pump_out(sock, buf)
-            flaps = flaps + 1 if time.monotonic() - began < _FLAP_S else 0
+            short = time.monotonic() - began < _FLAP_S
+            flaps = flaps + 1 if short and not self._answered else 0
             with self._lock:
                 self._sock = None
                 lost = list(self._inflight.values())
@@ -260,8 +268,9 @@ class Relay:
                 f"{why} (stopped or restarting); reconnecting to {self._where()}, holding "
                 f"new requests up to {self._wait:g} s"
             )
-            # A daemon that keeps closing a fresh connection (it refuses us): back off more.
-            found = self._reconnect(min(2.0**flaps, _AUTOSTART_EVERY_S) if flaps > 2 else 0.0)
+            # A daemon that keeps closing a fresh connection (it refuses us): a pause between
+            # tries, so it is not asked twenty times a second.
+            found = self._reconnect(_FLAP_PAUSE_S if flaps > 2 else 0.0)
             if found is None:
                 return 0
             sock, buf = found

@@ -330,6 +330,35 @@ def test_read_only_tools_named_at_initialize_are_sent_again(
         shim.stop(*conns)
 
 
+def test_restarts_in_a_row_add_no_pause(setup: tuple[StandIn, dict[str, str]]) -> None:
+    """Five quick restarts in a row, each connection answering the session, are five restarts,
+    not a daemon that drops us: a request after them is relayed at once (it would wait out the
+    reconnect bound, 1 s here, and be failed if each restart made the shim pause longer)."""
+    stand_in, env = setup
+    shim = Shim(env)
+    conns: list[Conn] = []
+    try:
+        conn = stand_in.next_conn()
+        _handshake(shim, conn)
+        for rid in range(1, 6):
+            shim.send({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+            assert conn.read()["id"] == rid
+            conn.reply(rid, {})
+            assert shim.read() == {"jsonrpc": "2.0", "id": rid, "result": {}}
+            conn.cut()
+            conn = stand_in.next_conn()
+            conns[:] = [conn]  # the live one, which stop() closes
+            replay = conn.read()
+            conn.reply(replay["id"], {})
+            assert conn.read() == INITIALIZED
+        shim.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+        assert conn.read()["id"] == 9
+        conn.reply(9, {})
+        assert shim.read() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    finally:
+        shim.stop(*conns)
+
+
 def test_the_relay_imports_neither_asyncio_nor_the_daemon(
     setup: tuple[StandIn, dict[str, str]],
 ) -> None:
