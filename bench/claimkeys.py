@@ -62,9 +62,9 @@ def _cwd(path: Path) -> Iterator[None]:
 
 def file_key(path: Path) -> str:
     """The key a claim of ``path`` is stored under: the canonical file key where the project
-    resolves them (agentcoord.filekeys), else the absolute path."""
+    resolves them (agentcoord.leases.filekeys), else the absolute path."""
     try:
-        from agentcoord.filekeys import resolve_file_key
+        from agentcoord.leases.filekeys import resolve_file_key
     except ImportError:
         return f"file:{path}"
     return resolve_file_key(str(path), str(path.parent)).key

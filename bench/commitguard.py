@@ -34,7 +34,7 @@ from messaging import start_daemon
 
 from agentcoord.client import call_unix
 from agentcoord.commitguard import install_guard
-from agentcoord.filekeys import CACHE_TTL
+from agentcoord.leases.filekeys import CACHE_TTL
 
 GOAL_MS = 50.0
 

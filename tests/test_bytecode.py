@@ -17,7 +17,7 @@ _PROBE = """
 import json, sys
 from agentcoord._bytecode import use_private_bytecode_cache
 used = use_private_bytecode_cache()
-import agentcoord.filekeys  # a module imported after the call
+import agentcoord.leases.filekeys  # a module imported after the call
 print(json.dumps({"used": used, "prefix": sys.pycache_prefix,
                   "dont_write": sys.dont_write_bytecode}))
 """
@@ -53,13 +53,13 @@ def _mirrored(prefix: Path, module_file: str) -> Path:
 @pytest.mark.unit
 def test_bytecode_goes_to_a_private_mirror_when_writing_is_off(tmp_path: Path) -> None:
     """With PYTHONDONTWRITEBYTECODE set, later imports write bytecode under the 0700 cache dir."""
-    import agentcoord.filekeys
+    import agentcoord.leases.filekeys
 
     res = _probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")
     cache = tmp_path / "cache" / "agentcoord" / "pycache"
     assert res == {"used": str(cache), "prefix": str(cache), "dont_write": False}
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
-    assert _mirrored(cache, agentcoord.filekeys.__file__).is_file()
+    assert _mirrored(cache, agentcoord.leases.filekeys.__file__).is_file()
 
 
 @pytest.mark.unit

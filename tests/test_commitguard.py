@@ -1,7 +1,7 @@
 """The git pre-commit guard without a daemon: ``agentcoord setup git`` installs into the hooks
 dir git uses (shared by worktrees, or ``core.hooksPath``), chains the hook that was there and
 gives it back on ``--remove``; with no daemon the commit goes through with one line saying so.
-The daemon's part (daemon/commitcheck.py) is tested purely here and end to end in
+The daemon's part (the leases service's commit check) is tested purely here and end to end in
 tests/tools/test_commit_guard.py. Real git in tmp_path throughout."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord import filekeys
 from agentcoord.commitguard import CHAINED, MARKER, hooks_dir
-from agentcoord.daemon.commitcheck import _candidates, blockers, commit_params, refusal_text
+from agentcoord.daemon.commitcheck import commit_params
 from agentcoord.errors import ProtocolError
 from agentcoord.kernel.caller import Caller
+from agentcoord.leases import filekeys
+from agentcoord.leases.commit import blockers, candidates
+from agentcoord.leases.refusal import commit_refusal
 from agentcoord.stores.kv import Holder
 
 OVERRIDE_HINT = "AGENTCOORD_ALLOW_CLAIMED=1 git commit"
@@ -293,7 +295,7 @@ def test_only_paths_that_may_be_claimed_are_resolved(
 
     monkeypatch.setattr(subprocess, "run", counting)
     try:
-        got = _candidates(paths, str(w2), {claimed, "file:/elsewhere/.git//pkg1/x.py"})
+        got = candidates(paths, str(w2), {claimed, "file:/elsewhere/.git//pkg1/x.py"})
         assert got == ["pkg7/mod57.py", "pkg3/link.py"]
         assert filekeys.resolve_file_keys(got, str(w2))[0].key == claimed
     finally:
@@ -309,7 +311,7 @@ def test_setup_git_outside_a_repository_fails_in_one_line(tmp_path: Path) -> Non
     assert len(out.stderr.splitlines()) == 1
 
 
-# ---- the daemon's decision (daemon/commitcheck.py), pure ----------------------------------
+# ---- the daemon's decision (leases/commit.py), pure ----------------------------------------
 
 
 def _holder(agent: str, mode: str = "write", purpose: str = "") -> Holder:
@@ -361,7 +363,7 @@ def test_an_anonymous_committer_is_blocked_by_every_write_claim() -> None:
     live = [("file:/r/.git//a.py", _holder("anonymous")), ("file:/r/.git//a.py", _holder("w1-1"))]
     found = blockers(live, {"file:/r/.git//a.py": "a.py"}, NOBODY, lambda _: "")
     assert [b.holder.agent for b in found] == ["anonymous", "w1-1"]
-    text = refusal_text(found, NOBODY, 1000.0 + 125)
+    text = commit_refusal(found, NOBODY, 1000.0 + 125)
     assert "any agent's write claim blocks it" in text
 
 
@@ -375,7 +377,7 @@ def test_the_refusal_names_holder_intent_since_and_the_override() -> None:
         SESSION,
         lambda _: "",
     )
-    text = refusal_text(found, SESSION, 1000.0 + 125)
+    text = commit_refusal(found, SESSION, 1000.0 + 125)
     first, line = text.splitlines()[:2]
     assert (
         first

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from agentcoord import filekeys
-from agentcoord.filekeys import FileKey, resolve_file_key, resolve_file_keys, split_file_key
+from agentcoord.leases import filekeys
+from agentcoord.leases.filekeys import FileKey, resolve_file_key, resolve_file_keys, split_file_key
 from agentcoord.stores.kv._keys import MAX_KEY_CHARS, escape_key, unescape_key
 
 pytestmark = pytest.mark.unit

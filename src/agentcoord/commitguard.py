@@ -45,7 +45,7 @@ __all__ = [
 
 MARKER = "# agentcoord commit guard"
 CHAINED = "pre-commit.agentcoord-chained"  # the hook that was there before ours
-ALLOW_ENV = "AGENTCOORD_ALLOW_CLAIMED"  # the override (daemon/commitcheck.py names it too)
+ALLOW_ENV = "AGENTCOORD_ALLOW_CLAIMED"  # the override (leases/refusal.py names it too)
 
 Action = Literal["installed", "updated", "unchanged", "removed", "absent"]
 

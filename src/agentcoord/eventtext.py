@@ -17,8 +17,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agentcoord.filekeys import FILE_PREFIX
 from agentcoord.keytext import display_key
+from agentcoord.leases.filekeys import FILE_PREFIX
 from agentcoord.timetext import human_time
 
 __all__ = ["render_event"]

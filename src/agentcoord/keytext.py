@@ -1,11 +1,12 @@
 """A claim key as people read it: ``repo:path`` (docs/architecture.md "Times and keys shown to
 people").
 
-A file claim's key is stored as ``file:<git common dir>//<path>`` (agentcoord.filekeys), which
-is exact but long: ``file:/home/me/app/.git//src/app.py``. People see ``app:src/app.py``: the
-repository's name (the directory of its main worktree) and the path in it, and, where known, the
-holder's worktree (when it is not the main one) and branch: ``app:src/app.py (worktree
-app-fix, branch fix)``. A file outside git is its absolute path; any other key is shown as it is.
+A file claim's key is stored as ``file:<git common dir>//<path>``
+(:mod:`agentcoord.leases.filekeys`), which is exact but long:
+``file:/home/me/app/.git//src/app.py``. People see ``app:src/app.py``: the repository's name (the
+directory of its main worktree) and the path in it, and, where known, the holder's worktree (when
+it is not the main one) and branch: ``app:src/app.py (worktree app-fix, branch fix)``. A file
+outside git is its absolute path; any other key is shown as it is.
 Scripts keep the real key (``--json``, ``structuredContent``). Pure (STYLE.md 3).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from agentcoord.filekeys import split_file_key
+from agentcoord.leases.filekeys import split_file_key
 
 __all__ = ["display_key", "repo_name", "where_text"]
 

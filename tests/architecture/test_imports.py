@@ -74,3 +74,17 @@ def test_the_console_and_the_services_do_not_import_tools() -> None:
 def test_no_import_cycles() -> None:
     """The module graph has no cycle, type-only and function-level imports included."""
     assert cycles(graph()) == []
+
+
+def test_the_leases_service_imports_no_adapter() -> None:
+    """agentcoord.leases is a service: it imports nothing from daemon/, tools/, console/ or the
+    CLI (its adapters import it)."""
+    above = ("agentcoord.daemon", "agentcoord.tools", "agentcoord.console", "agentcoord.cli")
+    bad = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph().items()
+        if _in(m, "agentcoord.leases")
+        for t in targets
+        if any(_in(t, p) for p in above)
+    )
+    assert bad == []

@@ -20,9 +20,11 @@ import nats
 import pytest
 
 from agentcoord.config import load_config
-from agentcoord.daemon.hooks import EditLeases, HookDeps, Hooks
+from agentcoord.daemon.hooks import HookDeps, Hooks
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.kernel.caller import Caller
+from agentcoord.leases import EditLeases
+from agentcoord.leases.service import Leases
 from agentcoord.stores.kv import ClaimStore, FocusStore
 from tests.conftest import FAKES, Daemon
 from tests.tools.conftest import ToolFailed
@@ -372,7 +374,7 @@ async def _guard(
             js = nc.jetstream()
             async with ClaimStore(js, audit) as claims, FocusStore(js, audit) as focus:
                 unused = cast(Any, None)  # messaging, directory, sessions: other events only
-                deps = HookDeps(claims, focus, unused, unused, unused, edit_leases=leases)
+                deps = HookDeps(Leases(claims, focus, leases), unused, unused, unused)
                 yield Hooks(deps), claims, audit
         finally:
             await nc.close()

@@ -157,6 +157,8 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.mark("nats client")
     phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
 
+    from agentcoord.leases import EditLeases
+    from agentcoord.leases.service import Leases
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging, NoAgentUsers, Recipients
     from agentcoord.stores.audit import AuditLog
@@ -250,6 +252,9 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         audit=audit,
         claims=claims,
         focus=focus,
+        # Claims, the write guard, edit leases, the commit check (docs/claims.md "The leases
+        # service"): its holders' sites live as long as this daemon.
+        leases=Leases(claims, focus, EditLeases.from_config(cfg)),
         agents=StoreAgents(store, ns),
         messaging=messaging,
         local_agents=local,
@@ -312,12 +317,10 @@ def _inbox_retention(cfg: Config) -> dict[str, Any]:
 def _claim_site(s: Services) -> Callable[[str, int | None], tuple[str | None, str | None] | None]:
     """A file claim's holder worktree and branch, as the claim tools noted them (the console
     shows them with the key: docs/architecture.md "Times and keys shown to people")."""
-    from agentcoord.tools.claims import sites_of
-
-    sites = sites_of(s.claims)
+    leases = s.leases
 
     def site(key: str, token: int | None) -> tuple[str | None, str | None] | None:
-        found = sites.get(key, token)
+        found = leases.site(key, token)
         return None if found is None else (found.worktree, found.branch)
 
     return site
@@ -329,7 +332,7 @@ async def _listeners(
     """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
     from agentcoord.console.routes import ConsoleRoutes
     from agentcoord.console.sections import ConsoleSections
-    from agentcoord.daemon.hooks import EditLeases, HookDeps, Hooks
+    from agentcoord.daemon.hooks import HookDeps, Hooks
     from agentcoord.daemon.httpmcp import HttpRoutes
     from agentcoord.daemon.mcp import McpCore, McpLimits
     from agentcoord.daemon.push import ChannelPush
@@ -343,12 +346,10 @@ async def _listeners(
     push = ChannelPush(s.messaging)  # channel push (docs/claude-code.md "Channels")
     hooks = Hooks(
         HookDeps(
-            claims=s.claims,
-            focus=s.focus,
+            leases=s.leases,
             messaging=s.messaging,
             directory=s.identity.directory,
             sessions=s.sessions,
-            edit_leases=EditLeases.from_config(cfg),
             push=push,
         )
     )
@@ -358,8 +359,7 @@ async def _listeners(
         status,
         hooks,
         cfg.tools_page_size,
-        claims=s.claims,
-        focus=s.focus,
+        leases=s.leases,
         push=push,
         limits=McpLimits.from_config(cfg),
     )

@@ -9,27 +9,20 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.errors import ToolError
-from agentcoord.filekeys import FileKey, resolve_file_key
 from agentcoord.kernel.caller import Caller
-from agentcoord.stores.kv._keys import MAX_KEY_CHARS
 
 if TYPE_CHECKING:
-    from agentcoord.config import Config
     from agentcoord.daemon.push import ChannelPush
     from agentcoord.kernel.directory import AgentDirectory
+    from agentcoord.leases.service import Leases
     from agentcoord.localagents.session_end import SessionWatch
     from agentcoord.messaging import Messaging
-    from agentcoord.stores.kv import ClaimStore, FocusStore, Holder
 
 __all__ = [
-    "AUTO_LEASE_PURPOSE",
-    "EditLeases",
     "HookDeps",
     "HookHandlers",
     "Hooks",
@@ -45,28 +38,13 @@ HookHandlers = dict[str, list[HookFn]]
 
 
 @dataclass(frozen=True)
-class EditLeases:
-    """Automatic edit leases (docs/claims.md "Claiming files"): on, and the quiet period in
-    seconds after which an unrenewed lease lapses (its TTL)."""
-
-    enabled: bool = True
-    quiet: float = 600.0
-
-    @classmethod
-    def from_config(cls, cfg: Config) -> EditLeases:
-        return cls(cfg.auto_edit_leases, float(cfg.edit_lease_quiet))
-
-
-@dataclass(frozen=True)
 class HookDeps:
     """What the hook handlers read."""
 
-    claims: ClaimStore
-    focus: FocusStore
+    leases: Leases  # claims, the write guard and edit leases (docs/claims.md)
     messaging: Messaging
     directory: AgentDirectory
     sessions: SessionWatch
-    edit_leases: EditLeases = field(default_factory=EditLeases)
     push: ChannelPush | None = None  # channel sessions (docs/claude-code.md "Channels")
 
 
@@ -115,10 +93,6 @@ _WRITE_TOOLS = {
     "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
 }
-AUTO_LEASE_PURPOSE = "automatic edit lease"
-# An edit renews its lease only when the last renewal is at least this old (a burst of edits
-# costs one write), and never later than a tenth of the quiet period.
-_RENEW_AFTER_S = 1.0
 
 
 def _written_path(payload: dict[str, Any]) -> str | None:
@@ -138,43 +112,6 @@ def _writer_cwd(caller: Caller, payload: dict[str, Any]) -> str | None:
     return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else caller.cwd
 
 
-def _live_holders(claims: ClaimStore, key: str) -> list[Holder]:
-    """The live holders of exactly ``key``: one lookup, not a walk over every claim (the write
-    guard runs on every edit: docs/claims.md "Benchmark")."""
-    return claims.holders(key)
-
-
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
-
-
-def _deny_text(deps: HookDeps, fk: FileKey, holder: Holder) -> str:
-    """Who holds the file, since when, what they are on, and how to reach them."""
-    from agentcoord.tools.claims import shown_key, sites_of
-
-    site = sites_of(deps.claims).get(fk.key, holder.token)
-    row: dict[str, Any] = {"resource_key": fk.key, "path": fk.rel}
-    if fk.repo is not None:
-        row["repository"] = fk.repo
-    if site is not None:
-        row.update(worktree=site.worktree, branch=site.branch)
-    focus = deps.focus.get(holder.agent)
-    intent = focus.intent if focus and focus.intent else ""
-    lease = " (an automatic edit lease)" if holder.purpose == AUTO_LEASE_PURPOSE else ""
-    text = (
-        f"{shown_key(row)} is claimed for writing by {holder.agent} since "
-        f"{_iso(holder.acquired)}{lease}"
-    )
-    if intent:
-        text += f"; they are working on: {intent}"
-    if holder.purpose and holder.purpose != AUTO_LEASE_PURPOSE and holder.purpose != intent:
-        text += f"; claim purpose: {holder.purpose}"
-    return (
-        f"{text}. Ask them with send_message to {holder.agent}, or wait for the claim to be "
-        "released (check_claims)."
-    )
-
-
 async def _guard_writes(
     deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
@@ -184,69 +121,8 @@ async def _guard_writes(
     path = _written_path(payload)
     if path is None:
         return None
-    fk = resolve_file_key(path, _writer_cwd(caller, payload))
-    holders = _live_holders(deps.claims, fk.key)
-    for holder in holders:
-        if holder.mode == "write" and holder.agent != caller.agent:
-            return {"deny": _deny_text(deps, fk, holder)}
-    # A key over the store's limit cannot be claimed: such a file is guarded but not leased.
-    leasable = len(fk.key) <= MAX_KEY_CHARS
-    if leasable and deps.edit_leases.enabled and caller.kind in ("session", "runner"):
-        mine = next((h for h in holders if h.agent == caller.agent), None)
-        return await _edit_lease(deps, caller, payload, fk, mine)
-    return None
-
-
-async def _edit_lease(
-    deps: HookDeps,
-    caller: Caller,
-    payload: dict[str, Any],
-    fk: FileKey,
-    mine: Holder | None,
-) -> dict[str, Any] | None:
-    """Take the writer's lease on its first edit of a file, renew it on later ones. The
-    writer's own explicit claim (any mode) is left as it is: granting would replace it."""
-    from agentcoord.stores.kv import Contention
-    from agentcoord.tools.claims import holder_process, holder_site, sites_of
-
-    claims, quiet = deps.claims, deps.edit_leases.quiet
-    if mine is not None:
-        if mine.purpose != AUTO_LEASE_PURPOSE:
-            return None
-        renewed_at = mine.expires - mine.ttl
-        if time.time() - renewed_at < min(_RENEW_AFTER_S, quiet / 10):
-            return None
-        if mine.token is not None:
-            try:
-                await claims.renew(caller.agent, fk.key, mine.token, quiet)
-                return None
-            except ToolError:
-                pass  # it lapsed or was replaced meanwhile: take a new one below
-    out = await claims.claim(
-        caller.agent,
-        fk.key,
-        "write",
-        quiet,
-        purpose=AUTO_LEASE_PURPOSE,
-        proc=holder_process(caller),
-    )
-    if isinstance(out, Contention):
-        if out.holder.agent == caller.agent:
-            return None
-        return {"deny": _deny_text(deps, fk, out.holder)}
-    sites_of(claims).note(fk.key, out.holder.token, holder_site(fk, _writer_cwd(caller, payload)))
-    return None
-
-
-async def _release_edit_leases(deps: HookDeps, caller: Caller) -> None:
-    """SessionEnd: the conversation's edit leases go with it (a process that exits would
-    release them anyway; after /clear the process goes on)."""
-    for key, holder in deps.claims.held_by(caller.agent):
-        if holder.purpose == AUTO_LEASE_PURPOSE and holder.token is not None:
-            try:
-                await deps.claims.release(caller.agent, key, holder.token)
-            except ToolError as exc:  # replaced or lapsed meanwhile
-                log.debug("edit lease on %s not released: %s", key, exc)
+    denied = await deps.leases.guard_write(caller, path, _writer_cwd(caller, payload))
+    return None if denied is None else {"deny": denied}
 
 
 async def _inbox_context(
@@ -286,7 +162,9 @@ async def _end_session(
     why = payload.get("reason")
     if caller.kind != "session":
         return None
-    await _release_edit_leases(deps, caller)
+    # The conversation's edit leases go with it (a process that exits would release them
+    # anyway; after /clear the process goes on).
+    await deps.leases.release_edit_leases(caller.agent)
     if why in _PROCESS_GOES_ON:
         return None
     reason = f"SessionEnd hook ({why})" if isinstance(why, str) and why else "SessionEnd hook"

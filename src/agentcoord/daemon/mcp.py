@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from agentcoord.daemon.hooks import Hooks
     from agentcoord.daemon.identity import IdentityResolver
     from agentcoord.daemon.status import DaemonStatus
-    from agentcoord.stores.kv import ClaimStore, FocusStore
+    from agentcoord.leases.service import Leases
 
 __all__ = [
     "ACCESS_DENIED",
@@ -156,8 +156,7 @@ class McpCore:
         hooks: Hooks,
         page_size: int = 100,
         *,
-        claims: ClaimStore,
-        focus: FocusStore,
+        leases: Leases,
         push: ChannelPush | None = None,
         limits: McpLimits | None = None,
     ) -> None:
@@ -168,8 +167,7 @@ class McpCore:
         self._status = status
         self._hooks = hooks
         self._page_size = max(1, page_size)
-        self._claims = claims  # read by agentcoord/commit-check (daemon/commitcheck.py)
-        self._focus = focus
+        self._leases = leases  # answers agentcoord/commit-check (daemon/commitcheck.py)
         # Pushes inbox messages into channel sessions; entered by the unix listener, the one
         # transport that can write unasked.
         self.push = push
@@ -267,7 +265,7 @@ class McpCore:
             if session.caller.kind == "anonymous" and session.caller.via != "unix":
                 raise ProtocolError(ACCESS_DENIED, f"Access denied: {method} is unix-only")
             cwd, paths = commit_params(req.params)
-            return await check_commit(self._claims, self._focus, session.caller, cwd, paths)
+            return await check_commit(self._leases, session.caller, cwd, paths)
         if session.caller.kind == "anonymous":
             # Not an agent, not proven to be the human: nothing, not even the handshake, so
             # a client learns at once why (DESIGN.md "Identity and trust").

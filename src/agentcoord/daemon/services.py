@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from agentcoord.config import Config
     from agentcoord.daemon.identity import IdentityResolver
     from agentcoord.daemon.natslink import NatsLink
+    from agentcoord.leases.service import Leases
     from agentcoord.localagents import LocalAgents
     from agentcoord.localagents.session_end import SessionWatch
     from agentcoord.messaging import Messaging
@@ -37,6 +38,7 @@ class Services:
     audit: AuditLog  # the AGENT_EVENTS stream (docs/claims.md "How it works")
     claims: ClaimStore  # TTL leases (docs/claims.md)
     focus: FocusStore  # intent annotations
+    leases: Leases  # claims, the write guard, edit leases, the commit check (docs/claims.md)
     agents: AgentSource  # Agent rows for list_agents
     messaging: Messaging  # inboxes, channels, handoffs, prompts (docs/messaging.md)
     local_agents: LocalAgents  # registry, package index, dispatch (docs/localagents.md)

@@ -34,7 +34,7 @@ def build_registry(s: Services) -> ToolRegistry:
         [
             *identity.tools(),
             *discovery.tools(s.agents, s.focus, s.local_agents),
-            *claims.tools(s.claims, s.audit),
+            *claims.tools(s.leases, s.audit),
             *agents.tools(s.local_agents),
             *messaging_tools.tools(s.messaging),
             *handoff.tools(s.messaging),

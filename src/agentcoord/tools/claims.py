@@ -1,51 +1,32 @@
-"""Claim tools (seed 000 claim/release/check_claims; seed 003 locks and heartbeats;
-docs/claims.md "Tools"): claim, release, renew, heartbeat, check_claims, and the audit query.
-
-A file key (``file:<path>``, or a bare absolute path) is resolved against the caller's cwd to
-its canonical key (:mod:`agentcoord.filekeys`; docs/claims.md "Claiming files"), so the same
-file claimed from any worktree of one repository is one lease; other keys are kept as given.
+"""Claim tools (docs/claims.md "Tools"): claim, release, renew, heartbeat, check_claims, and
+the audit query; thin adapters over the leases service (:class:`agentcoord.leases.service.Leases`:
+file keys, holders and their sites live there).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
-import os
 import re
 import time
-import weakref
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentcoord.errors import InvalidArguments
-from agentcoord.filekeys import FILE_PREFIX, FileKey, resolve_file_key, split_file_key
 from agentcoord.kernel.caller import Caller
-from agentcoord.keytext import repo_name
+from agentcoord.leases.holders import canonical_key, own_site, prefix_key
+from agentcoord.leases.refusal import claim_text
+from agentcoord.leases.rows import claim_row, shown_key
+from agentcoord.leases.sites import Site
 from agentcoord.stores.audit import AuditLog
-from agentcoord.stores.kv import (
-    ClaimStore,
-    Contention,
-    Holder,
-    format_duration,
-    parse_duration,
-    parse_mode,
-)
+from agentcoord.stores.kv import Contention, Holder, format_duration, parse_duration, parse_mode
 from agentcoord.stores.kv._keys import MAX_KEY_CHARS
-from agentcoord.stores.kv._procwatch import ProcKey, proc_key
 from agentcoord.tools._base import Tool, obj_schema, unlisted
 from agentcoord.tools._caller import acting_agent
 from agentcoord.tools._shape import compact, for_model, short_time
 
-__all__ = [
-    "ClaimSites",
-    "Site",
-    "canonical_key",
-    "holder_process",
-    "holder_site",
-    "shown_key",
-    "sites_of",
-    "tools",
-]
+if TYPE_CHECKING:
+    from agentcoord.leases.service import Leases
+
+__all__ = ["parse_since", "tools"]
 
 _STR: dict[str, Any] = {"type": "string"}
 _AGENT: dict[str, Any] = {"type": "string"}
@@ -55,138 +36,11 @@ _TOKEN: dict[str, Any] = {"type": "integer", "minimum": 1}
 _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
 
 
-def _iso(ts: float) -> str:
-    """``datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")``, without building
-    a datetime (two per claim result): microseconds rounded as datetime rounds them, then
-    truncated to milliseconds as isoformat truncates them."""
-    secs = math.floor(ts)
-    micros = round((ts - secs) * 1e6)
-    if micros >= 1_000_000:
-        secs, micros = secs + 1, micros - 1_000_000
-    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(secs))}.{micros // 1000:03d}+00:00"
-
-
-@dataclass(frozen=True)
-class Site:
-    """Where a file claim's holder works: its worktree's top level and branch."""
-
-    worktree: str | None
-    branch: str | None
-
-
-_SITES_KEEP = 4096
-
-
-class ClaimSites:
-    """Each live file claim's :class:`Site`, by (key, token). The claim store's Holder has no
-    place for them, so they are kept beside it, in this daemon: a claim granted before a
-    restart, or by another host's daemon, shows none."""
-
-    def __init__(self, claims: ClaimStore) -> None:
-        self._claims = weakref.ref(claims)
-        self._by: dict[tuple[str, int], Site] = {}
-        self._keep = _SITES_KEEP
-
-    def note(self, key: str, token: int | None, site: Site) -> None:
-        if token is None:
-            return
-        self._by[(key, token)] = site
-        if len(self._by) > self._keep:
-            self._prune()
-
-    def get(self, key: str, token: int | None) -> Site | None:
-        return None if token is None else self._by.get((key, token))
-
-    def _prune(self) -> None:
-        """Forget released grants; once in a while (when the map doubles), not per claim."""
-        claims = self._claims()
-        live = {(k, h.token) for k, h in claims.check("")} if claims is not None else set()
-        self._by = {k: v for k, v in self._by.items() if k in live}
-        self._keep = max(_SITES_KEEP, 2 * len(self._by))
-
-
-_SITES: weakref.WeakKeyDictionary[ClaimStore, ClaimSites] = weakref.WeakKeyDictionary()
-
-
-def sites_of(claims: ClaimStore) -> ClaimSites:
-    """The sites of ``claims``' file claims (one map per claim store: the tools and the write
-    guard's automatic edit leases share it)."""
-    sites = _SITES.get(claims)
-    if sites is None:
-        sites = _SITES[claims] = ClaimSites(claims)
-    return sites
-
-
-def _names_file(key: str) -> bool:
-    """A ``file:`` key, or a bare absolute path; other keys (``symbol:``, ``lock:``, a bare
-    name) are opaque, as in seed 000."""
-    return key.startswith(FILE_PREFIX) or key.startswith("/")
-
-
-def canonical_key(key: str, cwd: str | None) -> tuple[str, FileKey | None]:
-    """The key a claim is stored under: a file key resolved against ``cwd`` (the caller's) to
-    its canonical form, with its identity; any other key unchanged, with None."""
-    if not _names_file(key):
-        return key, None
-    fk = resolve_file_key(key, cwd)
-    return fk.key, fk
-
-
-def holder_site(fk: FileKey, cwd: str | None) -> Site:
-    """The holder's worktree and branch: its cwd's when that is in the file's repository (an
-    absolute path into another worktree is still claimed from the holder's own), else the
-    file's."""
-    if cwd:
-        here = resolve_file_key(os.path.join(cwd, "_"), None)
-        if here.repo is not None and here.repo == fk.repo:
-            return Site(here.worktree, here.branch)
-    return Site(fk.worktree, fk.branch)
-
-
 def _with_canonical_key(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
     key = args.get("resource_key")
     if not isinstance(key, str):
         return args
     return {**args, "resource_key": canonical_key(key, caller.cwd)[0]}
-
-
-def shown_key(row: dict[str, Any]) -> str:
-    """A claim row's key as people read it: a file's repository-relative path, the repository
-    and the holder's worktree and branch; any other key as it is."""
-    if "path" not in row:
-        return str(row["resource_key"])
-    where = [f"repo {repo_name(row['repository'])}"] if row.get("repository") else []
-    if row.get("worktree"):
-        where.append(f"worktree {row['worktree']}")
-    if row.get("branch"):
-        where.append(f"branch {row['branch']}")
-    return f"{row['path']} ({', '.join(where)})" if where else str(row["path"])
-
-
-def _claim_row(key: str, h: Holder, site: Site | None = None) -> dict[str, Any]:
-    """One claim as the tools show it (seed 000's row plus token, purpose, acquired_at; a file
-    claim adds its repository, repository-relative path, and the holder's worktree and
-    branch)."""
-    row: dict[str, Any] = {
-        "resource_key": key,
-        "agent": h.agent,
-        "mode": h.mode,
-        "ttl": format_duration(h.ttl),
-        "expires_at": _iso(h.expires),
-        "acquired_at": _iso(h.acquired),
-        "token": h.token,
-    }
-    if h.purpose:
-        row["purpose"] = h.purpose
-    if key.startswith(FILE_PREFIX):
-        repo, path = split_file_key(key)
-        row["path"] = path
-        if repo is not None:
-            row["repository"] = repo
-        if site is not None:
-            row["worktree"] = site.worktree
-            row["branch"] = site.branch
-    return row
 
 
 def _model_row(row: dict[str, Any], mine: Site | None = None) -> dict[str, Any]:
@@ -207,14 +61,6 @@ def _model_row(row: dict[str, Any], mine: Site | None = None) -> dict[str, Any]:
     return out
 
 
-def _own_site(cwd: str | None) -> Site | None:
-    """The worktree and branch ``cwd`` is in, or None outside git (or without a cwd)."""
-    if not cwd:
-        return None
-    here = resolve_file_key(os.path.join(cwd, "_"), None)
-    return Site(here.worktree, here.branch) if here.repo is not None else None
-
-
 def _ttl(args: dict[str, Any], default: float | None) -> float | None:
     text = args.get("ttl")
     if not text:
@@ -223,29 +69,6 @@ def _ttl(args: dict[str, Any], default: float | None) -> float | None:
     if seconds < 1:
         raise InvalidArguments(f"`ttl` must be at least 1s (got {text!r})")
     return seconds
-
-
-def holder_process(caller: Caller) -> ProcKey | None:
-    """The process whose exit releases the caller's claims: a session's ``claude``, a runner's
-    peer; a human's CLI call is short-lived, so human claims are bound to no process."""
-    pid = caller.session_pid if caller.kind == "session" else None
-    if caller.kind == "runner":
-        pid = caller.pid
-    return proc_key(pid) if pid else None
-
-
-def _render_claim(r: dict[str, Any]) -> str:
-    if r["acquired"]:
-        c = r["claim"]
-        return (
-            f"acquired {c['mode']} claim on {shown_key(c)} until {c['expires_at']}"
-            f" (token {r['token']})"
-        )
-    h = r["holder"]
-    return (
-        f"not acquired: {shown_key(h)} is held by {h['agent']} ({h['mode']})"
-        f" until {h['expires_at']}"
-    )
 
 
 def _render_claims(r: dict[str, Any]) -> str:
@@ -285,48 +108,29 @@ def _render_audit(r: dict[str, Any]) -> str:
     return "\n".join(render_event(e) for e in r["events"]) or "no events"
 
 
-def _prefix_key(prefix: str, cwd: str | None) -> str:
-    """check_claims' prefix in canonical form: ``file:src/`` (a directory, by its trailing
-    slash) is every claim under the repository's ``src/``; ``file:`` alone is every file
-    claim; any other prefix as given."""
-    if not _names_file(prefix) or prefix == FILE_PREFIX:
-        return prefix
-    raw = prefix.removeprefix(FILE_PREFIX)
-    if raw in (".", "..") or raw.endswith(("/", "/.", "/..")):
-        # resolve a name inside the directory, then cut the name: the directory's key + "/"
-        return resolve_file_key(os.path.join(raw, "_"), cwd).key[:-1]
-    return resolve_file_key(raw, cwd).key
-
-
-def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
-    """The claim tools over the claim store, and the audit query over the audit log."""
-    sites = sites_of(claims)
+def tools(leases: Leases, audit: AuditLog) -> list[Tool]:
+    """The claim tools over the leases service, and the audit query over the audit log."""
 
     def row(key: str, h: Holder) -> dict[str, Any]:
-        return _claim_row(key, h, sites.get(key, h.token))
+        return claim_row(key, h, leases.site(key, h.token))
 
     async def claim(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         agent = acting_agent(caller, args)
         mode = parse_mode(args.get("mode") or "write")
-        ttl = _ttl(args, claims.policy.default_ttl)
+        ttl = _ttl(args, leases.claims.policy.default_ttl)
         assert ttl is not None
-        # Resolved against the claimer's cwd, not whoever later writes (docs/claims.md
-        # "Claiming files").
-        key, fk = canonical_key(args["resource_key"], caller.cwd)
-        out = await claims.claim(
-            agent, key, mode, ttl, purpose=args.get("purpose", ""), proc=holder_process(caller)
+        key, fk, out = await leases.claim(
+            caller, agent, args["resource_key"], mode, ttl, args.get("purpose", "")
         )
         model = for_model(caller)
         if isinstance(out, Contention):
             held = row(key, out.holder)
             if model:
-                held = _model_row(held, _own_site(caller.cwd) if fk is not None else None)
+                held = _model_row(held, own_site(caller.cwd) if fk is not None else None)
             return {"acquired": False, "holder": held}
-        if fk is not None:
-            sites.note(key, out.holder.token, holder_site(fk, caller.cwd))
         granted = row(key, out.holder)
         if model:  # the token once, beside revision, as seed 000's claim result puts it
-            granted = _model_row(granted, _own_site(caller.cwd) if fk is not None else None)
+            granted = _model_row(granted, own_site(caller.cwd) if fk is not None else None)
             del granted["token"]
         return {
             "acquired": True,
@@ -340,31 +144,31 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
         # Seed 000 "release": `release {resource_key}` drops the caller's own claim; a token,
         # when given, fences it (docs/claims.md "Tools").
         agent = acting_agent(caller, args)
-        released = await claims.release(agent, args["resource_key"], args.get("token"))
+        released = await leases.claims.release(agent, args["resource_key"], args.get("token"))
         return {"released": released}
 
     async def renew(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         args = _with_canonical_key(caller, args)  # a file key as claim stored it
         agent = acting_agent(caller, args)
         key = args["resource_key"]
-        holder = await claims.renew(agent, key, args.get("token"), _ttl(args, None))
-        row = _claim_row(key, holder)
+        holder = await leases.claims.renew(agent, key, args.get("token"), _ttl(args, None))
+        row = claim_row(key, holder)
         return {"renewed": True, "claim": _model_row(row) if for_model(caller) else row}
 
     async def heartbeat(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         agent = acting_agent(caller, args)
-        keys = await claims.heartbeat(agent)
+        keys = await leases.claims.heartbeat(agent)
         return {
             "renewed": keys,
-            "grace": format_duration(claims.policy.heartbeat_grace),
+            "grace": format_duration(leases.claims.policy.heartbeat_grace),
         }
 
     async def check_claims(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        prefix = _prefix_key(args.get("prefix", ""), caller.cwd)
-        rows = claims.check(prefix, args.get("holder", ""))
+        prefix = prefix_key(args.get("prefix", ""), caller.cwd)
+        rows = leases.claims.check(prefix, args.get("holder", ""))
         limit = args.get("limit", 200)
         if for_model(caller):
-            mine = _own_site(caller.cwd)
+            mine = own_site(caller.cwd)
             shown: dict[str, Any] = {
                 "claims": [_model_row(row(k, h), mine) for k, h in rows[:limit]]
             }
@@ -405,7 +209,7 @@ def tools(claims: ClaimStore, audit: AuditLog) -> list[Tool]:
                 agent=_AGENT,
             ),
             claim,
-            _render_claim,
+            claim_text,
         ),
         Tool(
             "release",

@@ -1,0 +1,101 @@
+"""What agentcoord says when a file is someone else's: who holds it, since and until when,
+what they are on, and how to go on (docs/claims.md "The leases service").
+
+The one place for the refusal texts: the write guard's deny reason (a Claude Code hook's
+``permissionDecisionReason``), the pre-commit refusal, and a ``claim`` that was not acquired.
+Times for people are local time with its zone (:func:`agentcoord.timetext.human_time`). Pure:
+values in, text out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentcoord.commitguard import ALLOW_ENV
+from agentcoord.leases.editleases import AUTO_LEASE_PURPOSE
+from agentcoord.leases.rows import shown_key
+from agentcoord.stores.kv import format_duration
+from agentcoord.timetext import human_time
+
+if TYPE_CHECKING:
+    from agentcoord.kernel.caller import Caller
+    from agentcoord.leases.commit import Blocker
+    from agentcoord.leases.filekeys import FileKey
+    from agentcoord.leases.sites import Site
+    from agentcoord.stores.kv import Holder
+
+__all__ = ["claim_text", "commit_refusal", "deny_text", "file_row"]
+
+
+def file_row(fk: FileKey, site: Site | None) -> dict[str, Any]:
+    """The fields :func:`~agentcoord.leases.rows.shown_key` reads, for the file ``fk`` held
+    from ``site``."""
+    row: dict[str, Any] = {"resource_key": fk.key, "path": fk.rel}
+    if fk.repo is not None:
+        row["repository"] = fk.repo
+    if site is not None:
+        row.update(worktree=site.worktree, branch=site.branch)
+    return row
+
+
+def deny_text(fk: FileKey, holder: Holder, site: Site | None, intent: str) -> str:
+    """The write guard's deny reason: who holds the file, since when, what they are on, and how
+    to reach them."""
+    lease = " (an automatic edit lease)" if holder.purpose == AUTO_LEASE_PURPOSE else ""
+    text = (
+        f"{shown_key(file_row(fk, site))} is claimed for writing by {holder.agent} since "
+        f"{human_time(holder.acquired)}{lease}"
+    )
+    if intent:
+        text += f"; they are working on: {intent}"
+    if holder.purpose and holder.purpose != AUTO_LEASE_PURPOSE and holder.purpose != intent:
+        text += f"; claim purpose: {holder.purpose}"
+    return (
+        f"{text}. Ask them with send_message to {holder.agent}, or wait for the claim to be "
+        "released (check_claims)."
+    )
+
+
+def claim_text(result: dict[str, Any]) -> str:
+    """A ``claim`` result as text: the grant, or who holds the key and until when."""
+    if result["acquired"]:
+        c = result["claim"]
+        return (
+            f"acquired {c['mode']} claim on {shown_key(c)} until {c['expires_at']}"
+            f" (token {result['token']})"
+        )
+    h = result["holder"]
+    return (
+        f"not acquired: {shown_key(h)} is held by {h['agent']} ({h['mode']})"
+        f" until {h['expires_at']}"
+    )
+
+
+def commit_refusal(found: list[Blocker], committer: Caller, now: float) -> str:
+    """What the pre-commit hook prints when it refuses the commit: each file, its holder, their
+    intent, since and until when, then how to go on (the override, and what ``--no-verify``
+    also skips)."""
+    n = len(found)
+    files = "1 staged file is" if n == 1 else f"{n} staged files are"
+    lines = [f"agentcoord: commit refused: {files} claimed for writing by another agent:"]
+    for b in found:
+        h = b.holder
+        why = f" ({b.intent})" if b.intent else ""
+        lines.append(
+            f"  {b.path}: {h.agent}{why}, since {human_time(h.acquired)} "
+            f"({format_duration(max(0.0, now - h.acquired))} ago), until {human_time(h.expires)}"
+        )
+    if committer.kind == "anonymous":
+        lines.append(
+            "This commit comes from no agent (your terminal, or a process agentcoord cannot "
+            "attribute), so any agent's write claim blocks it."
+        )
+    else:
+        lines.append(f"You are {committer.agent}; your own claims never block your commits.")
+    lines.append(
+        "Ask the holder, or wait for the claim to be released (agentcoord claims), or "
+        "commit anyway:"
+    )
+    lines.append(f"  {ALLOW_ENV}=1 git commit ...")
+    lines.append("(git commit --no-verify also skips it, and every other pre-commit hook)")
+    return "\n".join(lines)
