@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import fcntl
 import json
 import os
 import socket
 import ssl
+import sys
+import termios
 import threading
 import time
 from pathlib import Path
@@ -115,6 +118,58 @@ def test_one_callers_flood_leaves_the_others_answered(daemon: Daemon) -> None:
     flood.shutdown(socket.SHUT_RDWR)  # hung up on (and the blocked sender woken): the rest
     sender.join(60)  # of what it had in flight is cancelled
     flood.close()
+
+
+def test_a_flood_never_read_holds_back_only_its_own_connection(daemon: Daemon) -> None:
+    """A caller that pipelines 200,000 pings on one unix connection and never reads a reply
+    holds back only that connection: its other connection is answered throughout, also once
+    the daemon has stopped reading the flood (its replies do not hold the caller's slots)."""
+    flood = _human_socket(daemon)
+    pings = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(200_000))
+    sent = [0]
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # shut down by the test at the end
+            while sent[0] < len(pings):
+                sent[0] += flood.send(pings[sent[0] : sent[0] + 65536])
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        other = _human_socket(daemon)  # the same caller as the flood: the human
+        other.settimeout(60)
+        # Each round trip on ``other`` gives the daemon's loop a turn, in which the flood's reader
+        # starts at most its in-flight bound of requests: after a few hundred turns with nothing
+        # more read from the flood nor written to it, the daemon has stopped reading it for good.
+        still, n = 0, 0
+        while still < 300:
+            before = (sent[0], _unread(flood))
+            other.sendall(b'{"jsonrpc":"2.0","id":"probe-%d","method":"ping"}\n' % n)
+            try:
+                (line,) = _read_lines(other, 1, daemon)
+            except TimeoutError:
+                pytest.fail(
+                    f"the caller's other connection got no answer to ping {n} while its flood was "
+                    f"held back ({before[0]} bytes sent)\n{daemon.log()[-4000:]}"
+                )
+            assert b'"id":"probe-%d"' % n in line, line
+            held = before[1] > 0 and (sent[0], _unread(flood)) == before
+            still = still + 1 if held else 0
+            n += 1
+            assert sent[0] < len(pings), "the daemon read the whole flood with its replies unread"
+        assert _hwm_kib(daemon) < BOUND_KIB, f"peak RSS {_hwm_kib(daemon)} KiB"
+        other.close()
+    finally:
+        flood.shutdown(socket.SHUT_RDWR)  # hung up on: what it had in flight is cancelled
+        sender.join(60)
+        flood.close()
+
+
+def _unread(s: socket.socket) -> int:
+    """Bytes of replies waiting to be read on ``s`` (unix(7) SIOCINQ)."""
+    buf = bytearray(4)
+    fcntl.ioctl(s.fileno(), termios.FIONREAD, buf)
+    return int.from_bytes(buf, sys.byteorder)
 
 
 def _send_quietly(s: socket.socket, data: bytes) -> None:

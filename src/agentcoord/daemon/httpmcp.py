@@ -297,7 +297,9 @@ class HttpRoutes:
         else:
             session = self._sessionless.setdefault(caller.agent, McpSession(caller=caller))
         # One caller's requests over all its connections run a bounded few at a time
-        # (daemon/mcp.py CallerSlots), so a flood from one cannot stall the others.
+        # (daemon/mcp.py CallerSlots), so a flood from one cannot stall the others; the slot
+        # is given back before the reply is written, so a client that does not read holds
+        # back only its own connection (docs/security.md "Limits").
         await self._core.slots.acquire(caller.agent)
         try:
             reply = await self._core.handle_payload(payload, session)

@@ -9,7 +9,9 @@ What one caller can make the daemon hold is bounded (:class:`McpLimits`, docs/se
 "Limits"): a batch has at most ``max_batch`` messages; a reply (a batch's replies together) over
 ``max_reply_bytes`` is an error saying so, and a batch stops running once its replies are over;
 each caller has ``max_caller_running`` requests running at once, over all its connections
-(:class:`CallerSlots`), so one agent's flood waits its turn instead of stalling the others.
+(:class:`CallerSlots`), so one agent's flood waits its turn instead of stalling the others. A
+request gives its caller's slot back once its reply is made: a reply waiting on a client that
+does not read holds back that client's connection (the transport's own bounds), not the caller.
 """
 
 from __future__ import annotations

@@ -342,14 +342,23 @@ class UnixListener:
         send: Any,
         slots: asyncio.Semaphore,
     ) -> None:
-        """Run one request; it holds a slot of the connection and one of its caller (taken by
-        the reader) until it ends."""
+        """Run one request. It holds a slot of its connection until its reply is written, and
+        one of its caller (both taken by the reader) only until its reply is made: a reply
+        waiting on a client that does not read holds back that connection, never the caller's
+        other connections (docs/security.md "Limits")."""
         msg_id = value.get("id") if isinstance(value, dict) else None
         agent = session.caller.agent
+        caller_slot = [True]  # still held
+
+        def release_caller_slot() -> None:
+            if caller_slot[0]:
+                caller_slot[0] = False
+                self._core.slots.release(agent)
 
         async def run() -> None:
             try:
                 reply = await self._core.handle_payload(value, session)
+                release_caller_slot()
                 with contextlib.suppress(ConnectionError):  # the peer is gone: nobody to tell
                     await send(reply)
             except asyncio.CancelledError:
@@ -365,7 +374,7 @@ class UnixListener:
         def ended(_: asyncio.Task[None]) -> None:
             # A callback, not a finally: it runs also for a task cancelled before it started.
             slots.release()
-            self._core.slots.release(agent)
+            release_caller_slot()
 
         task = tg.create_task(run())
         task.add_done_callback(ended)
