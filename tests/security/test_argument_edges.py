@@ -73,18 +73,20 @@ def test_register_on_a_sessions_name_names_the_conflict(
 
 
 def test_an_overlong_audit_actor_names_actor(daemon: Daemon, tally: Tally) -> None:
-    """audit actor of 5,000 characters: the error names `actor`, not `resource_key`."""
-    with pytest.raises(ToolFailed) as err:
-        human_call(daemon, "audit", actor="a" * 5000)
-    message = str(err.value)
-    assert tally("overlong audit actor", "`actor` is longer than 512" in message), message
-    assert "resource_key" not in message
+    """An audit actor past the key limit (600 characters) or past every argument's bound (5,000)
+    is refused naming `actor`, never `resource_key`."""
+    for size, words in ((600, "`actor` is longer than 512"), (5000, "`actor` is longer than")):
+        with pytest.raises(ToolFailed) as err:
+            human_call(daemon, "audit", actor="a" * size)
+        message = str(err.value)
+        assert tally("overlong audit actor", words in message), message
+        assert "resource_key" not in message
 
 
 @pytest.mark.parametrize(
     ("repo", "words"),
     [
-        ("r" * 100_000, "is not a usable path"),
+        ("r" * 100_000, "`repo` is longer than"),
         ("/nonexistent/" + "d" * 300 + "/x", "does not exist"),
         ("/nonexistent/repo", "does not exist"),
         ("/", "is not a git repository"),
