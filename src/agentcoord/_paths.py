@@ -25,9 +25,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "POINTER_NAME",
@@ -149,9 +148,10 @@ def pointer_path(env: Mapping[str, str], uid: int) -> Path:
     return pointer_dir(env, uid) / POINTER_NAME
 
 
-@dataclass(frozen=True)
-class Located:
-    """Where a client looks for the daemon, and where a start on demand puts one."""
+class Located(NamedTuple):
+    """Where a client looks for the daemon, and where a start on demand puts one (a NamedTuple,
+    not a dataclass: every shim and command hook imports this module, and dataclasses costs
+    them 7 ms of imports)."""
 
     candidates: tuple[Path, ...]  # runtime dirs to try, in order
     start_runtime: Path  # where a daemon started on demand serves
