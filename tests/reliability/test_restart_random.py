@@ -210,7 +210,7 @@ def test_acknowledged_state_survives_random_restarts(
     daemon: Daemon, claude_bin: Path, seed: int
 ) -> None:
     """Ten random restarts (SIGTERM or -9, between or during calls) amid random writes: after
-    each, ready within 1 s and every acknowledged claim, release, expiry, focus and channel
+    each, ready again and every acknowledged claim, release, expiry, focus and channel
     holds; at the end every acknowledged message is in the inbox."""
     rng = random.Random(seed)
     alice = Session(daemon, claude_bin, daemon.root / "alice")
