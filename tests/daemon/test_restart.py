@@ -6,6 +6,7 @@ Each test runs the real daemon (``python -m agentcoord serve``) with the real na
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import signal
@@ -103,6 +104,12 @@ class _SilentServer:
             self.accepted.set()
 
     def close(self) -> None:
+        # Wake the accept loop (a shutdown does; a close from another thread may not) and wait
+        # for it, then close every connection it took: none is left behind for the garbage
+        # collector to warn about during a later test.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self._thread.join(30)
         self.sock.close()
         for conn in self._conns:
             conn.close()
