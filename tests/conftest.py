@@ -27,6 +27,12 @@ import pytest
 from tests import _skips
 
 FAKES = Path(__file__).parent / "fakes"
+# How long a test waits for a daemon it starts to be ready. A daemon is ready in well under a
+# second on an idle machine (bench/startup.py times it); a machine running two suites at once
+# can take many seconds, so a test waits long and only a daemon that never comes fails it,
+# with its log: well inside pytest-timeout's limit for the whole test (pyproject.toml), whose
+# report would carry no log.
+READY_TIMEOUT = 60.0
 
 
 def _isolate_home() -> Path:
@@ -78,6 +84,7 @@ class Daemon:
     proc: subprocess.Popen[bytes] | None = None
     python: str = sys.executable  # the interpreter it runs under (an install elsewhere)
     log_path: Path = field(init=False)
+    log_offset: int = field(init=False, default=0)  # where the last start's log begins
 
     def __post_init__(self) -> None:
         self.log_path = self.root / "daemon.log"
@@ -102,11 +109,14 @@ class Daemon:
     def url(self) -> str:
         return f"http://{self.http_addr}"
 
-    def start(self, timeout: float = 15.0) -> Daemon:
+    def start(self, timeout: float = READY_TIMEOUT) -> Daemon:
+        """Start ``agentcoord serve`` and wait until ``/healthz`` says ok (a busy machine may
+        take many seconds: the deadline is generous, and the failure carries the log)."""
         addr_file = self.runtime_dir / "http.addr"
         if addr_file.exists():
             addr_file.unlink()
         log = self.log_path.open("ab")
+        self.log_offset = log.tell()
         self.proc = subprocess.Popen(
             [self.python, "-m", "agentcoord", "serve"],
             env=self.env,
@@ -116,13 +126,22 @@ class Daemon:
         )
         log.close()
         deadline = time.monotonic() + timeout
+        health = (0, "")
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"daemon exited {self.proc.returncode}:\n{self.log()}")
-            if addr_file.exists() and self.healthz() == (200, "ok"):
-                return self
+            if addr_file.exists():
+                health = self.healthz()
+                if health == (200, "ok"):
+                    return self
             time.sleep(0.02)
-        raise RuntimeError(f"daemon not ready in {timeout}s:\n{self.log()}")
+        since = self.log_path.read_bytes()[self.log_offset :].decode(errors="replace")
+        raise RuntimeError(
+            f"daemon (pid {self.proc.pid}) not ready in {timeout}s: "
+            f"http.addr {'written' if addr_file.exists() else 'not written'}, "
+            f"last /healthz {health}; its log since this start:\n"
+            f"{since or '(empty: it wrote nothing)'}"
+        )
 
     def healthz(self) -> tuple[int, str]:
         try:

@@ -38,7 +38,7 @@ def _wait_prompt(d: Daemon) -> dict[str, Any]:
     """The one open prompt, once `agentcoord prompts --json` lists it (10 s deadline)."""
     import time
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         prompts = json.loads(_cli(d.env, "prompts", "--json").stdout)["prompts"]
         if prompts:

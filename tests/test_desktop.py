@@ -23,7 +23,7 @@ def test_prompt_notifies_desktop(daemon_factory: Any, claude_bin: Path, tmp_path
         d, claude_bin, [("escalate", {"question": "Rotate the API keys?", "timeout_secs": 5})]
     )
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while not record.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         lines = record.read_text().splitlines()

@@ -9,6 +9,9 @@ block (invisible when rendered) say what a test cannot do, each with its reason:
 - ``<!-- not-run: REASON -->``: no command of the block runs;
 - ``<!-- not-run "PREFIX": REASON -->``: commands starting with PREFIX do not run;
 - ``<!-- exits N "PREFIX": REASON -->``: commands starting with PREFIX must exit N;
+- ``<!-- needs CMD "PREFIX": REASON -->``: commands starting with PREFIX need the system
+  command CMD (the doc's "Needs ..." line names its package): where CMD is not on PATH they are
+  skipped as a missing dependency (``tests/_skips.py``), not failed;
 - ``<!-- file NAME -->``: the block (any language) is saved as NAME in the working dir.
 
 Each doc file gets one daemon (on temp dirs, as ``tests/conftest.py`` makes them) and one
@@ -32,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._skips import SYSTEM_COMMANDS
 from tests.conftest import FAKES, Daemon, make_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +43,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL_TAGS = {"sh", "bash", "console"}
 FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w-]*)\s*$")
 MARKER = re.compile(
-    r"<!--\s*(?:(?P<kind>not-run|exits\s+(?P<code>\d+))(?:\s+\"(?P<prefix>[^\"]+)\")?\s*:"
+    r"<!--\s*(?:(?P<kind>not-run|exits\s+(?P<code>\d+)|needs\s+(?P<needs>[\w.-]+))"
+    r"(?:\s+\"(?P<prefix>[^\"]+)\")?\s*:"
     r"\s*(?P<reason>.*?)|file\s+(?P<file>\S+))\s*-->"
 )
 COMMAND_TIMEOUT = 120.0
@@ -58,6 +63,7 @@ class Command:
     line: int
     text: str
     expect: int = 0
+    needs: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -68,11 +74,12 @@ class Command:
 class Marker:
     doc: str
     line: int
-    kind: str  # not-run | exits | file
+    kind: str  # not-run | exits | needs | file
     prefix: str | None
     reason: str
     code: int = 0
     used: bool = False
+    needs: str = ""
 
 
 @dataclass
@@ -123,6 +130,7 @@ def parse(path: Path) -> Doc:
                 m.group("prefix"),
                 m.group("file") or (m.group("reason") or "").strip(),
                 int(m.group("code") or 0),
+                needs=m.group("needs") or "",
             )
             waiting.append(marker)
             doc.markers.append(marker)
@@ -154,6 +162,8 @@ def parse(path: Path) -> Doc:
                     marker.used = True
                     if marker.kind == "not-run":
                         skip = marker
+                    elif marker.kind == "needs":
+                        command.needs.append(marker.needs)
                     else:
                         command.expect = marker.code
                 if skip is not None:
@@ -280,6 +290,10 @@ def shells(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, DocSh
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.id for c in COMMANDS])
 def test_doc_command_runs(shells: dict[str, DocShell], command: Command) -> None:
     """The command, as the doc writes it, exits as the doc says (0 unless marked)."""
+    for name in command.needs:
+        if shutil.which(name) is None:
+            package = SYSTEM_COMMANDS.get(name, name)
+            pytest.skip(f"{package} not installed ({name} is not on PATH): {command.id} needs it")
     done = shells[command.doc].run(command)
     assert done.returncode == command.expect, (
         f"{command.id}: `{command.text}` exited {done.returncode}, expected {command.expect}\n"

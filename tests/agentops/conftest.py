@@ -101,8 +101,10 @@ def created_rv(d: Daemon, plural: str, name: str) -> int:
     return int(row[0])
 
 
-def wait_for(pred: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
-    """Poll ``pred`` until it returns something truthy (tests only; the daemon waits on events)."""
+def wait_for(pred: Callable[[], Any], timeout: float = 60.0, what: str = "") -> Any:
+    """Poll ``pred`` until it returns something truthy (tests only; the daemon waits on events).
+    The deadline is generous: a busy machine is slow, and only a condition that never comes
+    should fail."""
     deadline = time.monotonic() + timeout
     while True:
         value = pred()

@@ -12,7 +12,7 @@ from agentcoord.agentops.workqueue import WorkQueue, backoff
 pytestmark = pytest.mark.unit
 
 
-async def _get(q: WorkQueue[str], timeout: float = 2.0) -> str | None:
+async def _get(q: WorkQueue[str], timeout: float = 30.0) -> str | None:
     async with asyncio.timeout(timeout):
         return await q.get()
 
@@ -83,7 +83,7 @@ async def test_workers_never_process_one_key_at_the_same_time() -> None:
         adding = False
         if caught_up():
             settled.set()
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(60):
             await settled.wait()
         q.shut_down()
     assert overlaps == []
@@ -134,7 +134,7 @@ async def test_an_add_during_the_backoff_is_processed_at_once() -> None:
 async def test_shut_down_wakes_waiting_workers_and_drops_later_work() -> None:
     """Shut-down returns None to waiting workers, cancels delayed keys and ignores adds."""
     q: WorkQueue[str] = WorkQueue(base_delay=0.01, max_delay=0.01)
-    async with asyncio.timeout(2), asyncio.TaskGroup() as tg:
+    async with asyncio.timeout(60), asyncio.TaskGroup() as tg:
         waiting = [tg.create_task(q.get()) for _ in range(3)]
         q.add_rate_limited("late")
         q.shut_down()

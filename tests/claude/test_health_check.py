@@ -37,4 +37,4 @@ def test_claude_mcp_list_connects_and_leaves_no_agent(
     assert setup.returncode == 0, setup.stderr
     line = mcp_list_line(real_claude, env, project)
     assert "✔ Connected" in line, line
-    wait_for(lambda: not _session_agents(daemon), timeout=5, what="no agent left")
+    wait_for(lambda: not _session_agents(daemon), what="no agent left")

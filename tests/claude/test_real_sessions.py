@@ -217,7 +217,7 @@ def test_the_sessions_agent_ends_when_claude_exits(daemon: Daemon, claude: Claud
     claude.api.script(ToolUse(WHOAMI, {}), _echo_last_result)
     run = claude.run("who am I?")
     me = json.loads(tool_results(run.requests[-1])[-1]["text"])["agent"]
-    wait_for(lambda: _agents(daemon)[me].get("phase") == "Ended", timeout=5, what="Ended")
+    wait_for(lambda: _agents(daemon)[me].get("phase") == "Ended", what="Ended")
     row = _agents(daemon)[me]
     assert row.get("ended_at"), row
     # -p runs the SessionEnd hook (reason "other") before it exits: the hook ended it.
@@ -253,7 +253,6 @@ def test_a_write_takes_an_edit_lease_that_ends_with_the_session(
     assert (lease["mode"], lease["purpose"]) == ("write", "automatic edit lease"), lease
     wait_for(
         lambda: not own_call(daemon, "check_claims", {})["structuredContent"]["claims"],
-        timeout=5,
         what="the lease released",
     )
 

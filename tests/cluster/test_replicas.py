@@ -36,13 +36,13 @@ def test_replica_count_is_applied_and_raised(
         "AGENTCOORD_NATS_USER": USER,
         "AGENTCOORD_NATS_PASSWORD": PASSWORD,
     }
-    d = daemon_factory("r", AGENTCOORD_NATS_REPLICAS="1", **env).start(timeout=45)
+    d = daemon_factory("r", AGENTCOORD_NATS_REPLICAS="1", **env).start()
     assert replicas(cluster) == dict.fromkeys(ASSETS, 1)
     held = own_call(d, "claim", {"resource_key": "keep", "ttl": "5m"})["structuredContent"]
     assert held["acquired"]
     d.stop()
     d.env["AGENTCOORD_NATS_REPLICAS"] = "3"
-    d.start(timeout=45)
+    d.start()
     assert replicas(cluster) == dict.fromkeys(ASSETS, 3)
     seen = own_call(d, "check_claims", {"prefix": "keep"})["structuredContent"]["claims"]
     assert [c["token"] for c in seen] == [held["token"]]

@@ -18,7 +18,7 @@ from tests.cluster.natscluster import NatsCluster, Node
 from tests.conftest import FAKES, Daemon
 from tests.tools.conftest import AgentProc, ToolFailed
 from tests.tools.session_helpers import finish, read_results, spawn_session
-from tests.tools.test_claims_stress import check_shadow_log
+from tests.tools.test_claims_stress import check_shadow_log, wait_ready
 
 WORKER = FAKES / "claim_worker.py"
 
@@ -49,7 +49,7 @@ def start_race(
 def collect(procs: list[subprocess.Popen[bytes]]) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for p in procs:
-        out, _ = p.communicate(timeout=120)
+        out, _ = p.communicate(timeout=600)
         records.extend(json.loads(line) for line in out.splitlines())
     return records
 
@@ -85,7 +85,7 @@ def test_race_across_hosts_never_two_write_holders(
     a, b = hosts
     go = tmp_path / "go"
     procs = start_race([a, b], claude_bin, go, per_host=3, attempts=60, keys=4)
-    time.sleep(1.0)  # workers connect and identify themselves before the start
+    wait_ready(go, [h * 100 + i for h in range(2) for i in range(3)], procs)
     go.touch()
     records = collect(procs)
     assert len(records) == 6 * 60
@@ -107,14 +107,14 @@ def test_messages_and_channels_cross_hosts(hosts: tuple[Daemon, Daemon], agent_o
     got = bob.call("inbox")["messages"]
     assert [(m["from"], m["text"]) for m in got] == [(alice.name, "queued for bob")]
 
-    poll = bob.start("inbox", wait_secs=10)
-    time.sleep(0.3)  # the long poll reaches the server
+    poll = bob.start("inbox", wait_secs=60)
+    time.sleep(0.3)  # the long poll likely reaches the server (queued, it is answered too)
     alice.call("send", to=bob.name, text="live")
     assert [m["text"] for m in bob.result(poll)["messages"]] == ["live"]
 
     alice.call("open_channel", name="release", participants=[bob.name])
     alice.call("send", channel="release", text="cutting 1.0")
-    got = bob.call("inbox", wait_secs=5)["messages"]
+    got = bob.call("inbox", wait_secs=60)["messages"]
     assert [(m["from"], m.get("channel"), m["text"]) for m in got] == [
         (alice.name, "release", "cutting 1.0")
     ]
@@ -252,7 +252,7 @@ def test_node_loss_during_race_loses_nothing_acknowledged(
         victim = pick_victim(cluster)
         go = tmp_path / "go"
         procs = start_race([a, b], claude_bin, go, per_host=2, attempts=250, keys=3)
-        time.sleep(1.0)
+        wait_ready(go, [h * 100 + i for h in range(2) for i in range(2)], procs)
         thread = threading.Thread(target=sender)
         thread.start()
         go.touch()

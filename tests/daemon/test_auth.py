@@ -92,7 +92,7 @@ def test_nats_start_failure_is_clear(daemon_factory: Any, tmp_path: Path) -> Non
     cfg.write_text(f'nats_server_bin = "{fake}"\n')
     d = daemon_factory("badnats", AGENTCOORD_CONFIG=str(cfg))
     with pytest.raises(RuntimeError) as info:
-        d.start(timeout=20)
+        d.start()
     message = str(info.value)
     assert "nats-server exited with code 3" in message
     assert "fake: cannot open store" in message

@@ -46,7 +46,7 @@ async def _kill_under_load(state: Path) -> tuple[int, int]:
         stop.set()
         await asyncio.gather(*tasks)
         await nc.close()
-        async with asyncio.timeout(10):  # the supervisor restarts it on the same store
+        async with asyncio.timeout(60):  # the supervisor restarts it on the same store
             # The supervisor has no "restarted" event; a bounded poll of its counter will do.
             while sup.restarts == 0:  # noqa: ASYNC110
                 await asyncio.sleep(0.05)

@@ -6,6 +6,7 @@ Each test runs the real daemon (``python -m agentcoord serve``) with the real na
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import signal
@@ -13,7 +14,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,14 +71,12 @@ def test_restart_after_released_claims_aged_out(daemon: Daemon, claude_bin: Path
     assert _ok(got[0])["acquired"]
     assert _ok(got[1])["acquired"]
     # aged/b goes with its holder's process; then every marker ages out (limit_marker_ttl).
-    wait_for(lambda: _claims_stream(daemon)[0] == 0, timeout=30, what="claims markers aged out")
+    wait_for(lambda: _claims_stream(daemon)[0] == 0, timeout=60, what="claims markers aged out")
     messages, first, last = _claims_stream(daemon)
     assert messages == 0
     assert first > last > 0
     assert daemon.stop() == 0
-    t0 = time.monotonic()
-    daemon.start(timeout=5)
-    assert time.monotonic() - t0 < 5
+    daemon.start()  # the wedged start waited for the bucket, gave up and exited
     again = session_call(daemon, claude_bin, [("claim", {"resource_key": "aged/a"})])
     assert _ok(again[0])["acquired"]
 
@@ -106,6 +104,12 @@ class _SilentServer:
             self.accepted.set()
 
     def close(self) -> None:
+        # Wake the accept loop (a shutdown does; a close from another thread may not) and wait
+        # for it, then close every connection it took: none is left behind for the garbage
+        # collector to warn about during a later test.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self._thread.join(30)
         self.sock.close()
         for conn in self._conns:
             conn.close()
@@ -174,24 +178,22 @@ def test_unanswered_part_fails_start_in_one_line_with_systemd_status(
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_stop_signal_during_start_up_exits_within_two_seconds(
+def test_stop_signal_during_start_up_is_honoured(
     tmp_path: Path, silent_nats: _SilentServer, sig: signal.Signals
 ) -> None:
     """SIGTERM or SIGINT while start-up waits on a part that does not answer ends the daemon
-    within 2 s (it used to be ignored until the start gave up)."""
+    cleanly, naming the part (it used to be ignored until the start gave up and failed)."""
     proc = _serve(tmp_path / "d", AGENTCOORD_NATS_URL=f"nats://127.0.0.1:{silent_nats.port}")
     try:
-        assert silent_nats.accepted.wait(20), "the daemon never reached its NATS client"
+        assert silent_nats.accepted.wait(60), "the daemon never reached its NATS client"
         assert proc.poll() is None
-        t0 = time.monotonic()
         proc.send_signal(sig)
-        proc.wait(timeout=5)
-        took = time.monotonic() - t0
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
         _out, err = proc.communicate(timeout=10)
-    assert took < 2.0, (took, err)
+    # Exit 0 and this line, not the failed start's exit 1 and "did not answer within".
     assert proc.returncode == 0, err
     assert "stop requested during start-up (the NATS client)" in err
     assert "Traceback" not in err

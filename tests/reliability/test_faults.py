@@ -28,7 +28,7 @@ def sigkill_daemon(rig: Rig) -> None:
     d.proc.kill()
     d.proc.wait()
     wait_gone(npid)
-    d.start(timeout=30)
+    d.start()
     rig.tally.faults["daemon SIGKILL"] += 1
 
 

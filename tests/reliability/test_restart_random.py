@@ -1,6 +1,6 @@
 """Randomized restarts: claim / release / renew / expiry / annotate / send / store writes, with
 the daemon stopped by SIGTERM or killed (-9) between calls and in the middle of one, many
-times over. After every restart the daemon is ready within 1 s and every acknowledged write
+times over. After every restart the daemon is ready again and every acknowledged write
 is there: held claims held with their tokens, released and expired ones gone, the last focus,
 each channel; at the end every acknowledged message is in its recipient's inbox.
 
@@ -28,7 +28,6 @@ from tests.tools.session_helpers import own_call
 
 DRIVER = FAKES / "reconnecting_session.py"
 ROUNDS = 10
-READY_WITHIN_S = 1.0
 
 
 class Session:
@@ -164,7 +163,7 @@ class Workload:
 
 def _restart(d: Daemon, rng: random.Random, work: Workload) -> str:
     """Stop the daemon (SIGTERM or -9, between calls or during one) and start it again;
-    returns what was done. Asserts it is ready within READY_WITHIN_S."""
+    returns what was done. How fast it is ready is bench/startup.py's figure, not a test's."""
     assert d.proc is not None
     how = rng.choice(["term", "kill", "term-mid-call", "kill-mid-call"])
     sig = signal.SIGKILL if how.startswith("kill") else signal.SIGTERM
@@ -179,10 +178,7 @@ def _restart(d: Daemon, rng: random.Random, work: Workload) -> str:
     else:
         d.proc.send_signal(sig)
         d.proc.wait(10)
-    t0 = time.monotonic()
-    d.start(timeout=15)
-    took = time.monotonic() - t0
-    assert took < READY_WITHIN_S, f"ready after {took:.2f}s ({how})"
+    d.start()
     return how
 
 
@@ -214,7 +210,7 @@ def test_acknowledged_state_survives_random_restarts(
     daemon: Daemon, claude_bin: Path, seed: int
 ) -> None:
     """Ten random restarts (SIGTERM or -9, between or during calls) amid random writes: after
-    each, ready within 1 s and every acknowledged claim, release, expiry, focus and channel
+    each, ready again and every acknowledged claim, release, expiry, focus and channel
     holds; at the end every acknowledged message is in the inbox."""
     rng = random.Random(seed)
     alice = Session(daemon, claude_bin, daemon.root / "alice")

@@ -59,7 +59,7 @@ def _raise_prompt(agent: AgentProc) -> str:
 def _refusals(daemon: Daemon, want: int = 1) -> list[dict[str, Any]]:
     """The HUMAN_REFUSED events, read as the human once ``want`` of them are there (the
     audit append is batched) or 10 s have passed."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while True:
         events = human_call(daemon, "audit", type="HUMAN_REFUSED")["events"]
         if len(events) >= want or time.monotonic() > deadline:
@@ -277,7 +277,7 @@ def _raw(agent: AgentProc, req: dict[str, Any]) -> dict[str, Any]:
     agent.proc.stdin.write(json.dumps(req).encode() + b"\n")
     agent.proc.stdin.flush()
     with agent._cond:
-        assert agent._cond.wait_for(lambda: req["id"] in agent._replies, 10)
+        assert agent._cond.wait_for(lambda: req["id"] in agent._replies, 60)
         return agent._replies.pop(req["id"])  # type: ignore[no-any-return]
 
 
@@ -354,7 +354,7 @@ def test_every_human_answer_is_audited_once_with_how_and_process(
     assert done.returncode == 0, done.stderr
     assert _console_answer(daemon, by_console, "approve") == 200
     assert _mcp_answer(daemon, by_mcp, "yes")["isError"] is False
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     events: list[dict[str, Any]] = []
     while time.monotonic() < deadline and len(events) < 3:  # the audit append is batched
         events = human_call(daemon, "audit", type="HUMAN_ANSWERED")["events"]

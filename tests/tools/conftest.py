@@ -74,7 +74,7 @@ class AgentProc:
         self.proc.stdin.flush()
         return rid
 
-    def result(self, rid: int, timeout: float = 30.0) -> dict[str, Any]:
+    def result(self, rid: int, timeout: float = 90.0) -> dict[str, Any]:
         """The structured result of request ``rid``; raises ToolFailed on an error result."""
         with self._cond:
             if not self._cond.wait_for(lambda: rid in self._replies, timeout):
@@ -85,7 +85,7 @@ class AgentProc:
             raise ToolFailed(result["content"][0]["text"])
         return result["structuredContent"]  # type: ignore[no-any-return]
 
-    def call(self, tool: str, timeout: float = 30.0, **arguments: Any) -> dict[str, Any]:
+    def call(self, tool: str, timeout: float = 90.0, **arguments: Any) -> dict[str, Any]:
         return self.result(self.start(tool, **arguments), timeout)
 
     def close(self) -> None:

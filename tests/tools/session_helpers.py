@@ -110,6 +110,11 @@ def unix_request(d: Daemon, req: dict[str, Any], *, human: bool = True) -> dict[
                 break
             buf += chunk
     replies = [json.loads(line) for line in buf.splitlines() if line.strip()]
+    if len(replies) < len(lines):  # the daemon closed the connection first: say why it did
+        raise AssertionError(
+            f"the daemon closed the connection after {len(replies)} of {len(lines)} replies "
+            f"({replies}); its log ends:\n{d.log()[-4000:]}"
+        )
     return replies[-1]  # type: ignore[no-any-return]
 
 

@@ -54,6 +54,21 @@ def check_shadow_log(records: list[dict[str, Any]]) -> None:
                 assert nxt["got"] > prev["release_sent"], (prev, nxt)
 
 
+def wait_ready(go: Path, seeds: list[int], procs: list[subprocess.Popen[bytes]]) -> None:
+    """Wait until every claim worker has connected and identified itself (its
+    ``GO.ready-SEED`` file exists), so that ``go`` starts them all at once however slow the
+    machine; a worker that exits first fails the wait."""
+    deadline = time.monotonic() + 120
+    for seed, proc in zip(seeds, procs, strict=True):
+        ready = go.parent / f"{go.name}.ready-{seed}"
+        while not ready.exists():
+            if proc.poll() is not None:
+                raise AssertionError(f"claim worker {seed} exited {proc.returncode} before ready")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"claim worker {seed} not ready in 120 s")
+            time.sleep(0.02)
+
+
 def run_stress(
     d: Daemon, claude: Path, clients: int, attempts: int, keys: int
 ) -> list[dict[str, Any]]:
@@ -77,7 +92,7 @@ def run_stress(
         )
         for i in range(clients)
     ]
-    time.sleep(0.5 + 0.05 * clients)
+    wait_ready(go, list(range(clients)), procs)
     go.touch()
     records: list[dict[str, Any]] = []
     for p in procs:

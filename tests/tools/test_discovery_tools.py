@@ -66,7 +66,7 @@ def test_annotate_is_a_whole_record_write(daemon: Daemon, claude_bin: Path) -> N
         {"agent": me, "intent": "two", "files": [], "symbols": [], "concepts": [], "score": 2}
     ]
     assert _sc(own_call(daemon, "find_agents", {"query": "a.py"}))["matches"] == []
-    deadline = time.monotonic() + 2  # audit appends are asynchronous
+    deadline = time.monotonic() + 60  # audit appends are asynchronous
     while True:
         events = _sc(own_call(daemon, "audit", {"type": "AGENT_ANNOTATED", "actor": me}))
         if len(events["events"]) == 2 or time.monotonic() > deadline:

@@ -60,7 +60,7 @@ def test_pre_tool_use_denies_claimed_file_until_released(daemon: Daemon, claude_
         assert "deny" in _hook(daemon, claude_bin, "pre-tool-use", relative)
     finally:
         finish(holder)  # the holder exits: its claims are released (holder-exited)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while _hook(daemon, claude_bin, "pre-tool-use", payload) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _hook(daemon, claude_bin, "pre-tool-use", payload) == ""

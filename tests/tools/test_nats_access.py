@@ -81,7 +81,7 @@ async def test_agent_login_is_scoped(daemon: Daemon, agents: Any) -> None:
         mine = await login.nc.subscribe(f"agents.{b.name}.inbox")
         await login.nc.flush()
         await asyncio.to_thread(a.call, "send", to=b.name, text="live copy")
-        msg = wire.decode((await mine.next_msg(5)).data)
+        msg = wire.decode((await mine.next_msg(60)).data)
         assert (getattr(msg, "from"), msg.body) == (a.name, b"live copy")
 
         for subject in (f"agents.{a.name}.inbox", "channels.secret", "channels.>", "_INBOX.>"):
@@ -108,7 +108,7 @@ async def test_joining_a_channel_extends_the_login(daemon: Daemon, agents: Any) 
         sub = await login.nc.subscribe("channels.room")
         await login.nc.flush()
         await asyncio.to_thread(a.call, "send", channel="room", text="hello room")
-        msg = wire.decode((await sub.next_msg(5)).data)
+        msg = wire.decode((await sub.next_msg(60)).data)
         assert (msg.channel, msg.body) == ("room", b"hello room")
     finally:
         await login.nc.close()

@@ -79,11 +79,84 @@ def deny_tool(reason: str) -> dict[str, Any]:
 async def _identify(
     deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
+    """SessionStart: who the session is; after a compaction or /clear also what it holds,
+    what it is on and what waits for it (docs/claude-code.md "After compaction or /clear")."""
+    source = payload.get("source")
+    if source in _RECAP_SOURCES and caller.kind != "human":
+        return {"context": await _recap(deps, caller, str(source))}
     text = (
         f"agentcoord: you are agent `{caller.agent}` on this machine's coordination daemon "
         "(MCP server agent-coord). Claim files before editing them; check your inbox."
     )
     return {"context": text}
+
+
+# SessionStart sources after which the model has lost what it knew of this session: Claude
+# Code compacted the conversation, or the user ran /clear (code.claude.com/docs/en/hooks,
+# "SessionStart").
+_RECAP_SOURCES = {"compact": "compacted", "clear": "cleared"}
+_RECAP_CLAIMS = 10  # listed one per line; the rest are counted (check_claims lists them all)
+_RECAP_INBOX_S = 2.0  # the inbox count is a server round trip: never hold the session start
+
+
+def _claim_line(key: str, holder: Holder, now: float) -> str:
+    """One held claim as the model reads it: mode, the key as people read it (a file's
+    repository and path; its own worktree and branch go without saying), and when it
+    expires."""
+    from agentcoord.filekeys import split_file_key
+    from agentcoord.stores.kv import format_duration
+    from agentcoord.tools.claims import shown_key
+
+    row: dict[str, Any] = {"resource_key": key}
+    repo, path = split_file_key(key)
+    if path != key:
+        row["path"] = path
+        if repo is not None:
+            row["repository"] = repo
+    left = format_duration(max(0.0, round(holder.expires - now)))
+    lease = ", an automatic edit lease" if holder.purpose == AUTO_LEASE_PURPOSE else ""
+    return (
+        f"  - {holder.mode} {shown_key(row)}: expires {_iso(holder.expires)} "
+        f"(in {left}{lease}; token {holder.token})"
+    )
+
+
+async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
+    """A few lines: the agent's name, its claims with their expiry, its focus and how many
+    messages wait, so a compacted or cleared conversation goes on where it was."""
+    import asyncio
+
+    now = time.time()
+    held = sorted(deps.claims.held_by(caller.agent), key=lambda kh: kh[1].expires)
+    lines = [
+        f"agentcoord: this conversation was {_RECAP_SOURCES[source]}; you are still agent "
+        f"`{caller.agent}` on this machine's coordination daemon (MCP server agent-coord)."
+    ]
+    if held:
+        lines.append(f"- claims you hold ({len(held)}; renew before they expire):")
+        lines += [_claim_line(key, h, now) for key, h in held[:_RECAP_CLAIMS]]
+        if len(held) > _RECAP_CLAIMS:
+            lines.append(f"  - and {len(held) - _RECAP_CLAIMS} more (check_claims lists them)")
+    else:
+        lines.append("- claims you hold: none")
+    focus = deps.focus.get(caller.agent)
+    if focus is not None and (focus.intent or focus.files):
+        said = focus.intent or "(no intent)"
+        files = f" (files: {', '.join(focus.files)})" if focus.files else ""
+        lines.append(f"- your focus: {said}{files}")
+    else:
+        lines.append("- your focus: none set (annotate says what you are working on)")
+    try:
+        async with asyncio.timeout(_RECAP_INBOX_S):
+            waiting = await deps.messaging.bus.waiting(caller.agent)
+        lines.append(
+            f"- messages waiting in your inbox: {waiting}"
+            + (" (read them with inbox)" if waiting else "")
+        )
+    except TimeoutError:
+        lines.append("- messages waiting in your inbox: unknown just now (check inbox)")
+    lines.append("Claim files before editing them; check your inbox.")
+    return "\n".join(lines)
 
 
 # Claude Code's file-writing tools and the input field naming their file (FACTS.md "Hooks").

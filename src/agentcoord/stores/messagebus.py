@@ -494,6 +494,16 @@ class MessageBus:
                 if live:
                     self._waiting[agent] -= 1
 
+    async def waiting(self, agent: str) -> int:
+        """How many messages wait in ``agent``'s inbox: not delivered yet, or delivered and not
+        confirmed by a later read. A count only (the server's consumer info): nothing is read
+        or acknowledged; 0 when it cannot tell (no inbox yet)."""
+        try:
+            info = await self._js.consumer_info(STREAM, consumer_name(agent))
+        except Exception:
+            return 0
+        return int(info.num_pending or 0) + int(info.num_ack_pending or 0)
+
     async def _pending(self, agent: str) -> int:
         """Messages the agent's consumer has not delivered yet (0 when it cannot tell)."""
         try:

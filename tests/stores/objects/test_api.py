@@ -116,9 +116,11 @@ async def test_bookmarks_and_timeout(served: Served) -> None:
     url = f"{BASE}?watch=true&resourceVersion=1&allowWatchBookmarks=true&timeoutSeconds=1"
     loop = asyncio.get_running_loop()
     start = loop.time()
-    async with served.client.stream("GET", url) as r:
+    # timeoutSeconds ends the stream: not before that second (a busy machine only makes it
+    # later), and not never (the generous bound turns a hang into a failure).
+    async with asyncio.timeout(60), served.client.stream("GET", url) as r:
         events = [json.loads(line) async for line in r.aiter_lines() if line]
-    assert 0.9 <= loop.time() - start < 5
+    assert loop.time() - start >= 0.9
     assert events
     assert {e["type"] for e in events} == {"BOOKMARK"}
     assert events[0]["object"]["metadata"]["resourceVersion"] == "1"
@@ -133,7 +135,7 @@ async def test_close_ends_open_watches(served: Served) -> None:
             await served.api.aclose()
 
         closer = asyncio.create_task(close_soon())
-        async with asyncio.timeout(3):
+        async with asyncio.timeout(60):
             lines = [line async for line in r.aiter_lines() if line]
         await closer
     assert lines == []

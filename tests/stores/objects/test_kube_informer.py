@@ -97,7 +97,7 @@ async def test_watch_gone_lists_again(tmp_path: Path) -> None:
     api = ScriptedApi()
     store = KubeObjectStore(_kubeconfig(tmp_path), transport=httpx2.MockTransport(api))
     async with store:
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(60):
             while True:
                 _, objs, _ = store.list_raw("agents", "default")
                 if len(objs) == 2:

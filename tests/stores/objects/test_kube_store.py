@@ -88,7 +88,7 @@ def test_objects_written_elsewhere_reach_the_node(
         ),
     )
     names: list[str] = []
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         rows = own_call(node, "list_agents", {})["structuredContent"]["agents"]
         names = [r["name"] for r in rows]
@@ -134,11 +134,11 @@ async def test_unreachable_api_server_fails_with_a_typed_error(tmp_path: Path) -
             }
         )
     )
-    started = time.monotonic()
+    # A refused connection fails the open at once with its cause; a hang would end only at
+    # the ready timeout, with "did not answer within" instead.
     with pytest.raises(StoreError, match=r"cannot list .*cannot reach"):
-        async with KubeObjectStore(config, ready_timeout=10):
+        async with KubeObjectStore(config, ready_timeout=120):
             pass
-    assert time.monotonic() - started < 5
 
 
 async def test_mirror_recovers_after_api_server_restart(

@@ -64,7 +64,7 @@ def test_first_contact_creates_agent_object(
 
     items = listed()
     assert [i["metadata"]["name"] for i in items] == ["myproj-1"]
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while items[0]["status"]["phase"] != "Ended" and time.monotonic() < deadline:
         items = listed()
     assert items[0]["status"]["reason"] == "process exited"
