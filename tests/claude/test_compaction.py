@@ -99,6 +99,8 @@ def test_after_compact_the_model_is_told_its_claims_focus_and_inbox_again(
     (context,) = [t for t in context_texts(after[0], "SessionStart") if "compacted" in t]
     for text in (said, context):
         assert f"you are still agent `{me}`" in text, text
-        assert re.search(r"- write deploy-lock: expires \S+Z \(in \d+m", text), text
+        assert re.search(
+            r"- write deploy-lock: expires \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(in \d+m", text
+        ), text
         assert "- your focus: shipping the release" in text, text
         assert "- messages waiting in your inbox: 1 (read them with inbox)" in text, text

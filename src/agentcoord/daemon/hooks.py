@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from agentcoord.leases.service import Leases
     from agentcoord.localagents.session_end import SessionWatch
     from agentcoord.messaging import Messaging
+    from agentcoord.stores.kv import Holder
 
 __all__ = [
     "HookDeps",
@@ -103,9 +105,11 @@ def _claim_line(key: str, holder: Holder, now: float) -> str:
     """One held claim as the model reads it: mode, the key as people read it (a file's
     repository and path; its own worktree and branch go without saying), and when it
     expires."""
-    from agentcoord.filekeys import split_file_key
+    from agentcoord.leases import AUTO_LEASE_PURPOSE
+    from agentcoord.leases.filekeys import split_file_key
+    from agentcoord.leases.rows import shown_key
     from agentcoord.stores.kv import format_duration
-    from agentcoord.tools.claims import shown_key
+    from agentcoord.timetext import human_time
 
     row: dict[str, Any] = {"resource_key": key}
     repo, path = split_file_key(key)
@@ -116,7 +120,7 @@ def _claim_line(key: str, holder: Holder, now: float) -> str:
     left = format_duration(max(0.0, round(holder.expires - now)))
     lease = ", an automatic edit lease" if holder.purpose == AUTO_LEASE_PURPOSE else ""
     return (
-        f"  - {holder.mode} {shown_key(row)}: expires {_iso(holder.expires)} "
+        f"  - {holder.mode} {shown_key(row)}: expires {human_time(holder.expires)} "
         f"(in {left}{lease}; token {holder.token})"
     )
 
@@ -127,7 +131,7 @@ async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
     import asyncio
 
     now = time.time()
-    held = sorted(deps.claims.held_by(caller.agent), key=lambda kh: kh[1].expires)
+    held = sorted(deps.leases.claims.held_by(caller.agent), key=lambda kh: kh[1].expires)
     lines = [
         f"agentcoord: this conversation was {_RECAP_SOURCES[source]}; you are still agent "
         f"`{caller.agent}` on this machine's coordination daemon (MCP server agent-coord)."
@@ -139,7 +143,7 @@ async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
             lines.append(f"  - and {len(held) - _RECAP_CLAIMS} more (check_claims lists them)")
     else:
         lines.append("- claims you hold: none")
-    focus = deps.focus.get(caller.agent)
+    focus = deps.leases.focus.get(caller.agent)
     if focus is not None and (focus.intent or focus.files):
         said = focus.intent or "(no intent)"
         files = f" (files: {', '.join(focus.files)})" if focus.files else ""
