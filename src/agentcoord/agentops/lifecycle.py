@@ -187,15 +187,6 @@ async def cancel(ops: AgentOps, caller: Caller, name: str) -> dict[str, Any]:
         out["task"] = task_name
         out["status"] = task.get("status") or {}
     return out
-    spec = agent.get("spec") or {}
-    task_name = task_name or (spec.get("ownerRef") or {}).get("name", "")
-    if not task_name:
-        raise ToolError(f"agent {name} works for no AgentTask; pass `task`")
-    if await _get(ops, "agenttasks", task_name) is None:
-        raise NotFound(f"no AgentTask {task_name}")
-    work = Path(spec.get("cwd") or "")
-    if not spec.get("cwd") or not (work / ".git").exists():
-        raise ToolError(f"agent {name} has no git working directory to checkpoint")
 
 
 async def _started_by(ops: AgentOps, agent: dict[str, Any] | None, who: str) -> bool:
