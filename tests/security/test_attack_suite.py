@@ -491,7 +491,9 @@ def _start_flood(d: Daemon) -> subprocess.Popen[str]:
     """The idle/slow HTTP flood, as uid 65534 when this runs as root (another local user)."""
     other = os.getuid() == 0 and shutil.which("python3", path="/usr/bin:/bin") is not None
     python = shutil.which("python3", path="/usr/bin:/bin") if other else sys.executable
-    argv = [str(python), "-I", str(FLOOD), d.http_addr, "120"]
+    # The script's text, not its path: uid 65534 may not read this checkout (a clone under a
+    # 0700 temp dir), and needs only the system interpreter and the standard library.
+    argv = [str(python), "-I", "-c", FLOOD.read_text(), d.http_addr, "120"]
     extra: dict[str, Any] = {"user": 65534, "group": 65534, "extra_groups": []} if other else {}
     return subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/", **extra
