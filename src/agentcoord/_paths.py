@@ -23,8 +23,9 @@ the real ``/run/user`` or ``/tmp``.
 from __future__ import annotations
 
 import os
+import socket
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,6 +33,7 @@ __all__ = [
     "POINTER_NAME",
     "Located",
     "config_file_path",
+    "connect_first",
     "default_runtime_dir",
     "default_state_dir",
     "locate",
@@ -263,3 +265,20 @@ def settled(located: Located, uid: int) -> tuple[Path, Path | None]:
             pointed = runtime == located.start_runtime
             return runtime, located.start_state if pointed else None
     return located.candidates[0], None
+
+
+def connect_first(candidates: Iterable[Path]) -> tuple[socket.socket, Path]:
+    """A connection to the daemon's socket in the first of ``candidates`` (runtime dirs, in
+    :func:`locate`'s order) that accepts one, and that dir; raises the first candidate's
+    ``OSError`` when none does (every client finds the daemon this one way)."""
+    first: OSError | None = None
+    for runtime in candidates:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(runtime / _SOCKET))
+        except OSError as exc:
+            sock.close()
+            first = first or exc
+            continue
+        return sock, runtime
+    raise first or FileNotFoundError("no runtime dir to look in")

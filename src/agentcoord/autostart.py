@@ -16,6 +16,7 @@ a session whose daemon is up never pays for it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -24,7 +25,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from agentcoord._paths import Located, default_state_dir, locate, pointer_dir
+from agentcoord._paths import Located, connect_first, default_state_dir, locate, pointer_dir
 from agentcoord.errors import DaemonUnreachable
 
 __all__ = ["NO_AUTOSTART_ENV", "connect_or_start", "holder", "log_path"]
@@ -113,10 +114,8 @@ def connect_or_start(
     with _StartLock(env, deadline):
         # Under the lock: another caller may have started it meanwhile, anywhere.
         again = located if located.explicit else locate(env, os.getuid())
-        for candidate in again.candidates:
-            sock = _connect(candidate / "agentcoord.sock")
-            if sock is not None:
-                return sock
+        with contextlib.suppress(OSError):
+            return connect_first(again.candidates)[0]
         return _start(again, env, why, deadline, timeout)
 
 
@@ -165,10 +164,8 @@ def _start(
         if sock is not None:
             sock.close()
         if lost and not located.explicit:  # the winner may serve elsewhere: its pointer says
-            for candidate in locate(env, os.getuid()).candidates:
-                sock = _connect(candidate / "agentcoord.sock")
-                if sock is not None:
-                    return sock
+            with contextlib.suppress(OSError):
+                return connect_first(locate(env, os.getuid()).candidates)[0]
         if not lost and proc.poll() is not None:
             said = _said_since(log, start)
             if _ALREADY not in said:

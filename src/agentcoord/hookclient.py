@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcoord._paths import locate
+from agentcoord._paths import connect_first, locate
 from agentcoord.errors import DaemonUnreachable
 
 __all__ = ["run_hook"]
@@ -80,19 +80,12 @@ def _connect(event: str) -> tuple[socket.socket, Path]:
     shim finds it) and its runtime dir; SessionStart starts the daemon when none listens
     (docs/claude-code.md "Daemon on demand"), the other events never wait for one."""
     located = locate(os.environ, os.getuid())
-    first: OSError | None = None
-    for runtime in located.candidates:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(str(runtime / "agentcoord.sock"))
-        except OSError as exc:
-            sock.close()
-            first = first or exc
-            continue
-        return sock, runtime
-    assert first is not None
-    if event != "session-start":
-        raise first
+    try:
+        return connect_first(located.candidates)
+    except OSError as exc:
+        if event != "session-start":
+            raise
+        first = exc
     from agentcoord.autostart import connect_or_start
 
     # Within the hook's 10 s (claude_setup.HOOKS), the request's own 5 s after it.

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcoord._paths import Located, locate
+from agentcoord._paths import Located, connect_first, locate
 
 __all__ = ["offline_reply", "run_shim"]
 
@@ -40,17 +40,10 @@ def _located(runtime_dir: Path | None) -> Located:
 
 def _try(located: Located) -> tuple[socket.socket | None, str]:
     """A connection to the first candidate that accepts; else None and why the first failed."""
-    why = ""
-    for runtime in located.candidates:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(str(runtime / "agentcoord.sock"))
-        except OSError as exc:
-            sock.close()
-            why = why or f"{runtime / 'agentcoord.sock'}: {exc.strerror or exc}"
-            continue
-        return sock, ""
-    return None, why
+    try:
+        return connect_first(located.candidates)[0], ""
+    except OSError as exc:
+        return None, f"{located.candidates[0] / 'agentcoord.sock'}: {exc.strerror or exc}"
 
 
 def run_shim(runtime_dir: Path | None = None) -> int:
