@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentcoord.client import LOGIN, call_unix
+from agentcoord.client.rpc import LOGIN, call_unix
 from agentcoord.errors import DaemonUnreachable
-from agentcoord.humanproof import HUMAN_TOKEN_FILE
+from agentcoord.identity.humanproof import HUMAN_TOKEN_FILE
 
 __all__ = [
     "Figure",
@@ -32,7 +32,7 @@ __all__ = [
 
 # -- the human's login (docs/security.md "Who a caller is") -----------------------------------
 # Being the human takes proof: a same-uid process that maps to no agent is refused until its
-# connection presents the human token, as the CLI does (agentcoord.client.call_unix). The
+# connection presents the human token, as the CLI does (agentcoord.client.rpc.call_unix). The
 # benchmarks drive the daemon as the human from their own process, so every connection they
 # open logs in first; blocking one-shot calls pass ``token=`` to ``call_unix`` instead.
 

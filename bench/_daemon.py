@@ -13,7 +13,7 @@ import psutil
 from _common import human_token
 from messaging import nats_user, start_daemon
 
-from agentcoord.client import call_unix
+from agentcoord.client.rpc import call_unix
 
 __all__ = ["RunningDaemon", "rss_mb", "running_daemon"]
 

@@ -128,7 +128,7 @@ async def measure(n: int) -> dict[str, list[float]]:
     baselines, on one daemon's nats-server."""
     import nats
 
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     with tempfile.TemporaryDirectory(prefix="agentcoord-bench-channels-") as tmp:
         root = Path(tmp)

@@ -26,7 +26,7 @@ import uvloop
 from _common import human_token, login
 from nats.js import api
 
-from agentcoord.client import call_unix
+from agentcoord.client.rpc import call_unix
 from agentcoord.stores.kv.focus import Focus, by_recency, rank
 
 ROUNDS = 3  # rounds of the N-client throughput; the median is reported

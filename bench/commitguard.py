@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import human_token, median_ms, pct
 from messaging import start_daemon
 
-from agentcoord.client import call_unix
-from agentcoord.commitguard import install_guard
+from agentcoord.client.rpc import call_unix
+from agentcoord.gitguard.commitguard import install_guard
 from agentcoord.leases.filekeys import CACHE_TTL
 
 GOAL_MS = 50.0

@@ -18,7 +18,7 @@ so the daemon resolves it as a Claude Code session: for an http hook the TCP pee
 - http PostToolUse with an empty inbox (every tool call pays it);
 - http PreToolUse on a new connection each time, as after an idle pause (Claude Code opens a
   new one after a few idle seconds): the daemon finds the peer among the processes of earlier
-  connections (daemon/httpmcp.py ``HookPeers``); a session's very first connection pays a scan
+  connections (mcp/http.py ``HookPeers``); a session's very first connection pays a scan
   of every process's sockets once, which this case leaves out (warm-up).
 
 Goal: each http hook's p50 <= 3 ms; every figure is printed with its ratio to the bare hook.
@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import Figure, human_token, median_ms, pct
 from messaging import start_daemon
 
-from agentcoord.client import call_unix
+from agentcoord.client.rpc import call_unix
 
 GOAL_MS = 3.0
 BARE = "bare `true` command hook"

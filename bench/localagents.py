@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import median_ms, pct, table, wait_ready
 
-from agentcoord.client import call_unix
+from agentcoord.client.rpc import call_unix
 from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.localagents import LocalAgents, PackageIndex
 from agentcoord.localagents.runner import RunnerSpec, run_local

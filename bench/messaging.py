@@ -233,7 +233,7 @@ def nats_user(state_dir: Path) -> tuple[str, str]:
 
 
 async def run(n: int, window: int) -> None:
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -28,7 +28,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import median_ms, table
 
-from agentcoord._paths import default_state_dir
+from agentcoord.kernel.locate import default_state_dir
 
 _CLAUDE = "/opt/claude-code-2.1.328/bin/claude"
 # tests/claude/conftest.py OFFLINE: no telemetry, no updater, no side requests.

@@ -196,7 +196,7 @@ def _env(root: Path, limits: dict[str, int]) -> dict[str, str]:
 
 
 def _start(root: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
     from agentcoord.errors import AgentCoordError, DaemonUnreachable
 
     (root / "home").mkdir(parents=True, exist_ok=True)
@@ -403,7 +403,7 @@ def _stream_info(root: Path) -> dict[str, dict[str, int]]:
 
     import nats
 
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     state = root / "state"
     token = (state / "human.token").read_text().strip()

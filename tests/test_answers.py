@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentcoord import answers
 from agentcoord.errors import InvalidArguments
+from agentcoord.messaging import answers
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,5 @@
-"""agentcoord._bytecode: bytecode in a private cache tree where the environment turns it off."""
+"""agentcoord.kernel.bytecode: bytecode in a private cache tree where the environment
+turns it off."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.conftest import Daemon
 
 _PROBE = """
 import json, sys
-from agentcoord._bytecode import use_private_bytecode_cache
+from agentcoord.kernel.bytecode import use_private_bytecode_cache
 used = use_private_bytecode_cache()
 import agentcoord.leases.filekeys  # a module imported after the call
 print(json.dumps({"used": used, "prefix": sys.pycache_prefix,

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from agentcoord import __version__
-from agentcoord.claude_plugin import (
+from agentcoord.claude.configure import HOOKS, user_config_file, with_hooks, with_server
+from agentcoord.claude.plugin import (
     MARKETPLACE_NAME,
     PLUGIN_ID,
     PLUGIN_NAME,
@@ -23,8 +24,7 @@ from agentcoord.claude_plugin import (
     skill_text,
     write_plugin,
 )
-from agentcoord.claude_plugin._install import bare
-from agentcoord.claude_setup import HOOKS, user_config_file, with_hooks, with_server
+from agentcoord.claude.plugin._install import bare
 from agentcoord.errors import ConfigError
 from agentcoord.tools import (
     a2a,
@@ -37,7 +37,7 @@ from agentcoord.tools import (
     lifecycle,
     messaging,
 )
-from agentcoord.tools._base import Tool
+from agentcoord.tools.base import Tool
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord.claude_setup import (
+from agentcoord.claude.configure import (
     HOOK_HEADER,
     hook_address,
     http_hook_addrs,
@@ -23,7 +23,7 @@ from agentcoord.claude_setup import (
     with_hooks,
     without_hooks,
 )
-from agentcoord.config import Config
+from agentcoord.kernel.config import Config
 from tests.conftest import Daemon
 
 ADDR = "127.0.0.1:7421"
@@ -467,7 +467,7 @@ def test_doctor_hooks_check_reads_the_kind_and_the_address(tmp_path: Path) -> No
     """doctor's hooks check: missing hooks fail; the old command hooks pass with a note to
     set up again; http hooks fail when they post where the running daemon does not serve
     (its http.addr), and pass when they post there or no daemon says otherwise."""
-    from agentcoord.doctor import _hooks
+    from agentcoord.cli.doctor import _hooks
 
     cfg = Config(state_dir=tmp_path / "s", runtime_dir=tmp_path / "r", claude_dir=tmp_path / "c")
     cfg.claude_dir.mkdir()
@@ -493,7 +493,7 @@ def test_session_start_says_when_the_hooks_cannot_reach_the_daemon(
     """With the daemon's http.addr hidden (a runner's sandbox masks it) and the hooks' address
     refusing connections, the SessionStart text says the hooks cannot reach the daemon; with
     the address listening, it says nothing."""
-    from agentcoord.hookclient import _moved_text
+    from agentcoord.claude.hookclient import _moved_text
 
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))

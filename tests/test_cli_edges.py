@@ -143,7 +143,7 @@ def test_prompts_show_the_whole_question_and_its_context(
         context = " ".join(r[end:].split("  ")[0].strip() for r in rows if r[end:].strip())
         assert context == CONTEXT.replace("\n", " ")
         assert re.search(TIME, rows[0]), rows[0]
-        from agentcoord.views import CELL_WIDTH
+        from agentcoord.cli.views import CELL_WIDTH
 
         assert end - start <= CELL_WIDTH + 2  # wrapped onto rows, not one long line
         _, headers, _ = _request(daemon, "GET", _path(daemon, console_link(daemon)))

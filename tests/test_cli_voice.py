@@ -111,7 +111,7 @@ def test_an_empty_view_says_what_to_do(daemon: Daemon, view: str, what_to_do: st
 
 def test_empty_hints_follow_the_filters() -> None:
     """A filtered empty view says to widen the filter; profiles point at docs/profiles.md."""
-    from agentcoord.views import empty_hint
+    from agentcoord.cli.views import empty_hint
 
     assert "'db:'" in empty_hint("claims", {"prefix": "db:"})
     assert "--since" in empty_hint("audit", {"type": "CLAIM_RELEASED"})
@@ -166,8 +166,8 @@ def test_answer_says_the_answer_in_words(daemon: Daemon, claude_bin: Path, tmp_p
         # The whole value, JSON in one quoted token, not cut at a column width.
         assert "answer=" + json.dumps(json.dumps({"hosts": hosts})) in lines[1]
         assert "..." not in audit.stdout
-        # The CLI line is the one rendering of the event (agentcoord.eventtext).
-        from agentcoord.eventtext import render_event
+        # The CLI line is the one rendering of the event (agentcoord.text.events).
+        from agentcoord.text.events import render_event
 
         events = json.loads(_cli(daemon.env, "audit", "--type", "HUMAN_ANSWERED", "--json").stdout)
         assert [render_event(e) for e in events["events"]] == lines
@@ -217,8 +217,8 @@ def test_exit_codes_usage_and_failure(daemon: Daemon) -> None:
 
 def test_a_daemon_that_does_not_answer_is_exit_75(tmp_path: Path) -> None:
     """A daemon that accepts but never answers in time: DaemonTimeout, which exits 75."""
-    from agentcoord.cli import EXIT_TEMPFAIL, exit_code
-    from agentcoord.client import call_unix
+    from agentcoord.cli.main import EXIT_TEMPFAIL, exit_code
+    from agentcoord.client.rpc import call_unix
     from agentcoord.errors import DaemonTimeout
 
     path = tmp_path / "silent.sock"

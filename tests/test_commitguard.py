@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord.commitguard import CHAINED, MARKER, hooks_dir
-from agentcoord.daemon.commitcheck import commit_params
 from agentcoord.errors import ProtocolError
+from agentcoord.gitguard.commitcheck import commit_params
+from agentcoord.gitguard.commitguard import CHAINED, MARKER, hooks_dir
 from agentcoord.kernel.caller import Caller
 from agentcoord.leases import filekeys
 from agentcoord.leases.commit import blockers, candidates

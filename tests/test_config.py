@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord.config import load_config, parse_http_addr
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.config import load_config, parse_http_addr
 
 pytestmark = pytest.mark.unit
 

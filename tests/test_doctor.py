@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord.claude_setup import setup_claude
+from agentcoord.claude.configure import setup_claude
 from tests.conftest import Daemon
 
 

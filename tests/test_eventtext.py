@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from agentcoord.eventtext import render_event
+from agentcoord.text.events import render_event
 
 pytestmark = pytest.mark.unit
 
@@ -34,7 +34,7 @@ def test_an_event_without_details_or_time_still_renders() -> None:
 
 def test_claim_keys_and_times_read_as_people_read_them() -> None:
     """A file claim key shows as repo:path (also in a list); the time is the one format."""
-    from agentcoord.timetext import human_time
+    from agentcoord.kernel.timetext import human_time
 
     key = "file:/home/me/app/.git//src/app.py"
     event = {"type": "CLAIM_ACQUIRED", "agent": "a-1", "ts": _TS, "data": {"resource_key": key}}

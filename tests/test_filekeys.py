@@ -14,7 +14,7 @@ import pytest
 
 from agentcoord.leases import filekeys
 from agentcoord.leases.filekeys import FileKey, resolve_file_key, resolve_file_keys, split_file_key
-from agentcoord.stores.kv._keys import MAX_KEY_CHARS, escape_key, unescape_key
+from agentcoord.stores.kv.keys import MAX_KEY_CHARS, escape_key, unescape_key
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcoord.keytext import display_key, repo_name
+from agentcoord.leases.keytext import display_key, repo_name
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""agentcoord._lazy: modules whose code runs on first use, safely from any thread."""
+"""agentcoord.kernel.lazy: modules whose code runs on first use, safely from any thread."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord import _lazy
+from agentcoord.kernel import lazy as _lazy
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentcoord.timetext import human_time
+from agentcoord.kernel.timetext import human_time
 
 pytestmark = pytest.mark.unit
 

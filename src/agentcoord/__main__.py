@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from agentcoord.cli import main
+from agentcoord.cli.main import main
 
 raise SystemExit(main())

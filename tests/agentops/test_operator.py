@@ -123,7 +123,7 @@ async def _last_inbox_message(d: Any, agent: str) -> dict[str, Any]:
     """The newest message stored for ``agent``'s inbox, read from JetStream as its owner can."""
     import nats
 
-    from agentcoord import wire
+    from agentcoord.kernel import wire
     from tests.tools.conftest import nats_login
 
     url, user, password = nats_login(d)

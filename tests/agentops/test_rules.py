@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentcoord.agentops.rules import (
+from agentcoord.agentops.callrules import (
     MAX_DEPTH,
     TOO_DEEP,
     Cycle,

@@ -10,7 +10,31 @@ from tests.architecture._graph import cycles, graph
 pytestmark = pytest.mark.unit
 
 # The entry points start the daemon; they sit above it.
-_ENTRY_POINTS = {"agentcoord.cli", "agentcoord.__main__"}
+_ENTRY_POINTS = ("agentcoord.cli", "agentcoord.__main__")
+
+# docs/architecture.md "Layers": each top-level package's rank. A module imports only modules of
+# its own rank or below; within a rank, packages import each other without a cycle.
+RANKS = {
+    "kernel": 0,  # pure helpers, settings, the wire format; the error tree
+    "errors": 0,
+    "proto": 0,
+    "stores": 1,  # NATS KV and streams, the object store
+    "leases": 2,  # services
+    "messaging": 2,
+    "agentops": 2,
+    "localagents": 2,
+    "identity": 2,
+    "text": 2,
+    "tools": 3,  # adapters: MCP tools, listeners, Claude Code and git, the console, clients
+    "mcp": 3,
+    "claude": 3,
+    "gitguard": 3,
+    "console": 3,
+    "client": 3,
+    "daemon": 4,  # the composition root
+    "cli": 5,  # entry points
+    "__main__": 5,
+}
 
 
 def _in(module: str, package: str) -> bool:
@@ -22,7 +46,7 @@ def test_nothing_imports_the_daemon_package() -> None:
     bad = sorted(
         f"{m} -> {t}"
         for m, targets in graph().items()
-        if not _in(m, "agentcoord.daemon") and m not in _ENTRY_POINTS
+        if not _in(m, "agentcoord.daemon") and not m.startswith(_ENTRY_POINTS)
         for t in targets
         if _in(t, "agentcoord.daemon")
     )
@@ -42,7 +66,8 @@ def test_the_kernel_imports_only_itself_and_the_errors() -> None:
 
 
 def test_tool_modules_do_not_import_each_other() -> None:
-    """A tool module imports only the private tool helpers (tools/_*.py), never another family."""
+    """A tool module imports only the shared tool machinery (tools/_*.py, tools/base.py,
+    tools/arguments.py), never another family."""
     bad = sorted(
         f"{m} -> {t}"
         for m, targets in graph().items()
@@ -51,7 +76,8 @@ def test_tool_modules_do_not_import_each_other() -> None:
         if _in(t, "agentcoord.tools")
         and t != "agentcoord.tools"
         and not t.rpartition(".")[2].startswith("_")
-        and t != "agentcoord.tools.registry"
+        and t
+        not in {"agentcoord.tools.registry", "agentcoord.tools.base", "agentcoord.tools.arguments"}
     )
     assert bad == []
 
@@ -79,7 +105,7 @@ def test_no_import_cycles() -> None:
 def test_the_leases_service_imports_no_adapter() -> None:
     """agentcoord.leases is a service: it imports nothing from daemon/, tools/, console/ or the
     CLI (its adapters import it)."""
-    above = ("agentcoord.daemon", "agentcoord.tools", "agentcoord.console", "agentcoord.cli")
+    above = ("agentcoord.daemon", "agentcoord.tools", "agentcoord.console", "agentcoord.cli.main")
     bad = sorted(
         f"{m} -> {t}"
         for m, targets in graph().items()
@@ -88,3 +114,56 @@ def test_the_leases_service_imports_no_adapter() -> None:
         if any(_in(t, p) for p in above)
     )
     assert bad == []
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "kernel"  # the root package's __init__ is the base
+
+
+def test_every_package_has_a_rank() -> None:
+    """Each top-level package of agentcoord is placed in the rank order (a new one must be)."""
+    unranked = sorted({_package(m) for m in graph()} - set(RANKS))
+    assert unranked == []
+
+
+def test_no_module_imports_a_higher_rank() -> None:
+    """kernel < stores < services < adapters < daemon < entry points: no import goes upward."""
+    bad = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph().items()
+        for t in targets
+        if RANKS.get(_package(t), 0) > RANKS.get(_package(m), 0)
+    )
+    assert bad == []
+
+
+def _owner_of_private(module: str) -> str | None:
+    """The package a private module (a ``_name`` part) belongs to, or None for a public one."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    """A ``_name`` module is imported only from inside the package that holds it."""
+    bad = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph().items()
+        for t in targets
+        if (owner := _owner_of_private(t)) is not None and not _in(m, owner)
+    )
+    assert bad == []
+
+
+def test_the_rank_check_sees_an_upward_import() -> None:
+    """The rank check is not vacuous: the graph holds imports across ranks, all downward."""
+    downward = [
+        (m, t)
+        for m, targets in graph().items()
+        for t in targets
+        if RANKS.get(_package(t), 0) < RANKS.get(_package(m), 0)
+    ]
+    assert len(downward) > 100

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from agentcoord.daemon.push import PERMISSION_PREFIX
+from agentcoord.claude.push import PERMISSION_PREFIX
 from tests.claude.conftest import OFFLINE, Claude
 from tests.claude.model_api import Request, Text, ToolUse, tool_results
 from tests.conftest import Daemon, cli_json

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from agentcoord._paths import default_runtime_dir, default_state_dir
-from agentcoord.shim import STATUS_TOOL
+from agentcoord.client.shim import STATUS_TOOL
+from agentcoord.kernel.locate import default_runtime_dir, default_state_dir
 from tests.claude.conftest import OFFLINE, SERVER, mcp_list_line
 from tests.claude.model_api import ModelAPI, Text
 from tests.daemon.test_on_demand import assert_one_daemon, daemons_on, stop_daemons

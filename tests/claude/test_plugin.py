@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcoord.claude_plugin import MARKETPLACE_NAME, PLUGIN_ID, skill_text, write_plugin
+from agentcoord.claude.plugin import MARKETPLACE_NAME, PLUGIN_ID, skill_text, write_plugin
 from tests.claude.conftest import Claude, claude_env
 from tests.claude.model_api import ModelAPI, Text, ToolUse, tool_results
 from tests.conftest import Daemon

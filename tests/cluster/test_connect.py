@@ -39,7 +39,7 @@ def single(tmp_path: Path) -> Iterator[Callable[[str], NatsCluster]]:
 
 
 def _status(d: Daemon) -> dict[str, Any]:
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     token = (d.state_dir / "human.token").read_text().strip()  # the human asks
     return call_unix(d.socket, "agentcoord/status", {}, token=token)  # type: ignore[no-any-return]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord.config import load_config
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.config import load_config
 from agentcoord.kernel.directory import MemoryDirectory
 from agentcoord.kernel.natsremote import host_qualifier, nats_target, redact, split_seeds
 

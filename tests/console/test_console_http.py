@@ -127,7 +127,7 @@ def test_audit_stream_relays_events(daemon: Daemon) -> None:
     line = next(part for part in buf.split(b"\n") if b"TEST_EVENT" in part)
     assert line.startswith(b"data: ")
     event = json.loads(line.split(b"data: ", 1)[1])
-    text = "-  TEST_EVENT  a-1"  # the one rendering of an event (agentcoord.eventtext)
+    text = "-  TEST_EVENT  a-1"  # the one rendering of an event (agentcoord.text.events)
     assert event == {"type": "TEST_EVENT", "agent": "a-1", "subject": "events.test", "text": text}
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord.config import load_config
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.errors import NatsStartError
+from agentcoord.kernel.config import load_config
 from agentcoord.kernel.natsbin import find_nats_server
 
 

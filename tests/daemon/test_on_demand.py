@@ -20,8 +20,8 @@ from typing import Any
 import psutil
 import pytest
 
-from agentcoord._paths import default_state_dir
-from agentcoord.shim import STATUS_TOOL, offline_reply
+from agentcoord.client.shim import STATUS_TOOL, offline_reply
+from agentcoord.kernel.locate import default_state_dir
 from tests.conftest import make_env
 
 SHIM = [sys.executable, "-m", "agentcoord", "mcp"]

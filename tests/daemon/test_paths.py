@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord._paths import (
+from agentcoord.kernel.locate import (
     default_runtime_dir,
     locate,
     pointer_path,

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentcoord.daemon.origin import host_allowed, origin_allowed
 from agentcoord.errors import ProtocolError
 from agentcoord.kernel.ancestry import ProcInfo, decide, is_claude_process, session_agent_stem
 from agentcoord.kernel.framing import OVERSIZE, LineSplitter
 from agentcoord.kernel.jsonrpc import Notification, Request, decode, error_response, parse_message
+from agentcoord.mcp.origin import host_allowed, origin_allowed
 
 pytestmark = pytest.mark.unit
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from agentcoord._paths import read_pointer
+from agentcoord.kernel.locate import read_pointer
 from tests.conftest import Daemon, make_env
 from tests.daemon.test_on_demand import assert_one_daemon, stop_daemons
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from agentcoord._relay import READ_ONLY_META, RETRY_ERROR, UNREACHABLE_ERROR
+from agentcoord.client.relay import READ_ONLY_META, RETRY_ERROR, UNREACHABLE_ERROR
 from tests.conftest import make_env
 
 DEADLINE = 30.0  # generous: a busy machine is slow, never wrong
@@ -379,7 +379,7 @@ def test_the_relay_imports_neither_asyncio_nor_the_daemon(
     finally:
         err = shim.stop(*conns)
     imported = {ln.rsplit("|", 1)[-1].strip() for ln in err.splitlines() if "import time:" in ln}
-    assert "agentcoord._relay" in imported, err  # the list is real
+    assert "agentcoord.client.relay" in imported, err  # the list is real
     assert "asyncio" not in imported
     assert not [m for m in imported if m.startswith("agentcoord.daemon")], imported
 

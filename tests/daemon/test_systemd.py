@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from agentcoord.cli.systemd_units import SERVICE_UNIT, SOCKET_UNIT
 from agentcoord.kernel.activation import listen_fds, watchdog_interval
-from agentcoord.systemd_units import SERVICE_UNIT, SOCKET_UNIT
 from tests.conftest import Daemon
 from tests.tools.session_helpers import unix_request
 

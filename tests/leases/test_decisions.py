@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentcoord.kernel.caller import Caller
+from agentcoord.kernel.timetext import human_time
 from agentcoord.leases.commit import blockers
 from agentcoord.leases.editleases import AUTO_LEASE_PURPOSE, EditLeases, lease_step
 from agentcoord.leases.filekeys import FileKey
@@ -13,7 +14,6 @@ from agentcoord.leases.guard import Deny, Lease, decide_write, write_blocker
 from agentcoord.leases.refusal import claim_text, commit_refusal, deny_text
 from agentcoord.leases.sites import Site
 from agentcoord.stores.kv import Holder
-from agentcoord.timetext import human_time
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentcoord.localagents._errors import DispatchFailed
+from agentcoord.localagents._failures import DispatchFailed
 from agentcoord.localagents.httpjobs import JobClient
 
 Writer = asyncio.StreamWriter

@@ -233,7 +233,7 @@ def test_weaker_mode_without_bwrap_is_reported(local_daemon: Any) -> None:
     assert _inner(res)["whoami"]["agent"] == "alpha"
     err, found = call("discover_local_agents", {})
     assert found["sandbox"].startswith("none")
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     token = (d.state_dir / "human.token").read_text().strip()  # the human asks
     status = call_unix(d.socket, "agentcoord/status", {}, token=token)

@@ -275,7 +275,7 @@ async def _status_messages(
 ) -> Any:
     import nats
 
-    from agentcoord import wire
+    from agentcoord.kernel import wire
     from tests.tools.conftest import nats_login
 
     url, user, password = nats_login(d)

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from agentcoord.config import load_config
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.config import load_config
+from agentcoord.localagents.conversation import Incoming, converse, render_messages, user_turn
 from agentcoord.localagents.profiles import (
     Profile,
     ProfileError,
@@ -27,7 +28,6 @@ from agentcoord.localagents.profiles import (
     runner_env,
     server_env_name,
 )
-from agentcoord.localagents.turns import Incoming, converse, render_messages, user_turn
 from tests.conftest import FAKES
 
 SHIM = {"type": "stdio", "command": "agentcoord", "args": ["mcp"]}

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from agentcoord.config import load_config
 from agentcoord.errors import ConfigError
 from agentcoord.kernel.ancestry import ProcInfo, decide
+from agentcoord.kernel.config import load_config
 from agentcoord.localagents import (
     AgentRecord,
     effective_status,

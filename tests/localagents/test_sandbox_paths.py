@@ -121,7 +121,7 @@ def test_executable_roots_follow_the_symlink_and_the_shebang(tmp_path: Path) -> 
 def test_daemon_secrets_cover_state_runtime_and_credential_files(tmp_path: Path) -> None:
     """The state and runtime dirs, the config file, external NATS credentials and kubectl's
     credentials (~/.kube) are hidden."""
-    from agentcoord.config import load_config
+    from agentcoord.kernel.config import load_config
 
     (tmp_path / "u.creds").write_text("-----BEGIN NATS USER JWT-----\n")
     conf = tmp_path / "config.toml"

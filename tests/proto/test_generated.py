@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcoord import wire
+from agentcoord.kernel import wire
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 
 ROOT = Path(__file__).resolve().parents[2]

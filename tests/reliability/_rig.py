@@ -163,7 +163,7 @@ def wait_answers(d: Daemon, timeout: float = 30.0) -> float:
 
 
 def nats_pid(d: Daemon) -> int:
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     token = (d.state_dir / "human.token").read_text().strip()  # the human asks
     return int(call_unix(d.socket, "agentcoord/status", {}, token=token)["nats_pid"])

@@ -141,7 +141,7 @@ def test_checker_catches_a_lost_claim(make_rig: Any) -> None:
 
     import nats
 
-    from agentcoord.stores.kv._keys import escape_key
+    from agentcoord.stores.kv.keys import escape_key
     from tests.tools.conftest import nats_login
 
     def steal(rig: Rig) -> None:

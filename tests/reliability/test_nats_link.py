@@ -11,9 +11,9 @@ from typing import Any
 import nats.errors
 import pytest
 
-from agentcoord.config import Config
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natslink import NatsLink
+from agentcoord.kernel.config import Config
 
 
 async def _round_trip(link: NatsLink) -> bytes:

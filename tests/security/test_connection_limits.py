@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agentcoord.client import call_unix
+from agentcoord.client.rpc import call_unix
 from tests.conftest import Daemon
 
 NOBODY = 65534
@@ -184,7 +184,7 @@ def test_the_peer_lookup_reads_no_socket_table(monkeypatch: pytest.MonkeyPatch) 
     caller is still found, and a closed connection is no one."""
     import psutil
 
-    from agentcoord.daemon import procprobe
+    from agentcoord.identity import procprobe
 
     def no_scan(*_: Any, **__: Any) -> Any:
         raise AssertionError("listed every socket")
@@ -256,7 +256,7 @@ def test_a_reset_under_unread_replies_is_no_error(daemon: Daemon) -> None:
 def test_the_table_fallback_finds_the_same_socket(host: str) -> None:
     """Where sock_diag is missing, /proc/net/tcp{,6} gives the same (inode, uid) for the
     peer's socket as the exact lookup."""
-    from agentcoord.daemon import procprobe
+    from agentcoord.identity import procprobe
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family) as srv:
@@ -296,7 +296,7 @@ def test_caller_slots_queue_one_caller_behind_itself() -> None:
     goes straight through; an idle caller keeps no state."""
     import asyncio
 
-    from agentcoord.daemon.mcp import CallerSlots
+    from agentcoord.mcp.core import CallerSlots
 
     async def run() -> None:
         slots = CallerSlots(2)

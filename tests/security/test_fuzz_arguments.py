@@ -18,7 +18,7 @@ FUZZ = Path(_fuzz.__file__)
 
 
 def status(d: Daemon) -> dict[str, Any]:
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     token = (d.state_dir / "human.token").read_text().strip()
     return call_unix(d.socket, "agentcoord/status", {}, token=token)  # type: ignore[no-any-return]

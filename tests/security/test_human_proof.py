@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentcoord.eventtext import render_event
+from agentcoord.text.events import render_event
 from tests.conftest import Daemon, console_link
 from tests.security.conftest import Tally
 from tests.security.test_impersonation import _args, _identity_tools

@@ -224,8 +224,8 @@ def _poison_focus(d: Daemon, agent: str) -> None:
     """Rewrite ``agent``'s focus record in the KV with a lone surrogate in its intent."""
     import nats
 
-    from agentcoord.stores.kv._keys import escape_key
     from agentcoord.stores.kv.focus import BUCKET
+    from agentcoord.stores.kv.keys import escape_key
 
     async def poison() -> None:
         url, user, pw = nats_login(d)

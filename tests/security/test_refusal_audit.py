@@ -12,8 +12,8 @@ import socket
 import time
 from typing import Any
 
-from agentcoord.eventtext import render_event
-from agentcoord.humanproof import Admitted, RefusalLimiter, attempt_of
+from agentcoord.identity.humanproof import Admitted, RefusalLimiter, attempt_of
+from agentcoord.text.events import render_event
 from tests.conftest import Daemon
 from tests.tools.conftest import cli, human_call
 

@@ -307,7 +307,7 @@ async def test_released_keys_are_forgotten_once_many_and_old(
     js: Any, audit: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The view drops the revisions of long-released keys beyond a bound; those keys still claim."""
-    from agentcoord.stores.kv import claims as claims_mod
+    from agentcoord.stores.kv import claimstore as claims_mod
 
     monkeypatch.setattr(claims_mod, "_GONE_KEEP", 5)
     now = [time.time()]

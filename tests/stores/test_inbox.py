@@ -12,7 +12,7 @@ from typing import Any
 import nats
 import pytest
 
-from agentcoord import wire
+from agentcoord.kernel import wire
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.messagebus import (
     BROADCAST_SUBJECT,

@@ -8,7 +8,7 @@ from typing import Any
 import nats
 import pytest
 
-from agentcoord import wire
+from agentcoord.kernel import wire
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.messagebus import MessageBus, inbox_subject
 from tests.stores.test_inbox import bus, nats_url  # noqa: F401  (fixtures)

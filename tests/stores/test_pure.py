@@ -18,10 +18,8 @@ from agentcoord.stores.kv import (
     parse_mode,
     unescape_key,
 )
-from agentcoord.stores.kv import _rules as rules
-from agentcoord.stores.kv._keys import MAX_KEY_CHARS
-from agentcoord.stores.kv._natskv import is_absent
-from agentcoord.stores.kv._rules import (
+from agentcoord.stores.kv import _claimrules as rules
+from agentcoord.stores.kv._claimrules import (
     NotHolder,
     StaleToken,
     compatible,
@@ -29,7 +27,9 @@ from agentcoord.stores.kv._rules import (
     grant,
     wire_ttl,
 )
+from agentcoord.stores.kv._natskv import is_absent
 from agentcoord.stores.kv.focus import Focus, by_recency, rank
+from agentcoord.stores.kv.keys import MAX_KEY_CHARS
 
 pytestmark = pytest.mark.unit
 
@@ -275,7 +275,7 @@ def test_with_token_is_replace_spelled_out() -> None:
     """The fast token fill equals dataclasses.replace for a holder with every field set."""
     import dataclasses
 
-    from agentcoord.stores.kv._rules import _HOLDER_FIELDS, _with_token
+    from agentcoord.stores.kv._claimrules import _HOLDER_FIELDS, _with_token
 
     h = Holder(
         agent="a",
@@ -299,7 +299,7 @@ def test_position_reads_the_short_ack_subject_like_nats_py() -> None:
     """The claims view's cheap read of a delivery's ack subject agrees with nats-py's metadata."""
     from nats.aio.msg import Msg
 
-    from agentcoord.stores.kv.claims import _position
+    from agentcoord.stores.kv.claimstore import _position
 
     reply = "$JS.ACK.KV_agent-claims.abc.1.4242.17.1732960000000000000.3"
     msg = Msg(_client=None, subject="$KV.agent-claims.k", reply=reply)  # type: ignore[arg-type]

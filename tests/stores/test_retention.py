@@ -23,12 +23,12 @@ from agentcoord.agentops.checkpoints import (
     prune_plan,
     references,
 )
-from agentcoord.config import load_config
 from agentcoord.errors import ConfigError, ToolError
+from agentcoord.kernel.config import load_config
+from agentcoord.kernel.wire import make_message
 from agentcoord.stores.audit import AuditLog
 from agentcoord.stores.messagebus import MessageBus, inbox_subject
 from agentcoord.stores.objects.store import ObjectStore
-from agentcoord.wire import make_message
 from tests.conftest import Daemon, kubectl_apply
 from tests.tools.session_helpers import session_call
 
@@ -197,7 +197,7 @@ def _nats_login(d: Daemon) -> tuple[str, str, str]:
     conf = (d.state_dir / "nats" / "nats.conf").read_text()
     pw = re.search(r'user: "agentcoord", password: "([^"]+)"', conf)
     assert pw is not None
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     token = (d.state_dir / "human.token").read_text().strip()
     status = call_unix(d.socket, "agentcoord/status", {}, token=token)

@@ -135,7 +135,7 @@ def human_call(daemon: Daemon, tool: str, **arguments: Any) -> dict[str, Any]:
 
 def nats_login(daemon: Daemon) -> tuple[str, str, str]:
     """(url, user, password) of the daemon's embedded NATS, read as its owner can."""
-    from agentcoord.client import call_unix
+    from agentcoord.client.rpc import call_unix
 
     token = (daemon.state_dir / "human.token").read_text().strip()
     url = call_unix(daemon.socket, "agentcoord/status", {}, token=token)["nats_url"]

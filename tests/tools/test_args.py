@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentcoord.errors import InvalidArguments
-from agentcoord.tools._args import check_arguments
+from agentcoord.tools.arguments import check_arguments
 
 pytestmark = pytest.mark.unit
 

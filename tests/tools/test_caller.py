@@ -6,7 +6,7 @@ import pytest
 
 from agentcoord.errors import IdentityMismatch
 from agentcoord.kernel.caller import Caller
-from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._acting import acting_agent
 
 pytestmark = pytest.mark.unit
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentcoord.daemon.push import (
+from agentcoord.claude.push import (
     CHANNEL,
     PERMISSION,
     PERMISSION_PREFIX,

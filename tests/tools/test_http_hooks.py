@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcoord.claude_setup import setup_claude
-from agentcoord.daemon.httpmcp import _known_peer, _started
-from agentcoord.daemon.procprobe import tcp_socket
+from agentcoord.claude.configure import setup_claude
+from agentcoord.identity.procprobe import tcp_socket
 from agentcoord.kernel.caller import Caller
+from agentcoord.mcp.http import _known_peer, _started
 from tests.conftest import Daemon
 from tests.tools.conftest import human_call
 

@@ -159,7 +159,7 @@ async def test_instant_answer_is_not_missed(daemon: Daemon, agents: Any) -> None
     the record is created) arrives; the seed subscribed after creating the record and lost such
     answers.
     """
-    from agentcoord import wire
+    from agentcoord.kernel import wire
     from agentcoord.proto.agent.v1 import agent_pb2 as pb
 
     a = agents("a")

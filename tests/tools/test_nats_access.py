@@ -10,7 +10,7 @@ from typing import Any
 
 import nats
 
-from agentcoord import wire
+from agentcoord.kernel import wire
 from tests.conftest import Daemon
 
 

@@ -19,12 +19,12 @@ from typing import Any, cast
 import nats
 import pytest
 
-from agentcoord.config import load_config
-from agentcoord.daemon.hooks import HookDeps, Hooks
+from agentcoord.claude.hooks import HookDeps, Hooks
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.kernel.caller import Caller
+from agentcoord.kernel.config import load_config
 from agentcoord.leases import EditLeases
-from agentcoord.leases.service import Leases
+from agentcoord.leases.leasing import Leases
 from agentcoord.stores.kv import ClaimStore, FocusStore
 from tests.conftest import FAKES, Daemon
 from tests.tools.conftest import ToolFailed

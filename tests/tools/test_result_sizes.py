@@ -15,9 +15,9 @@ import pytest
 from agentcoord.daemon.services import Services
 from agentcoord.daemon.toolset import READ_ONLY, build_registry
 from agentcoord.errors import InvalidArguments
-from agentcoord.tools._args import check_arguments
-from agentcoord.tools._base import model_schema
 from agentcoord.tools._shape import compact, short_time
+from agentcoord.tools.arguments import check_arguments
+from agentcoord.tools.base import model_schema
 from tests.conftest import Daemon
 from tests.tools.conftest import AgentProc
 

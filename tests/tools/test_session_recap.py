@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentcoord.timetext import human_time
+from agentcoord.kernel.timetext import human_time
 from tests.conftest import Daemon
 from tests.tools.conftest import AgentProc
 from tests.tools.test_http_hooks import _session_posts

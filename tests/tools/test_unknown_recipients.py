@@ -10,7 +10,7 @@ import pytest
 
 from agentcoord.errors import NotFound
 from agentcoord.messaging.recipients import QUEUE_HINT, Recipients, unknown_text
-from agentcoord.stores.objects.errors import ObjectNotFound
+from agentcoord.stores.objects.statuserrors import ObjectNotFound
 from tests.agentops.conftest import stored, wait_for
 from tests.conftest import Daemon
 from tests.tools.conftest import ToolFailed

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentcoord._pidfd import wait_pid
+from agentcoord.kernel.pidfd import wait_pid
 
 __all__ = [
     "create_time_of",

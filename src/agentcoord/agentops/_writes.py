@@ -9,10 +9,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from agentcoord.agentops.rules import LinkedSession
+from agentcoord.agentops.callrules import LinkedSession
 from agentcoord.agentops.turns import Turn
 from agentcoord.stores.objects import ObjectBackend, ObjectNotFound
-from agentcoord.stores.objects.rules import rfc3339
+from agentcoord.stores.objects.writerules import rfc3339
 
 __all__ = [
     "FINALIZER",

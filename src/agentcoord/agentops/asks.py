@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentcoord import wire
-from agentcoord.agentops.rules import TurnPlace
+from agentcoord.agentops.callrules import TurnPlace
 from agentcoord.agentops.turns import ActiveTurns
 from agentcoord.errors import NotFound, ToolError
+from agentcoord.kernel import wire
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.messagebus import inbox_subject
 

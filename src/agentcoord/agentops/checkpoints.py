@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcoord.agentops.rules import project_dir_name
+from agentcoord.agentops.callrules import project_dir_name
 from agentcoord.errors import ToolError
 from agentcoord.kernel.files import write_private
 

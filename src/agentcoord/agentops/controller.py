@@ -51,7 +51,7 @@ from agentcoord.agentops._writes import (
     AgentWrites,
     runner_records,
 )
-from agentcoord.agentops.rules import (
+from agentcoord.agentops.callrules import (
     LinkedSession,
     TurnPlace,
     fate_of_runner,

@@ -13,12 +13,9 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from agentcoord import wire
 from agentcoord.agentops._writes import MANAGED_LABEL
 from agentcoord.agentops.asks import INBOX_NOTE, InboxAsks
-from agentcoord.agentops.checkpoints import BundleRetention
-from agentcoord.agentops.controller import AgentController
-from agentcoord.agentops.rules import (
+from agentcoord.agentops.callrules import (
     TurnPlace,
     attribution,
     may_message,
@@ -26,7 +23,10 @@ from agentcoord.agentops.rules import (
     role_of,
     workspace_of,
 )
+from agentcoord.agentops.checkpoints import BundleRetention
+from agentcoord.agentops.controller import AgentController
 from agentcoord.errors import NotFound, ToolError
+from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging.recipients import QUEUED_NOTE
 from agentcoord.proto.agent.v1 import agent_pb2 as pb

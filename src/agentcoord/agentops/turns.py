@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentcoord.agentops.rules import LinkedSession, TurnPlace
+from agentcoord.agentops.callrules import LinkedSession, TurnPlace
 from agentcoord.kernel.directory import RunnerInfo
 
 __all__ = ["ActiveTurns", "RegisteringRunners", "Turn", "focus_of"]

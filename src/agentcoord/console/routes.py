@@ -21,9 +21,9 @@ from urllib.parse import unquote
 
 from agentcoord.console.logins import ConsoleLogins
 from agentcoord.errors import AgentCoordError, IdentityError, NotFound
-from agentcoord.eventtext import render_event
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
+from agentcoord.text.events import render_event
 
 if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
@@ -256,5 +256,5 @@ def _sse_data(subject: str, data: bytes) -> bytes:
     except ValueError:
         event = {"data": data.decode("utf-8", "replace")}
     event.setdefault("subject", subject)
-    event["text"] = render_event(event)  # the page shows the CLI's line (agentcoord.eventtext)
+    event["text"] = render_event(event)  # the page shows the CLI's line (agentcoord.text.events)
     return b"data: " + json.dumps(event).encode() + b"\n\n"

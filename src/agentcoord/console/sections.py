@@ -1,7 +1,7 @@
 """What each part of the daemon shows in the console, read from the services it is built with.
 
-Times and claim keys are written here as everywhere people read them (agentcoord.timetext,
-agentcoord.keytext; docs/architecture.md "Times and keys shown to people"); a claim row keeps
+Times and claim keys are written here as everywhere people read them (agentcoord.kernel.timetext,
+agentcoord.leases.keytext; docs/architecture.md "Times and keys shown to people"); a claim row keeps
 its real key beside the shown one."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.eventtext import render_event
-from agentcoord.keytext import display_key
-from agentcoord.timetext import human_time
+from agentcoord.kernel.timetext import human_time
+from agentcoord.leases.keytext import display_key
+from agentcoord.text.events import render_event
 
 if TYPE_CHECKING:
     from agentcoord.kernel.caller import Caller

@@ -21,27 +21,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.config import Config
-from agentcoord.daemon.identity import IdentityResolver, TokenStore
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.daemon.natslink import NatsLink, js_timeout
 from agentcoord.daemon.natsusers import ScopedNatsSupervisor
-from agentcoord.daemon.procprobe import PsutilProbe, listener_limits
 from agentcoord.daemon.services import Services
 from agentcoord.daemon.startup import Phases
-from agentcoord.daemon.status import Connections, DaemonStatus
+from agentcoord.daemon.status import DaemonStatus
 from agentcoord.errors import ConfigError
+from agentcoord.identity.callers import IdentityResolver, TokenStore
+from agentcoord.identity.procprobe import PsutilProbe, listener_limits
+from agentcoord.kernel.config import Config
 from agentcoord.kernel.files import write_private
 from agentcoord.kernel.natsremote import host_qualifier
+from agentcoord.mcp.connections import Connections
 from agentcoord.stores.objects.serve import open_store
 from agentcoord.stores.objects.tables import LiveCells
 
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
-    from agentcoord.daemon.httpmcp import HttpRoutes
-    from agentcoord.daemon.unix import UnixListener
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
+    from agentcoord.mcp.http import HttpRoutes
+    from agentcoord.mcp.unix import UnixListener
     from agentcoord.messaging import Messaging
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.objects.backend import ObjectBackend
@@ -52,14 +53,14 @@ __all__ = ["Daemon", "compose"]
 # and listeners' modules are most of the daemon's import time (bench/startup.py).
 _SERVICE_MODULES = (
     "agentcoord.daemon.toolset",  # the tools, and with them every service's module
-    "agentcoord.daemon.httpmcp",
-    "agentcoord.daemon.unix",
-    "agentcoord.daemon.hooks",
-    "agentcoord.daemon.push",
-    "agentcoord.daemon.desktop",
+    "agentcoord.mcp.http",
+    "agentcoord.mcp.unix",
+    "agentcoord.claude.hooks",
+    "agentcoord.claude.push",
+    "agentcoord.console.desktop",
     "agentcoord.stores.audit",
     "agentcoord.stores.objects.repository",
-    "agentcoord.stores.objects.directory",
+    "agentcoord.stores.objects.agentdirectory",
     "agentcoord.localagents.session_end",
 )
 
@@ -142,7 +143,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.mark("store+nats-server")
     phases.begin("the NATS client", 5 if not cfg.nats_url else 10, nats_hint)
     from agentcoord.stores.agentsource import StoreAgents
-    from agentcoord.stores.objects.directory import StoreDirectory
+    from agentcoord.stores.objects.agentdirectory import StoreDirectory
     from agentcoord.stores.objects.repository import (
         StoreAgentRecords,
         StoreChannelRecords,
@@ -158,7 +159,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
 
     from agentcoord.leases import EditLeases
-    from agentcoord.leases.service import Leases
+    from agentcoord.leases.leasing import Leases
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging, NoAgentUsers, Recipients
     from agentcoord.stores.audit import AuditLog
@@ -234,7 +235,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     operator = await _operator(cfg, stack, store, identity, local, messaging, audit)
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
-    from agentcoord.daemon.desktop import DesktopNotifier
+    from agentcoord.console.desktop import DesktopNotifier
 
     await stack.enter_async_context(DesktopNotifier(nc))
     # Session agents end with their claude process; ended ones go after the retention.
@@ -330,15 +331,15 @@ async def _listeners(
     s: Services, stack: contextlib.AsyncExitStack
 ) -> tuple[DaemonStatus, UnixListener]:
     """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
+    from agentcoord.claude.hooks import HookDeps, Hooks
+    from agentcoord.claude.push import ChannelPush
     from agentcoord.console.routes import ConsoleRoutes
     from agentcoord.console.sections import ConsoleSections
-    from agentcoord.daemon.hooks import HookDeps, Hooks
-    from agentcoord.daemon.httpmcp import HttpRoutes
-    from agentcoord.daemon.mcp import McpCore, McpLimits
-    from agentcoord.daemon.push import ChannelPush
     from agentcoord.daemon.toolset import build_registry
-    from agentcoord.daemon.unix import UnixListener
-    from agentcoord.humanproof import read_human_token
+    from agentcoord.identity.humanproof import read_human_token
+    from agentcoord.mcp.core import McpCore, McpLimits
+    from agentcoord.mcp.http import HttpRoutes
+    from agentcoord.mcp.unix import UnixListener
 
     cfg = s.config
     connections = Connections(http_addr=cfg.http_addr)

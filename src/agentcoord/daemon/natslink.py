@@ -16,8 +16,8 @@ from agentcoord.errors import ConfigError
 if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
 
-    from agentcoord.config import Config
     from agentcoord.daemon.natsd import NatsSupervisor
+    from agentcoord.kernel.config import Config
 
 __all__ = ["NatsLink", "js_timeout"]
 

@@ -17,8 +17,6 @@ import socket
 import stat
 from typing import Any
 
-from agentcoord._lazy import load_deferred
-from agentcoord.config import Config
 from agentcoord.daemon.compose import Daemon, compose
 from agentcoord.daemon.locks import DirLock
 from agentcoord.daemon.notify import sd_notify
@@ -31,6 +29,8 @@ from agentcoord.errors import (
     DaemonAlreadyRunning,
     StateFormatError,
 )
+from agentcoord.kernel.config import Config
+from agentcoord.kernel.lazy import load_deferred
 
 __all__ = ["prepare_dirs", "serve"]
 
@@ -63,7 +63,7 @@ def _leave_pointer(cfg: Config) -> None:
     A stopped daemon's pointer stays: it says where the user's daemon belongs."""
     if cfg.pointer_file is None:
         return
-    from agentcoord._paths import read_pointer_file, write_pointer
+    from agentcoord.kernel.locate import read_pointer_file, write_pointer
 
     uid = os.getuid()
     pointed = read_pointer_file(cfg.pointer_file, uid)

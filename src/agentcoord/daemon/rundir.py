@@ -19,9 +19,9 @@ from agentcoord.errors import AgentCoordError
 from agentcoord.kernel.files import write_private
 
 if TYPE_CHECKING:
-    from agentcoord.config import Config
     from agentcoord.daemon.locks import DirLock
-    from agentcoord.daemon.unix import UnixListener
+    from agentcoord.kernel.config import Config
+    from agentcoord.mcp.unix import UnixListener
 
 __all__ = ["CHECK_S", "keep_runtime_dir", "socket_identity"]
 

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
-    from agentcoord.config import Config
-    from agentcoord.daemon.identity import IdentityResolver
     from agentcoord.daemon.natslink import NatsLink
-    from agentcoord.leases.service import Leases
+    from agentcoord.identity.callers import IdentityResolver
+    from agentcoord.kernel.config import Config
+    from agentcoord.leases.leasing import Leases
     from agentcoord.localagents import LocalAgents
     from agentcoord.localagents.session_end import SessionWatch
     from agentcoord.messaging import Messaging

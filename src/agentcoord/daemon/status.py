@@ -4,27 +4,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
 from agentcoord.daemon.natsd import ROOM_BYTES, has_room
+from agentcoord.mcp.connections import Connections
 
 if TYPE_CHECKING:
     from agentcoord.daemon.services import Services
 
-__all__ = ["Connections", "DaemonStatus"]
-
-
-@dataclass
-class Connections:
-    """The listeners' side: open connections (the unix listener counts its own; HTTP asks its
-    server) and the HTTP address bound, known once the listener is up."""
-
-    http_addr: str
-    unix: int = 0
-    http: Callable[[], int] = field(default=lambda: 0)
+__all__ = ["DaemonStatus"]
 
 
 class DaemonStatus:

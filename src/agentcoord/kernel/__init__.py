@@ -5,5 +5,5 @@ Who calls (:mod:`.caller`), runner and session records (:mod:`.directory`), proc
 HTTP server (:mod:`.httpserver`), systemd activation (:mod:`.activation`), the NATS settings
 (:mod:`.natsremote`, :mod:`.natsbin`), the private atomic write (:mod:`.files`) and background
 tasks owned by a task group (:mod:`.tasks`). Nothing here imports another part of agentcoord
-except :mod:`agentcoord.errors` and :mod:`agentcoord.config` (docs/architecture.md).
+except :mod:`agentcoord.errors` and :mod:`agentcoord.kernel.config` (docs/architecture.md).
 """

@@ -1,6 +1,6 @@
 """systemd socket activation (sd_listen_fds(3)) and watchdog settings, as pure functions.
 
-The environment is read once in :func:`agentcoord.config.load_config`; this module only
+The environment is read once in :func:`agentcoord.kernel.config.load_config`; this module only
 interprets the values, so it is unit-tested without systemd.
 """
 

@@ -1,7 +1,7 @@
 """Pure rules that turn a peer's process ancestry into a caller (DESIGN.md "Identity and trust").
 
 The walk takes values (:class:`ProcInfo` rows, nearest first) and returns a decision, so it is
-unit-tested without processes; :mod:`agentcoord.daemon.procprobe` reads the rows with psutil.
+unit-tested without processes; :mod:`agentcoord.identity.procprobe` reads the rows with psutil.
 """
 
 from __future__ import annotations

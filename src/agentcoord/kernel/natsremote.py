@@ -65,7 +65,7 @@ class NatsTarget:
 
 
 class NatsSettings(Protocol):
-    """The settings read here (:class:`agentcoord.config.Config` has them): the kernel names
+    """The settings read here (:class:`agentcoord.kernel.config.Config` has them): the kernel names
     what it needs instead of importing the config module above it."""
 
     @property

@@ -21,7 +21,7 @@ from agentcoord.leases.filekeys import FILE_PREFIX, FileKey, resolve_file_key
 from agentcoord.leases.sites import ClaimSites, Site
 
 if TYPE_CHECKING:
-    from agentcoord.leases.service import Leases
+    from agentcoord.leases.leasing import Leases
 
 __all__ = [
     "AUTO_LEASE_PURPOSE",
@@ -38,7 +38,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """:class:`Leases` on first use (it imports the NATS-backed stores)."""
     if name == "Leases":
-        from agentcoord.leases.service import Leases
+        from agentcoord.leases.leasing import Leases
 
         return Leases
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from agentcoord.config import Config
+    from agentcoord.kernel.config import Config
     from agentcoord.stores.kv import Holder
 
 __all__ = ["AUTO_LEASE_PURPOSE", "RENEW_AFTER_S", "EditLeases", "LeaseStep", "lease_step"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from agentcoord.leases.filekeys import FILE_PREFIX, FileKey, resolve_file_key
 from agentcoord.leases.sites import Site
-from agentcoord.stores.kv._procwatch import ProcKey, proc_key
+from agentcoord.stores.kv import ProcKey, proc_key
 
 if TYPE_CHECKING:
     from agentcoord.kernel.caller import Caller

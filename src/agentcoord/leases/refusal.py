@@ -3,7 +3,7 @@ what they are on, and how to go on (docs/claims.md "The leases service").
 
 The one place for the refusal texts: the write guard's deny reason (a Claude Code hook's
 ``permissionDecisionReason``), the pre-commit refusal, and a ``claim`` that was not acquired.
-Times for people are local time with its zone (:func:`agentcoord.timetext.human_time`). Pure:
+Times for people are local time with its zone (:func:`agentcoord.kernel.timetext.human_time`). Pure:
 values in, text out.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.commitguard import ALLOW_ENV
+from agentcoord.kernel.timetext import human_time
 from agentcoord.leases.editleases import AUTO_LEASE_PURPOSE
+from agentcoord.leases.override import ALLOW_ENV
 from agentcoord.leases.rows import shown_key
 from agentcoord.stores.kv import format_duration
-from agentcoord.timetext import human_time
 
 if TYPE_CHECKING:
     from agentcoord.kernel.caller import Caller

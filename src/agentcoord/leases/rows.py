@@ -11,8 +11,8 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.keytext import repo_name
 from agentcoord.leases.filekeys import FILE_PREFIX, split_file_key
+from agentcoord.leases.keytext import repo_name
 from agentcoord.stores.kv import format_duration
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ The discovery tools owned elsewhere call the pure functions re-exported here:
 
 from __future__ import annotations
 
-from agentcoord.localagents._errors import DispatchFailed
+from agentcoord.localagents._failures import DispatchFailed
 from agentcoord.localagents.index import Package, PackageIndex
 from agentcoord.localagents.local_agents import LocalAgents
 from agentcoord.localagents.manifest import Manifest, capability_tags, read_package_manifest
@@ -21,7 +21,7 @@ from agentcoord.localagents.merge import (
     registered_view,
 )
 from agentcoord.localagents.paths import is_safe_agent_id, package_dir, resolve_agentihub_dir
-from agentcoord.localagents.records import (
+from agentcoord.stores.agentrecords import (
     AgentRecord,
     AgentRecords,
     AgentTaskRecord,

@@ -17,7 +17,7 @@ import urllib.parse
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.localagents._errors import DispatchFailed
+from agentcoord.localagents._failures import DispatchFailed
 
 if TYPE_CHECKING:
     import httpx

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.localagents.conversation import BusMailbox, Mailbox, StatusFn
 from agentcoord.localagents.profiles import (
     DEFAULT_PROFILE,
     LaunchPlan,
@@ -35,7 +36,6 @@ from agentcoord.localagents.profiles import (
     shim_server,
 )
 from agentcoord.localagents.profilestore import AgentObjects, ProfileBook
-from agentcoord.localagents.turns import BusMailbox, Mailbox, StatusFn
 
 if TYPE_CHECKING:
     from agentcoord.localagents.runner import RunOutcome
@@ -135,7 +135,7 @@ class Launcher:
         """One status update on ``agents.<id>.status`` (an agent.v1 ChannelMessage, JSON body)."""
         if self.nc is None:
             return
-        from agentcoord import wire
+        from agentcoord.kernel import wire
         from agentcoord.proto.agent.v1 import agent_pb2 as pb
 
         msg = wire.make_message(

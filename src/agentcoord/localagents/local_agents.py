@@ -23,7 +23,7 @@ from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents import httpjobs
-from agentcoord.localagents._errors import DispatchFailed
+from agentcoord.localagents._failures import DispatchFailed
 from agentcoord.localagents.index import PackageIndex
 from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.merge import (
@@ -37,20 +37,20 @@ from agentcoord.localagents.merge import (
 )
 from agentcoord.localagents.paths import is_safe_agent_id, package_dir, resolve_agentihub_dir
 from agentcoord.localagents.profiles import DEFAULT_PROFILE, Profile, ProfileError
-from agentcoord.localagents.records import (
+from agentcoord.localagents.runner import RunnerSpec, run_local
+from agentcoord.localagents.sandbox import Limits, Sandbox, daemon_secrets, detect_sandbox
+from agentcoord.localagents.sessions import PsutilSessionProbe, SessionProbe
+from agentcoord.stores.agentrecords import (
     AgentRecord,
     AgentRecords,
     AgentTaskRecord,
     TaskRecords,
 )
-from agentcoord.localagents.runner import RunnerSpec, run_local
-from agentcoord.localagents.sandbox import Limits, Sandbox, daemon_secrets, detect_sandbox
-from agentcoord.localagents.sessions import PsutilSessionProbe, SessionProbe
 from agentcoord.stores.messagebus import check_agent_id
-from agentcoord.stores.objects.errors import AlreadyExists
+from agentcoord.stores.objects.statuserrors import AlreadyExists
 
 if TYPE_CHECKING:
-    from agentcoord.config import Config
+    from agentcoord.kernel.config import Config
     from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["MAX_DEPTH", "LocalAgents"]

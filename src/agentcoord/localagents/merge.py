@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentcoord.localagents.index import Package
-from agentcoord.localagents.records import AgentRecord
 from agentcoord.localagents.sessions import LiveSession, package_status
+from agentcoord.stores.agentrecords import AgentRecord
 
 __all__ = [
     "available_capacity",

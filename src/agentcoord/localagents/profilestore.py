@@ -19,8 +19,8 @@ from agentcoord.localagents.profiles import (
     ProfileError,
     profile_from_object,
 )
-from agentcoord.stores.objects.errors import AlreadyExists, ObjectNotFound, StoreError
-from agentcoord.stores.objects.rules import rfc3339
+from agentcoord.stores.objects.statuserrors import AlreadyExists, ObjectNotFound, StoreError
+from agentcoord.stores.objects.writerules import rfc3339
 
 if TYPE_CHECKING:
     from agentcoord.stores.objects.backend import ObjectBackend

@@ -5,8 +5,8 @@ What to run comes from the agent's profile as a :class:`LaunchPlan`
 --strict-mcp-config`` and the profile's flags, the runner environment, the MCP config to write,
 extra writable paths and whether it has network. The runner is registered as a runner of the
 agent right after spawn, so its calls back through the shim resolve as that agent. Turns and
-messages go through :mod:`agentcoord.localagents.turns`; stdout is copied to the job log, stderr
-goes to it directly; the last result JSON's ``is_error`` decides success, not the exit code.
+messages go through :mod:`agentcoord.localagents.conversation`; stdout is copied to the job log,
+stderr goes to it directly; the last result JSON's ``is_error`` decides success, not the exit code.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentcoord._pidfd import wait_pid
 from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.kernel.pidfd import wait_pid
+from agentcoord.localagents.conversation import Mailbox, StatusFn, TurnsOutcome, converse
 from agentcoord.localagents.profiles import (
     AGENT_COORD,
     LaunchPlan,
@@ -36,7 +37,6 @@ from agentcoord.localagents.profiles import (
     strip_owned_flags,
 )
 from agentcoord.localagents.sandbox import Limits, Sandbox, claude_guarded, exec_prefix
-from agentcoord.localagents.turns import Mailbox, StatusFn, TurnsOutcome, converse
 
 __all__ = [
     "RunOutcome",

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agentcoord.config import Config
+    from agentcoord.kernel.config import Config
 
 from agentcoord.kernel.childexec import Limits, exec_prefix, rlimit_caps, util_linux
 

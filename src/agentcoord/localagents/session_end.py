@@ -9,11 +9,11 @@ with their inbox and focus. :class:`SessionWatch` does that, event driven:
   ``(pid, create_time)``: a reused pid with another start time is gone) ends with reason
   ``gone at daemon start``;
 - it watches the Agent objects; for each Running session it waits on the process's pidfd
-  (:func:`agentcoord._pidfd.wait_pid`, no polling) and ends the Agent with ``process exited``;
+  (:func:`agentcoord.kernel.pidfd.wait_pid`, no polling) and ends the Agent with ``process exited``;
 - one timer, for the next retention deadline, removes ended agents (the Agent through the
   directory, then the inbox and focus through ``forget``).
 
-The directory (:class:`~agentcoord.stores.objects.directory.StoreDirectory`) decides what an
+The directory (:class:`~agentcoord.stores.objects.agentdirectory.StoreDirectory`) decides what an
 end means (kept as Ended, or removed when the session never took part) and brings a resumed
 session back; this module only waits.
 """
@@ -28,12 +28,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from agentcoord._pidfd import wait_pid
 from agentcoord.kernel.directory import SessionKey
+from agentcoord.kernel.pidfd import wait_pid
 from agentcoord.kernel.tasks import TaskSet
+from agentcoord.stores.objects.agentdirectory import ENDED, PROC_LABEL, StoreDirectory, parse_proc
 from agentcoord.stores.objects.backend import ObjectBackend
-from agentcoord.stores.objects.directory import ENDED, PROC_LABEL, StoreDirectory, parse_proc
-from agentcoord.stores.objects.errors import Expired, StoreError
+from agentcoord.stores.objects.statuserrors import Expired, StoreError
 
 __all__ = ["DEFAULT_RETENTION_S", "SessionWatch", "same_process"]
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agentcoord._lazy import on_first_use
 from agentcoord.kernel.ancestry import ProcInfo, is_claude_process
+from agentcoord.kernel.lazy import on_first_use
 
 if TYPE_CHECKING:
     import psutil
-else:  # ~6 ms of imports that the daemon's start-up does not need (agentcoord._lazy)
+else:  # ~6 ms of imports that the daemon's start-up does not need (agentcoord.kernel.lazy)
     psutil = on_first_use("psutil")
 
 __all__ = [

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentcoord import wire
 from agentcoord.errors import InvalidArguments, NotFound, ToolError
+from agentcoord.kernel import wire
 from agentcoord.messaging.recipients import QUEUED_NOTE, Recipients
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.audit import AuditSink

@@ -20,15 +20,17 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from agentcoord import answers, wire
 from agentcoord.errors import IdentityError, InvalidArguments, NotFound, ToolError
+from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller, decision_fields
+from agentcoord.messaging import answers
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.stores.audit import AuditSink
 from agentcoord.stores.records import AlreadyAnswered, PromptRecord, PromptRecords
 
 __all__ = [
     "HUMAN_ANSWERED",
+    "HUMAN_ONLY",
     "ONLY_THE_HUMAN",
     "PROMPTS_NEW",
     "HumanPrompts",
@@ -42,6 +44,9 @@ log = logging.getLogger(__name__)
 PROMPTS_NEW = "prompts.new"  # JSON announcement of each new prompt (daemon-published)
 HUMAN_ANSWERED = "HUMAN_ANSWERED"
 ONLY_THE_HUMAN = "only the human answers prompts (agentcoord answer, the console)"
+
+# The tools only the human may call, each with the refusal an agent gets.
+HUMAN_ONLY = {"answer_prompt": ONLY_THE_HUMAN}
 
 
 def reply_subject(prompt_id: str) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from agentcoord.errors import NotFound
-from agentcoord.stores.objects.errors import ObjectNotFound
+from agentcoord.stores.objects.statuserrors import ObjectNotFound
 
 __all__ = [
     "QUEUED_NOTE",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcoord import wire
+from agentcoord.kernel import wire
 from agentcoord.messaging.channels import Channels
 from agentcoord.messaging.recipients import QUEUED_NOTE, Recipients
 from agentcoord.proto.agent.v1 import agent_pb2 as pb

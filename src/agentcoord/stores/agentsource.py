@@ -56,7 +56,7 @@ class StoreAgents:
         return sorted((agent_row(o) for o in objs), key=lambda r: r["name"])
 
     async def get_agent(self, name: str) -> dict[str, Any] | None:
-        from agentcoord.stores.objects.errors import ObjectNotFound
+        from agentcoord.stores.objects.statuserrors import ObjectNotFound
 
         try:
             obj = await self._store.get("agents", self._ns, name)

@@ -31,7 +31,7 @@ from nats.js import api
 from agentcoord.kernel.jsoncodec import dumps
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores._jsretry import connection_of
-from agentcoord.stores.kv._keys import escape_key
+from agentcoord.stores.kv.keys import escape_key
 
 __all__ = ["MAX_AGE", "MAX_BYTES", "STREAM", "AuditLog", "AuditSink", "Event"]
 

@@ -40,8 +40,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from agentcoord import wire
 from agentcoord.errors import InvalidArguments
+from agentcoord.kernel import wire
 from agentcoord.stores._jspub import AckedPublisher, subscribe_inline
 
 __all__ = [

@@ -5,7 +5,7 @@ Each module's ``tools(...)`` takes the services its tools use; the daemon's comp
 
 from __future__ import annotations
 
-from agentcoord.tools._base import Tool, ToolHandler, obj_schema
+from agentcoord.tools.base import Tool, ToolHandler, obj_schema
 from agentcoord.tools.registry import ToolRegistry
 
 __all__ = ["Tool", "ToolHandler", "ToolRegistry", "obj_schema"]

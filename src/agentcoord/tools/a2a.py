@@ -8,9 +8,9 @@ from typing import Any
 
 from agentcoord.agentops import AgentOps
 from agentcoord.kernel.caller import Caller
-from agentcoord.tools._base import Tool, obj_schema, unlisted
-from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import for_model
+from agentcoord.tools.base import Tool, obj_schema, unlisted
 
 __all__ = ["tools"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from agentcoord.errors import ToolError
 from agentcoord.kernel.caller import Caller
 from agentcoord.localagents import LocalAgents
-from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools.base import Tool, obj_schema
 
 __all__ = ["tools"]
 

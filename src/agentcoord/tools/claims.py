@@ -1,5 +1,5 @@
 """Claim tools (docs/claims.md "Tools"): claim, release, renew, heartbeat, check_claims, and
-the audit query; thin adapters over the leases service (:class:`agentcoord.leases.service.Leases`:
+the audit query; thin adapters over the leases service (:class:`agentcoord.leases.leasing.Leases`:
 file keys, holders and their sites live there).
 """
 
@@ -18,13 +18,13 @@ from agentcoord.leases.rows import claim_row, shown_key
 from agentcoord.leases.sites import Site
 from agentcoord.stores.audit import AuditLog
 from agentcoord.stores.kv import Contention, Holder, format_duration, parse_duration, parse_mode
-from agentcoord.stores.kv._keys import MAX_KEY_CHARS
-from agentcoord.tools._base import Tool, obj_schema, unlisted
-from agentcoord.tools._caller import acting_agent
+from agentcoord.stores.kv.keys import MAX_KEY_CHARS
+from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import compact, for_model, short_time
+from agentcoord.tools.base import Tool, obj_schema, unlisted
 
 if TYPE_CHECKING:
-    from agentcoord.leases.service import Leases
+    from agentcoord.leases.leasing import Leases
 
 __all__ = ["parse_since", "tools"]
 
@@ -103,7 +103,7 @@ def parse_since(text: str, now: float | None = None) -> float:
 
 
 def _render_audit(r: dict[str, Any]) -> str:
-    from agentcoord.eventtext import render_event  # the one rendering of an event
+    from agentcoord.text.events import render_event  # the one rendering of an event
 
     return "\n".join(render_event(e) for e in r["events"]) or "no events"
 

@@ -11,12 +11,12 @@ from agentcoord.kernel.caller import Caller
 from agentcoord.localagents import LocalAgents
 from agentcoord.stores.agentsource import AgentSource
 from agentcoord.stores.kv import Focus, FocusStore
-from agentcoord.stores.objects.directory import PROC_LABEL, SESSION_LABEL
-from agentcoord.stores.objects.errors import BadRequest
+from agentcoord.stores.objects.agentdirectory import PROC_LABEL, SESSION_LABEL
 from agentcoord.stores.objects.selectors import parse_labels
-from agentcoord.tools._base import Tool, obj_schema, unlisted
-from agentcoord.tools._caller import acting_agent
+from agentcoord.stores.objects.statuserrors import BadRequest
+from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import compact, for_model
+from agentcoord.tools.base import Tool, obj_schema, unlisted
 
 __all__ = ["tools"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcoord import wire
+from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging import Messaging
-from agentcoord.tools._base import Tool, obj_schema, unlisted
-from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._acting import acting_agent
+from agentcoord.tools.base import Tool, obj_schema, unlisted
 
 __all__ = ["tools"]
 

@@ -12,20 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcoord import answers
 from agentcoord.errors import InvalidArguments
 from agentcoord.kernel.caller import Caller
-from agentcoord.messaging import Messaging
-from agentcoord.messaging.prompts import ONLY_THE_HUMAN
-from agentcoord.tools._base import Tool, obj_schema, unlisted
-from agentcoord.tools._caller import acting_agent
+from agentcoord.messaging import Messaging, answers
+from agentcoord.messaging.prompts import HUMAN_ONLY
+from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import for_model, short_time
+from agentcoord.tools.base import Tool, obj_schema, unlisted
 
 __all__ = ["HUMAN_ONLY", "tools"]
 
 # Tools only the human may call, with the error anyone else gets: they are left out of an
 # agent's tools/list (tools/registry.py) and refused if called anyway.
-HUMAN_ONLY = {"answer_prompt": ONLY_THE_HUMAN}
 
 _STR = {"type": "string"}
 _QUESTION = {"type": "string", "maxLength": 8192}

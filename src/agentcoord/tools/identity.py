@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agentcoord.kernel.caller import Caller
-from agentcoord.tools._base import Tool, obj_schema
 from agentcoord.tools._shape import compact, for_model
+from agentcoord.tools.base import Tool, obj_schema
 
 __all__ = ["tools"]
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcoord.agentops import AgentOps, lifecycle
+from agentcoord.agentops import AgentOps
+from agentcoord.agentops import lifecycleops as lifecycle
 from agentcoord.kernel.caller import Caller
-from agentcoord.tools._base import Tool, obj_schema
+from agentcoord.tools.base import Tool, obj_schema
 
 __all__ = ["tools"]
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcoord import wire
 from agentcoord.errors import InvalidArguments
+from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging import Messaging
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.tools._base import Tool, obj_schema, unlisted
-from agentcoord.tools._caller import acting_agent
+from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import compact, for_model, short_time
+from agentcoord.tools.base import Tool, obj_schema, unlisted
 
 __all__ = ["tools"]
 

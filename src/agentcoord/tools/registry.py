@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from agentcoord.tools._base import Tool
+from agentcoord.tools.base import Tool
 
 __all__ = ["READ_ONLY_META", "ToolRegistry"]
 

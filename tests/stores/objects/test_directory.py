@@ -7,7 +7,7 @@ from pathlib import Path
 import psutil
 
 from agentcoord.stores.objects import ObjectBackend, ObjectStore
-from agentcoord.stores.objects.directory import (
+from agentcoord.stores.objects.agentdirectory import (
     DIR_LABEL,
     PROC_LABEL,
     SESSION_LABEL,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentcoord.stores.objects import ObjectStore
-from agentcoord.stores.objects.errors import StoreError
+from agentcoord.stores.objects.statuserrors import StoreError
 
 pytestmark = pytest.mark.unit
 

@@ -167,7 +167,7 @@ def test_default_daemon_does_not_import_the_client() -> None:
     """Loading the daemon (SQLite store) leaves lightkube unimported: only --store kubernetes
     pays for it."""
     code = (
-        "import sys, agentcoord.daemon.run, agentcoord.cli;"
+        "import sys, agentcoord.daemon.run, agentcoord.cli.main;"
         "print(sorted(m for m in sys.modules if m.startswith(('lightkube', 'httpx2'))))"
     )
     out = subprocess.run(

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentcoord.stores.objects.errors import BadRequest, Invalid, UnsupportedMediaType
 from agentcoord.stores.objects.patch import apply_patch, json_patch, merge_patch
+from agentcoord.stores.objects.statuserrors import BadRequest, Invalid, UnsupportedMediaType
 
 pytestmark = pytest.mark.unit
 

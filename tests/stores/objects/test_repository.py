@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentcoord.localagents.records import AgentRecord, AgentTaskRecord
+from agentcoord.stores.agentrecords import AgentRecord, AgentTaskRecord
 from agentcoord.stores.objects import Conflict, ObjectStore
 from agentcoord.stores.objects.repository import (
     CAS_TRIES,

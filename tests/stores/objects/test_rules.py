@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentcoord.stores.objects.errors import BadRequest, Conflict, Invalid
 from agentcoord.stores.objects.kinds import KINDS
-from agentcoord.stores.objects.rules import (
+from agentcoord.stores.objects.statuserrors import BadRequest, Conflict, Invalid
+from agentcoord.stores.objects.writerules import (
     parse_rv,
     prepare_create,
     prepare_delete,

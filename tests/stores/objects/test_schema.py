@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentcoord.stores.objects.errors import BadRequest, Invalid
 from agentcoord.stores.objects.kinds import KINDS, kind_for
 from agentcoord.stores.objects.schema import check_object, validate
+from agentcoord.stores.objects.statuserrors import BadRequest, Invalid
 
 pytestmark = pytest.mark.unit
 

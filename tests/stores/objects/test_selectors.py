@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentcoord.stores.objects.errors import BadRequest
 from agentcoord.stores.objects.selectors import parse_fields, parse_labels
+from agentcoord.stores.objects.statuserrors import BadRequest
 
 pytestmark = pytest.mark.unit
 

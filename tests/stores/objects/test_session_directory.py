@@ -16,7 +16,7 @@ import pytest
 
 from agentcoord.kernel.directory import SessionKey
 from agentcoord.stores.objects import ObjectBackend
-from agentcoord.stores.objects.directory import (
+from agentcoord.stores.objects.agentdirectory import (
     PROC_LABEL,
     USED_ANNOTATION,
     StoreDirectory,

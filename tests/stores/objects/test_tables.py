@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agentcoord.stores.objects.kinds import KINDS
-from agentcoord.stores.objects.rules import rfc3339
 from agentcoord.stores.objects.tables import human_duration, table, wants_table
+from agentcoord.stores.objects.writerules import rfc3339
 
 pytestmark = pytest.mark.unit
 

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from agentcoord.stores.kv._duration import format_duration, parse_duration
-from agentcoord.stores.kv._keys import escape_key, unescape_key
-from agentcoord.stores.kv._rules import ClaimPolicy, ClaimRecord, Contention, Holder, parse_mode
-from agentcoord.stores.kv.claims import ClaimStore, Granted, NotHolder, StaleToken
+from agentcoord.kernel.duration import format_duration, parse_duration
+from agentcoord.stores.kv._claimrules import (
+    ClaimPolicy,
+    ClaimRecord,
+    Contention,
+    Holder,
+    Mode,
+    parse_mode,
+)
+from agentcoord.stores.kv._procwatch import ProcKey, proc_key
+from agentcoord.stores.kv.claimstore import ClaimStore, Granted, NotHolder, StaleToken
 from agentcoord.stores.kv.focus import Focus, FocusStore
+from agentcoord.stores.kv.keys import escape_key, unescape_key
 
 __all__ = [
     "ClaimPolicy",
@@ -17,11 +25,14 @@ __all__ = [
     "FocusStore",
     "Granted",
     "Holder",
+    "Mode",
     "NotHolder",
+    "ProcKey",
     "StaleToken",
     "escape_key",
     "format_duration",
     "parse_duration",
     "parse_mode",
+    "proc_key",
     "unescape_key",
 ]

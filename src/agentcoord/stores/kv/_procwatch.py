@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agentcoord._lazy import on_first_use
+from agentcoord.kernel.lazy import on_first_use
 from agentcoord.kernel.tasks import TaskSet
 
 if TYPE_CHECKING:
     import psutil
-else:  # ~6 ms of imports that the daemon's start-up does not need (agentcoord._lazy)
+else:  # ~6 ms of imports that the daemon's start-up does not need (agentcoord.kernel.lazy)
     psutil = on_first_use("psutil")
 
 __all__ = ["ProcKey", "ProcessWatch", "proc_key"]

@@ -22,7 +22,7 @@ from nats.js import api
 
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores.kv import _natskv
-from agentcoord.stores.kv._keys import escape_key
+from agentcoord.stores.kv.keys import escape_key
 
 if TYPE_CHECKING:
     from agentcoord.stores.audit import AuditSink

@@ -8,7 +8,8 @@ memory + watchers), :mod:`api` (HTTP), :mod:`tls` (CA, certificates, kubeconfig)
 from __future__ import annotations
 
 from agentcoord.stores.objects.backend import ObjectBackend
-from agentcoord.stores.objects.errors import (
+from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION, KINDS, Kind
+from agentcoord.stores.objects.statuserrors import (
     AlreadyExists,
     BadRequest,
     Conflict,
@@ -18,7 +19,6 @@ from agentcoord.stores.objects.errors import (
     StoreError,
     UnsupportedMediaType,
 )
-from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION, KINDS, Kind
 from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
 from agentcoord.stores.objects.kinds import KINDS
-from agentcoord.stores.objects.rules import Key
 from agentcoord.stores.objects.selectors import FieldSelector, LabelSelector
+from agentcoord.stores.objects.writerules import Key
 
 __all__ = ["Cache", "Decoded", "Entry"]
 

@@ -12,7 +12,8 @@ import httpx2
 from lightkube import ApiError
 from lightkube import operators as op
 
-from agentcoord.stores.objects.errors import (
+from agentcoord.stores.objects.selectors import FieldSelector, LabelSelector
+from agentcoord.stores.objects.statuserrors import (
     AlreadyExists,
     BadRequest,
     Conflict,
@@ -24,7 +25,6 @@ from agentcoord.stores.objects.errors import (
     TooManyRequests,
     UnsupportedMediaType,
 )
-from agentcoord.stores.objects.selectors import FieldSelector, LabelSelector
 
 __all__ = ["field_pairs", "label_pairs", "plain", "translate"]
 

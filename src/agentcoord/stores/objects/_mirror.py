@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from agentcoord.stores.objects._cache import Cache
-from agentcoord.stores.objects.rules import Key
+from agentcoord.stores.objects.writerules import Key
 
 __all__ = ["Mirror", "dumps", "rv_of"]
 

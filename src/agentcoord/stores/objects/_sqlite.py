@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentcoord.stores.objects.errors import StoreError
+from agentcoord.stores.objects.statuserrors import StoreError
 
 __all__ = ["SCHEMA_VERSION", "EventRow", "ObjectRow", "SqliteFile"]
 

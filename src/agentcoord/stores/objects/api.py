@@ -24,8 +24,10 @@ from urllib.parse import unquote
 
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse
 from agentcoord.kernel.jsoncodec import lone_surrogate
-from agentcoord.stores.objects import discovery
-from agentcoord.stores.objects.errors import (
+from agentcoord.stores.objects import apidiscovery as discovery
+from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION, KINDS, VERSION, Kind
+from agentcoord.stores.objects.patch import MERGE_PATCH
+from agentcoord.stores.objects.statuserrors import (
     BadRequest,
     Expired,
     Forbidden,
@@ -35,12 +37,10 @@ from agentcoord.stores.objects.errors import (
     RequestEntityTooLarge,
     StoreError,
 )
-from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION, KINDS, VERSION, Kind
-from agentcoord.stores.objects.patch import MERGE_PATCH
-from agentcoord.stores.objects.rules import parse_rv
 from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.stores.objects.tables import LiveCells, table, wants_table
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
+from agentcoord.stores.objects.writerules import parse_rv
 
 __all__ = [
     "DEFAULT_MAX_OBJECT_BYTES",

@@ -36,7 +36,16 @@ from lightkube.types import CascadeType, PatchType
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores.objects._kubeclient import field_pairs, label_pairs, plain, translate
 from agentcoord.stores.objects._mirror import Mirror, rv_of
-from agentcoord.stores.objects.errors import (
+from agentcoord.stores.objects.kinds import GROUP, KINDS, Kind
+from agentcoord.stores.objects.patch import JSON_PATCH, MERGE_PATCH
+from agentcoord.stores.objects.schema import validate
+from agentcoord.stores.objects.selectors import (
+    FieldSelector,
+    LabelSelector,
+    parse_fields,
+    parse_labels,
+)
+from agentcoord.stores.objects.statuserrors import (
     AlreadyExists,
     BadRequest,
     Conflict,
@@ -46,17 +55,8 @@ from agentcoord.stores.objects.errors import (
     TooManyRequests,
     UnsupportedMediaType,
 )
-from agentcoord.stores.objects.kinds import GROUP, KINDS, Kind
-from agentcoord.stores.objects.patch import JSON_PATCH, MERGE_PATCH
-from agentcoord.stores.objects.rules import Key
-from agentcoord.stores.objects.schema import validate
-from agentcoord.stores.objects.selectors import (
-    FieldSelector,
-    LabelSelector,
-    parse_fields,
-    parse_labels,
-)
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
+from agentcoord.stores.objects.writerules import Key
 
 __all__ = ["KubeObjectStore"]
 

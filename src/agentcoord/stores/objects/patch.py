@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.stores.objects.errors import BadRequest, Invalid, UnsupportedMediaType
+from agentcoord.stores.objects.statuserrors import BadRequest, Invalid, UnsupportedMediaType
 
 if TYPE_CHECKING:
     import jsonpatch

@@ -37,11 +37,11 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from agentcoord.errors import AgentCoordError, NotFound
-from agentcoord.localagents.records import AgentRecord, AgentTaskRecord
-from agentcoord.stores.kv._duration import parse_duration
+from agentcoord.kernel.duration import parse_duration
+from agentcoord.stores.agentrecords import AgentRecord, AgentTaskRecord
 from agentcoord.stores.objects.backend import ObjectBackend
-from agentcoord.stores.objects.errors import AlreadyExists, Conflict, ObjectNotFound
 from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION
+from agentcoord.stores.objects.statuserrors import AlreadyExists, Conflict, ObjectNotFound
 from agentcoord.stores.records import (
     AlreadyAnswered,
     ChannelPhase,
@@ -763,7 +763,7 @@ _REGISTERED: Codec[AgentRecord] = Codec(
 
 
 class StoreAgentRecords:
-    """:class:`agentcoord.localagents.records.AgentRecords` on Agent objects."""
+    """:class:`agentcoord.stores.agentrecords.AgentRecords` on Agent objects."""
 
     def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r = Repository(store, _REGISTERED, namespace, track=True)
@@ -881,7 +881,7 @@ _JOBS: Codec[AgentTaskRecord] = Codec(
 
 
 class StoreJobRecords:
-    """:class:`agentcoord.localagents.records.TaskRecords` (dispatch jobs) on AgentTasks."""
+    """:class:`agentcoord.stores.agentrecords.TaskRecords` (dispatch jobs) on AgentTasks."""
 
     def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
         self._r = Repository(store, _JOBS, namespace, track=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentcoord.stores.objects.errors import BadRequest, Invalid
 from agentcoord.stores.objects.kinds import GROUP, Kind
+from agentcoord.stores.objects.statuserrors import BadRequest, Invalid
 
 __all__ = ["check_object", "validate"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentcoord.stores.objects.errors import BadRequest
+from agentcoord.stores.objects.statuserrors import BadRequest
 
 __all__ = ["FieldSelector", "LabelSelector", "Requirement", "parse_fields", "parse_labels"]
 

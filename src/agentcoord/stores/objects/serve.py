@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentcoord.config import Config, parse_http_addr
 from agentcoord.errors import ConfigError
+from agentcoord.kernel.config import Config, parse_http_addr
 from agentcoord.kernel.files import write_private
 from agentcoord.kernel.httpserver import HttpServer
 from agentcoord.stores.objects.api import KubeApi

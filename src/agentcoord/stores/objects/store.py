@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 from agentcoord.kernel.jsoncodec import valid_text
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores.objects._cache import Cache
-from agentcoord.stores.objects._ops import (
+from agentcoord.stores.objects._sqlite import SqliteFile
+from agentcoord.stores.objects._writeops import (
     Change,
     OpFn,
     View,
@@ -34,20 +35,8 @@ from agentcoord.stores.objects._ops import (
     not_found,
     update_op,
 )
-from agentcoord.stores.objects._sqlite import SqliteFile
-from agentcoord.stores.objects.errors import (
-    BadRequest,
-    Expired,
-    ObjectNotFound,
-    RequestEntityTooLarge,
-    StoreError,
-    TooManyRequests,
-)
 from agentcoord.stores.objects.kinds import KINDS, Kind
 from agentcoord.stores.objects.patch import MERGE_PATCH, apply_patch
-from agentcoord.stores.objects.rules import (
-    Key,
-)
 from agentcoord.stores.objects.schema import validate
 from agentcoord.stores.objects.selectors import (
     FieldSelector,
@@ -55,7 +44,18 @@ from agentcoord.stores.objects.selectors import (
     parse_fields,
     parse_labels,
 )
+from agentcoord.stores.objects.statuserrors import (
+    BadRequest,
+    Expired,
+    ObjectNotFound,
+    RequestEntityTooLarge,
+    StoreError,
+    TooManyRequests,
+)
 from agentcoord.stores.objects.watch import Watcher, WatchEvent
+from agentcoord.stores.objects.writerules import (
+    Key,
+)
 
 __all__ = ["ObjectStore"]
 

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentcoord.stores.objects.errors import Expired, StoreError
 from agentcoord.stores.objects.selectors import FieldSelector, LabelSelector
+from agentcoord.stores.objects.statuserrors import Expired, StoreError
 
 __all__ = ["WatchEvent", "Watcher"]
 

@@ -1,6 +1,6 @@
 """Generated protobuf code for the agent.v1 wire format (see proto/).
 
-``agent_pb2`` runs on first use, not on import (:mod:`agentcoord._lazy`): protobuf and the
+``agent_pb2`` runs on first use, not on import (:mod:`agentcoord.kernel.lazy`): protobuf and the
 descriptors cost ~12 ms that the daemon's start-up does not need.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentcoord._lazy import on_first_use
+from agentcoord.kernel.lazy import on_first_use
 
 __all__ = ["agent_pb2"]
 

@@ -1,0 +1,2 @@
+"""Claude Code's side of agentcoord: its hooks, the channel push, the hook client, its settings
+and the plugin."""

@@ -1,0 +1,298 @@
+"""Daemon side of the Claude Code hooks: one handler per event, given the resolved caller.
+
+:class:`Hooks` is built with the services its handlers read (claims deny writes, messaging
+injects inbox messages, the directory ends sessions); outputs follow Claude Code's hook JSON
+(FACTS.md "Hooks").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentcoord.kernel.caller import Caller
+
+if TYPE_CHECKING:
+    from agentcoord.claude.push import ChannelPush
+    from agentcoord.kernel.directory import AgentDirectory
+    from agentcoord.leases.leasing import Leases
+    from agentcoord.localagents.session_end import SessionWatch
+    from agentcoord.messaging import Messaging
+    from agentcoord.stores.kv import Holder
+
+__all__ = [
+    "HookDeps",
+    "HookHandlers",
+    "Hooks",
+    "additional_context",
+    "deny_tool",
+]
+
+log = logging.getLogger(__name__)
+
+# event -> handlers; each returns a fragment (context text, or a decision) or None
+HookFn = Callable[["HookDeps", Caller, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+HookHandlers = dict[str, list[HookFn]]
+
+
+@dataclass(frozen=True)
+class HookDeps:
+    """What the hook handlers read."""
+
+    leases: Leases  # claims, the write guard and edit leases (docs/claims.md)
+    messaging: Messaging
+    directory: AgentDirectory
+    sessions: SessionWatch
+    push: ChannelPush | None = None  # channel sessions (docs/claude-code.md "Channels")
+
+
+_EVENT_NAMES = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "post-tool-use": "PostToolUse",
+    "pre-tool-use": "PreToolUse",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
+
+# SessionEnd reasons after which the same claude process goes on (a new conversation in it):
+# the Agent follows the process, so these do not end it (code.claude.com/docs/en/hooks).
+_PROCESS_GOES_ON = {"clear", "resume"}
+
+
+def additional_context(event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def deny_tool(reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+async def _identify(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """SessionStart: who the session is; after a compaction or /clear also what it holds,
+    what it is on and what waits for it (docs/claude-code.md "After compaction or /clear")."""
+    source = payload.get("source")
+    if source in _RECAP_SOURCES and caller.kind != "human":
+        return {"context": await _recap(deps, caller, str(source))}
+    text = (
+        f"agentcoord: you are agent `{caller.agent}` on this machine's coordination daemon "
+        "(MCP server agent-coord). Claim files before editing them; check your inbox."
+    )
+    return {"context": text}
+
+
+# SessionStart sources after which the model has lost what it knew of this session: Claude
+# Code compacted the conversation, or the user ran /clear (code.claude.com/docs/en/hooks,
+# "SessionStart").
+_RECAP_SOURCES = {"compact": "compacted", "clear": "cleared"}
+_RECAP_CLAIMS = 10  # listed one per line; the rest are counted (check_claims lists them all)
+_RECAP_INBOX_S = 2.0  # the inbox count is a server round trip: never hold the session start
+
+
+def _claim_line(key: str, holder: Holder, now: float) -> str:
+    """One held claim as the model reads it: mode, the key as people read it (a file's
+    repository and path; its own worktree and branch go without saying), and when it
+    expires."""
+    from agentcoord.kernel.timetext import human_time
+    from agentcoord.leases import AUTO_LEASE_PURPOSE
+    from agentcoord.leases.filekeys import split_file_key
+    from agentcoord.leases.rows import shown_key
+    from agentcoord.stores.kv import format_duration
+
+    row: dict[str, Any] = {"resource_key": key}
+    repo, path = split_file_key(key)
+    if path != key:
+        row["path"] = path
+        if repo is not None:
+            row["repository"] = repo
+    left = format_duration(max(0.0, round(holder.expires - now)))
+    lease = ", an automatic edit lease" if holder.purpose == AUTO_LEASE_PURPOSE else ""
+    return (
+        f"  - {holder.mode} {shown_key(row)}: expires {human_time(holder.expires)} "
+        f"(in {left}{lease}; token {holder.token})"
+    )
+
+
+async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
+    """A few lines: the agent's name, its claims with their expiry, its focus and how many
+    messages wait, so a compacted or cleared conversation goes on where it was."""
+    import asyncio
+
+    now = time.time()
+    held = sorted(deps.leases.claims.held_by(caller.agent), key=lambda kh: kh[1].expires)
+    lines = [
+        f"agentcoord: this conversation was {_RECAP_SOURCES[source]}; you are still agent "
+        f"`{caller.agent}` on this machine's coordination daemon (MCP server agent-coord)."
+    ]
+    if held:
+        lines.append(f"- claims you hold ({len(held)}; renew before they expire):")
+        lines += [_claim_line(key, h, now) for key, h in held[:_RECAP_CLAIMS]]
+        if len(held) > _RECAP_CLAIMS:
+            lines.append(f"  - and {len(held) - _RECAP_CLAIMS} more (check_claims lists them)")
+    else:
+        lines.append("- claims you hold: none")
+    focus = deps.leases.focus.get(caller.agent)
+    if focus is not None and (focus.intent or focus.files):
+        said = focus.intent or "(no intent)"
+        files = f" (files: {', '.join(focus.files)})" if focus.files else ""
+        lines.append(f"- your focus: {said}{files}")
+    else:
+        lines.append("- your focus: none set (annotate says what you are working on)")
+    try:
+        async with asyncio.timeout(_RECAP_INBOX_S):
+            waiting = await deps.messaging.bus.waiting(caller.agent)
+        lines.append(
+            f"- messages waiting in your inbox: {waiting}"
+            + (" (read them with inbox)" if waiting else "")
+        )
+    except TimeoutError:
+        lines.append("- messages waiting in your inbox: unknown just now (check inbox)")
+    lines.append("Claim files before editing them; check your inbox.")
+    return "\n".join(lines)
+
+
+# Claude Code's file-writing tools and the input field naming their file (FACTS.md "Hooks").
+_WRITE_TOOLS = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+
+
+def _written_path(payload: dict[str, Any]) -> str | None:
+    """The file a write tool call is about to change; None for any other tool."""
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return None
+    field = _WRITE_TOOLS.get(str(payload.get("tool_name") or ""))
+    if field is None:
+        return None
+    path = tool_input.get(field) or tool_input.get("file_path")
+    return path if isinstance(path, str) and path else None
+
+
+def _writer_cwd(caller: Caller, payload: dict[str, Any]) -> str | None:
+    cwd = payload.get("cwd")
+    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else caller.cwd
+
+
+async def _guard_writes(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """PreToolUse on Write/Edit/MultiEdit/NotebookEdit: deny when another agent holds a write
+    claim on the file's canonical key (resolved against the writer's cwd), else take or renew
+    the writer's automatic edit lease (docs/claims.md "Claiming files")."""
+    path = _written_path(payload)
+    if path is None:
+        return None
+    denied = await deps.leases.guard_write(caller, path, _writer_cwd(caller, payload))
+    return None if denied is None else {"deny": denied}
+
+
+async def _inbox_context(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """UserPromptSubmit/PostToolUse: hand pending messages to the model as context.
+
+    A session with a channel (claude/push.py) reads the same consumer: each message reaches the
+    model once, through whichever read takes it first; what this read takes is acknowledged
+    here. The hook also tells the channel the session went past its permission dialogs."""
+    messaging = deps.messaging
+    if caller.kind == "human":
+        return None
+    from agentcoord.claude.push import context_line
+    from agentcoord.kernel import wire
+
+    push = deps.push
+    if push is not None and caller.kind == "session":
+        guess = "PostToolUse" if "tool_name" in payload else "UserPromptSubmit"
+        push.moved_on(caller.agent, str(payload.get("hook_event_name") or guess), payload)
+    got = await messaging.bus.read(caller.agent, 20, 0.0)
+    lines = []
+    for r in got:
+        view = wire.message_view(r.message, r.seq)
+        if view.get("from") == caller.agent:
+            continue
+        lines.append(f"- {context_line(view)}")
+    if not lines:
+        return None
+    return {"context": "agentcoord messages for you:\n" + "\n".join(lines)}
+
+
+async def _end_session(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """SessionEnd: the session's Agent ends at once (docs/localagents.md "Session lifetime")."""
+    why = payload.get("reason")
+    if caller.kind != "session":
+        return None
+    # The conversation's edit leases go with it (a process that exits would release them
+    # anyway; after /clear the process goes on).
+    await deps.leases.release_edit_leases(caller.agent)
+    if why in _PROCESS_GOES_ON:
+        return None
+    reason = f"SessionEnd hook ({why})" if isinstance(why, str) and why else "SessionEnd hook"
+    ended = await deps.directory.end_session(caller.agent, reason)
+    if ended == "removed":
+        # It never took part (docs/localagents.md): nothing of it is kept, queued mail neither.
+        await deps.sessions.drop(caller.agent)
+    return None
+
+
+def default_handlers() -> HookHandlers:
+    return {
+        "session-end": [_end_session],
+        "session-start": [_identify],
+        "pre-tool-use": [_guard_writes],
+        "user-prompt-submit": [_inbox_context],
+        "post-tool-use": [_inbox_context],
+    }
+
+
+class Hooks:
+    """The daemon's hook handlers over their services; :meth:`run` answers one event."""
+
+    def __init__(self, deps: HookDeps, handlers: HookHandlers | None = None) -> None:
+        self._deps = deps
+        self._handlers = default_handlers() if handlers is None else handlers
+
+    async def run(
+        self, caller: Caller, event: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Run every handler for ``event``; a deny wins, context texts are joined."""
+        name = _EVENT_NAMES.get(event)
+        if name is None:
+            return None
+        if caller.kind == "session" and name != "SessionEnd":
+            # A session that runs hooks is a real one (a health check runs none): keep it at
+            # its end.
+            await self._deps.directory.mark_used(caller.agent)
+        texts: list[str] = []
+        for handler in self._handlers.get(event, []):
+            try:
+                fragment = await handler(self._deps, caller, payload)
+            except Exception:  # a broken hook must never block the user's session
+                log.exception("hook %s handler failed", event)
+                continue
+            if not fragment:
+                continue
+            if "deny" in fragment:
+                return deny_tool(str(fragment["deny"]))
+            if fragment.get("context"):
+                texts.append(str(fragment["context"]))
+        if texts and name != "PreToolUse" and name != "Stop":
+            return additional_context(name, "\n\n".join(texts))
+        return None

@@ -1,0 +1,1 @@
+"""The ``agentcoord`` command: its subcommands, its views of the daemon and ``doctor``."""

@@ -1,0 +1,608 @@
+"""The ``agentcoord`` command: the daemon, the shim, and the human's views and tools.
+
+Imports are deferred into each command so ``agentcoord mcp`` (started by every Claude Code
+session) loads only the shim.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["main"]
+
+
+# Exit codes, the same for every command (README "Exit codes"); sysexits(3) values where one
+# fits, so a script can tell "no daemon" from "the daemon said no".
+EXIT_OK = 0
+EXIT_FAILURE = 1  # the command ran and failed: the one line on stderr says why and what to do
+EXIT_USAGE = 2  # argparse's own: an unknown command, a missing or bad argument
+EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE: no daemon answers (start one)
+EXIT_TEMPFAIL = 75  # EX_TEMPFAIL: the daemon is there but did not answer in time (try again)
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a command SIGINT stopped (128 + 2)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The one mapping from an error to the command's exit status."""
+    from agentcoord.errors import DaemonTimeout, DaemonUnreachable
+
+    if isinstance(exc, DaemonTimeout):
+        return EXIT_TEMPFAIL
+    if isinstance(exc, DaemonUnreachable):
+        return EXIT_UNAVAILABLE
+    return EXIT_FAILURE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a reader that goes away (``agentcoord tail | head -3``) or Ctrl-C ends
+    it quietly, never with a traceback."""
+    from agentcoord.kernel.bytecode import use_private_bytecode_cache
+
+    # Before the command's imports: docs/reliability.md "Bytecode cache".
+    use_private_bytecode_cache()
+    try:
+        code = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # inside the try: a closed pipe fails here, not at exit
+    except BrokenPipeError:
+        # The Python docs' "Note on SIGPIPE" (signal module): point stdout at devnull so the
+        # interpreter's own flush at exit does not raise again, and exit non-zero.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return code
+
+
+def _dispatch(args: list[str]) -> int:
+    if args[:1] == ["mcp"] and len(args) == 1:
+        from agentcoord.client.shim import run_shim
+
+        return run_shim()
+    # hot path: every Claude Code hook runs this (`hook -h` is help, from the parser)
+    if args[:1] == ["hook"] and len(args) == 2 and args[1] not in ("-h", "--help"):
+        from agentcoord.claude.hookclient import run_hook
+
+        return run_hook(args[1])
+    if args == ["serve"]:  # how systemd starts the daemon: no flags, so no parser to build
+        return _serve_with({})
+    if args[:1] == ["claude"]:  # every other argument is Claude Code's: no parser of ours
+        return _claude(args[1:])
+    return _main_full(args)
+
+
+def _claude(args: list[str]) -> int:
+    """``agentcoord claude [ARGS...]``: Claude Code with agent-coord as its channel, so inbox
+    messages reach the session while it is idle and its permission dialogs reach the console
+    (docs/claude-code.md "Channels"). Replaces this process with ``claude``."""
+    import json
+    import os
+    import shutil
+    from pathlib import Path
+
+    from agentcoord.claude.push import PUSH_ENV, channels_off
+
+    binary = os.environ.get("AGENTCOORD_CLAUDE") or shutil.which("claude")
+    if not binary:
+        print("agentcoord: claude is not on PATH (install Claude Code first)", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    home = os.environ.get("CLAUDE_CONFIG_DIR")
+    config_file = Path(home) / ".claude.json" if home else Path.home() / ".claude.json"
+    try:
+        config = json.loads(config_file.read_text())
+    except (OSError, ValueError):
+        config = {}
+    env = dict(os.environ)
+    off = channels_off(env, config if isinstance(config, dict) else {})
+    if off is None:
+        # The variable only opts this session into push; who it is still comes from its
+        # processes (DESIGN.md "Identity and trust").
+        env[PUSH_ENV] = "1"
+    else:
+        print(f"agentcoord: channels are off: {off}; messages arrive with hooks", file=sys.stderr)
+    # Last, because the flag takes several values and would swallow a prompt after it.
+    argv = [binary, *args, "--dangerously-load-development-channels", "server:agent-coord"]
+    os.execvpe(binary, argv, env)
+
+
+def _serve_with(flags: dict[str, Any]) -> int:
+    from agentcoord.errors import AgentCoordError
+    from agentcoord.kernel.config import load_config
+
+    try:
+        return _serve(load_config(flags))
+    except AgentCoordError as exc:
+        print(f"agentcoord: {exc}", file=sys.stderr)
+        return exit_code(exc)
+
+
+# argparse dests that are Config fields; every other option belongs to its command.
+_CONFIG_FLAGS = (
+    "state_dir",
+    "runtime_dir",
+    "config_file",
+    "http_addr",
+    "nats_url",
+    "log_level",
+    "nats_replicas",
+    "host_id",
+    "store",
+    "kubeconfig",
+    "kube_namespace",
+)
+
+
+# What `agentcoord -h` says first: plain text, as every help string (a terminal shows no markup).
+_DESCRIPTION = (
+    "Coordinate the coding-agent sessions on this machine: the daemon, the shim, and the "
+    "human's views and tools."
+)
+
+
+def _common(parser: Any) -> None:
+    parser.add_argument("--state-dir", dest="state_dir", help="state directory")
+    parser.add_argument("--runtime-dir", dest="runtime_dir", help="runtime directory (socket)")
+    parser.add_argument("--config", dest="config_file", help="TOML config file")
+
+
+def _main_full(args: list[str]) -> int:
+    import argparse
+    import json
+
+    from agentcoord import __version__
+    from agentcoord.errors import AgentCoordError
+
+    parser = argparse.ArgumentParser(prog="agentcoord", description=_DESCRIPTION)
+    # The same line as `agentcoord version` (README "Commands").
+    parser.add_argument("--version", action="version", version=f"agentcoord {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_serve = sub.add_parser("serve", help="run the daemon in the foreground")
+    _common(p_serve)
+    p_serve.add_argument("--http-addr", dest="http_addr", help="loopback host:port (:0 = any)")
+    p_serve.add_argument(
+        "--nats-url", dest="nats_url", help="existing NATS server or cluster (comma-separated)"
+    )
+    # External NATS credentials come from the config file or environment, never argv (ps shows
+    # it): docs/one-host-to-many.md "Pointing two machines at one cluster"
+    p_serve.add_argument(
+        "--nats-replicas", dest="nats_replicas", type=int, help="JetStream replicas (R3 cluster)"
+    )
+    p_serve.add_argument("--host-id", dest="host_id", help="this host's name in agent ids")
+    p_serve.add_argument("--log-level", dest="log_level", help="DEBUG, INFO, WARNING, ...")
+    p_serve.add_argument(
+        "--debug",
+        dest="log_level",
+        action="store_const",
+        const="DEBUG",
+        help="log at DEBUG; a failed start prints its traceback",
+    )
+    p_serve.add_argument(
+        "--store", dest="store", choices=["sqlite", "kubernetes"], help="object store backend"
+    )
+    p_serve.add_argument("--kubeconfig", dest="kubeconfig", help="for --store kubernetes")
+    p_serve.add_argument(
+        "--kube-namespace", dest="kube_namespace", help="namespace of the daemon's objects"
+    )
+    p_mcp = sub.add_parser("mcp", help="stdio MCP shim (what Claude Code launches)")
+    p_mcp.add_argument("--runtime-dir", dest="runtime_dir", help="runtime directory (socket)")
+    sub.add_parser("claude", help="start Claude Code with agent-coord's channel: claude ARGS...")
+    p_status = sub.add_parser("status", help="show the running daemon's status")
+    _common(p_status)
+    p_status.add_argument("--json", action="store_true", help="machine-readable output")
+    for view, help_text in (
+        ("agents", "live agents (sessions, registered, local) with status and focus"),
+        ("claims", "live claims (leases) and their holders"),
+        ("channels", "channels with phase and participants"),
+        ("audit", "audit events (newest last)"),
+        ("prompts", "the human prompts waiting for you"),
+        ("profiles", "agent profiles: backend, MCP servers, model, and what is missing"),
+    ):
+        p_view = sub.add_parser(view, help=help_text)
+        _common(p_view)
+        p_view.add_argument("--json", action="store_true", help="machine-readable output")
+        if view == "prompts":
+            p_view.add_argument("--all", action="store_true", help="include answered prompts")
+        if view == "agents":
+            p_view.add_argument("--all", action="store_true", help="include ended sessions")
+        if view == "audit":
+            p_view.add_argument("--since", help="a duration ago (1h) or an ISO time")
+            p_view.add_argument("--agent", dest="actor", help="only this agent's events")
+            p_view.add_argument("--type", dest="event_type", help="e.g. CLAIM_RELEASED")
+            p_view.add_argument("--limit", type=int, default=100)
+        if view == "claims":
+            p_view.add_argument("prefix", nargs="?", default="", help="key prefix")
+    p_tail = sub.add_parser("tail", help="follow the audit log live")
+    _common(p_tail)
+    p_tail.add_argument("--json", action="store_true", help="one JSON event per line")
+    p_answer = sub.add_parser("answer", help="answer a human prompt: answer ID TEXT")
+    _common(p_answer)
+    p_answer.add_argument("prompt", help="prompt id (from agentcoord prompts)")
+    p_answer.add_argument("text", nargs="+", help="the answer (yes/no, a choice, JSON, text)")
+    p_answer.add_argument("--json", action="store_true", help="the answer_prompt result")
+    p_version = sub.add_parser("version", help="print the version")
+    p_version.add_argument("--json", action="store_true", help="machine-readable output")
+    p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
+    _common(p_doctor)
+    p_doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    p_console = sub.add_parser(
+        "console", help="print (or open) a one-time login link to the web console"
+    )
+    _common(p_console)
+    p_console.add_argument("--open", action="store_true", help="open it in a browser")
+    p_console.add_argument(
+        "--json", action="store_true", help='{"url": the link, "expires_at": epoch seconds}'
+    )
+    p_setup = sub.add_parser(
+        "setup", help="connect a client (claude) to this daemon, or guard a repository's commits"
+    )
+    setup_sub = p_setup.add_subparsers(dest="client", required=True)
+    p_claude = setup_sub.add_parser("claude", help="register the MCP server and the hooks")
+    p_claude.add_argument("--project", action="store_true", help="this project's .mcp.json")
+    p_claude.add_argument("--remove", action="store_true", help="undo the setup")
+    p_claude.add_argument(
+        "--plugin",
+        action="store_true",
+        help="instead: install the agentcoord plugin (server, hooks, skill) with claude plugin",
+    )
+    p_git = setup_sub.add_parser("git", help="install the pre-commit guard (claimed files)")
+    p_git.add_argument("repo", nargs="?", help="the repository (default: the current directory)")
+    p_git.add_argument("--remove", action="store_true", help="remove it, restore the old hook")
+    p_hook = sub.add_parser("hook", help="Claude Code hook command (reads the hook JSON)")
+    p_hook.add_argument("event", help="session-start, pre-tool-use, ...")
+    p_install = sub.add_parser("install", help="install the systemd user units")
+    p_install.add_argument("--user", action="store_true", required=True, help="user units")
+    p_install.add_argument("--remove", action="store_true", help="disable and delete them")
+    p_install.add_argument("--no-enable", action="store_true", help="only write the files")
+    p_install.add_argument("--json", action="store_true", help="machine-readable output")
+    p_kube = sub.add_parser("kubeconfig", help="print a kubeconfig for the running daemon")
+    _common(p_kube)
+    p_kube.add_argument(
+        "--write",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="write it to PATH (default ~/.kube/agentcoord, 0600) and print the export line",
+    )
+    sub.add_parser("crds", help="print CustomResourceDefinition YAML for a real cluster")
+    ns = parser.parse_args(args)
+    try:
+        if ns.command == "version":
+            print(json.dumps({"version": __version__}) if ns.json else f"agentcoord {__version__}")
+            return 0
+        if ns.command == "hook":
+            from agentcoord.claude.hookclient import run_hook
+
+            return run_hook(ns.event)
+        if ns.command == "setup" and ns.client == "git":
+            return _setup_git(ns.repo, ns.remove)
+        if ns.command == "setup" and ns.client == "claude" and ns.plugin:
+            return _setup_plugin(ns.project, ns.remove)
+        if ns.command == "setup":
+            return _setup(ns.project, ns.remove)
+        if ns.command == "install":
+            return _install(ns.remove, not ns.no_enable, ns.json)
+        if ns.command == "crds":
+            from agentcoord.stores.objects.apidiscovery import crds_yaml
+
+            sys.stdout.write(crds_yaml())
+            return 0
+        if ns.command == "mcp":
+            from pathlib import Path
+
+            from agentcoord.client.shim import run_shim
+
+            return run_shim(Path(ns.runtime_dir) if ns.runtime_dir else None)
+        flags = {k: getattr(ns, k) for k in _CONFIG_FLAGS if hasattr(ns, k)}
+        from agentcoord.kernel.config import load_config
+
+        cfg = load_config(flags)
+        if ns.command == "serve":
+            return _serve(cfg)
+        if ns.command == "status":
+            return _status(cfg, ns.json)
+        if ns.command == "doctor":
+            return _doctor(cfg, ns.json)
+        if ns.command == "console":
+            return _console(cfg, ns.open, ns.json)
+        if ns.command in ("agents", "claims", "channels", "audit", "prompts", "profiles"):
+            from agentcoord.cli.views import run_view
+
+            return run_view(cfg, ns.command, _view_args(ns), ns.json)
+        if ns.command == "tail":
+            from agentcoord.cli.views import tail
+
+            return tail(cfg, ns.json)
+        if ns.command == "answer":
+            from agentcoord.cli.views import answer
+
+            return answer(cfg, ns.prompt, " ".join(ns.text), ns.json)
+        if ns.command == "kubeconfig":
+            import os
+
+            from agentcoord.cli.views import refuse_agent_process
+            from agentcoord.stores.objects.serve import kubeconfig_for
+
+            # It carries the human's client credential (DESIGN.md "Identity and trust").
+            refuse_agent_process("print a kubeconfig", os.environ)
+            if ns.write is None:
+                sys.stdout.write(kubeconfig_for(cfg))
+                return 0
+            return _write_kubeconfig(kubeconfig_for(cfg), ns.write)
+    except AgentCoordError as exc:
+        print(f"agentcoord: {exc}", file=sys.stderr)
+        return exit_code(exc)
+    return EXIT_USAGE
+
+
+def _write_kubeconfig(text: str, where: str) -> int:
+    import shlex
+    from pathlib import Path
+
+    from agentcoord.stores.objects.serve import default_kubeconfig_file, write_kubeconfig
+
+    path = write_kubeconfig(text, Path(where) if where else default_kubeconfig_file(Path.home()))
+    print(f"wrote {path}", file=sys.stderr)
+    # stdout is the one line to run (or eval), so `eval "$(agentcoord kubeconfig --write)"` works
+    print(f"export KUBECONFIG={shlex.quote(str(path))}")
+    return 0
+
+
+def _console(cfg: Any, open_browser: bool, as_json: bool = False) -> int:
+    import json
+    import os
+
+    from agentcoord.cli.views import console_link
+    from agentcoord.kernel.timetext import human_time
+
+    link, expires = console_link(cfg, os.environ)
+    print(json.dumps({"url": link, "expires_at": expires}) if as_json else link)
+    if not as_json:
+        print(f"the link logs one browser in, once, until {human_time(expires)}", file=sys.stderr)
+    if open_browser:
+        import webbrowser
+
+        # webbrowser.open is False when it found no browser to run (no BROWSER, no
+        # DISPLAY/WAYLAND_DISPLAY browser, no text browser on PATH): say so, not nothing.
+        if not webbrowser.open(link):
+            print(
+                "agentcoord: no browser found (set BROWSER to one); open the link above yourself",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _doctor(cfg: Any, as_json: bool) -> int:
+    import json
+
+    from agentcoord.cli.doctor import run_checks
+
+    checks = run_checks(cfg)
+    if as_json:
+        print(json.dumps([c.as_dict() for c in checks], indent=2))
+    else:
+        for check in checks:
+            mark = "info" if check.info else "ok  " if check.ok else "FAIL"
+            print(f"{mark}  {check.name:<12} {check.detail}")
+            if (check.info or not check.ok) and check.fix:
+                print(f"      fix: {check.fix}")
+    return 0 if all(c.ok for c in checks) else 1
+
+
+def _setup(project: bool, remove: bool) -> int:
+    import os
+    import shutil
+    from pathlib import Path
+
+    from agentcoord.claude.configure import PORTABLE_COMMAND, remove_claude, setup_claude
+    from agentcoord.kernel.config import load_config
+
+    home = Path.home()
+    claude_dir = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    where = Path.cwd() if project else None
+    # The daemon's state dir (the human token, the NATS credentials) is kept out of reach
+    # of the session's file tools by permission rules (docs/security.md).
+    state_dir = load_config({}).state_dir
+    # What each file was before setup, so --remove gives it back exactly; kept outside the
+    # project (never committed), private like the rest of the state dir.
+    backups = state_dir / "claude-setup"
+    if remove:
+        report = remove_claude(home, claude_dir, where, state_dir=state_dir, backups=backups)
+    elif where is not None:
+        # Project files are committed: a teammate's agentcoord is on their PATH, or named by
+        # $AGENTCOORD_BIN (claude_setup.PORTABLE_COMMAND), never this machine's venv.
+        report = setup_claude(
+            home, claude_dir, PORTABLE_COMMAND, where, state_dir=state_dir, backups=backups
+        )
+        print(f"the project's files run {PORTABLE_COMMAND}: agentcoord on PATH, or $AGENTCOORD_BIN")
+    else:
+        # This install's own script first: a venv's bin need not be on the PATH Claude Code
+        # starts servers and hooks with (README quick start: .venv/bin/agentcoord).
+        own = Path(sys.executable).parent / "agentcoord"
+        command = str(own) if own.is_file() else shutil.which("agentcoord") or "agentcoord"
+        report = setup_claude(
+            home, claude_dir, command, where, state_dir=state_dir, backups=backups
+        )
+    for path in report.removed:
+        print(f"removed {path}")
+    for path in report.created:
+        print(f"created {path}")
+    for path in report.changed:
+        print(f"updated {path}")
+    for path in report.unchanged:
+        print(f"unchanged {path}")
+    if report.denied:
+        verb = "no longer denies" if remove else "denies"
+        print(f"Claude Code {verb} its file tools the daemon's state dir (permissions.deny):")
+        for rule in report.denied:
+            print(f"  {rule}")
+    return 0
+
+
+def _setup_git(repo: str | None, remove: bool) -> int:
+    """``setup git [REPO] [--remove]``: the pre-commit guard (docs/claims.md "Commit guard")."""
+    from pathlib import Path
+
+    from agentcoord.gitguard.commitguard import ALLOW_ENV, install_guard, remove_guard
+
+    where = Path(repo) if repo else Path.cwd()
+    report = remove_guard(where) if remove else install_guard(where)
+    if report.action == "absent":
+        print(f"no agentcoord commit guard in {report.hook}")
+    elif report.action == "removed":
+        print(f"removed the commit guard from {report.hook}")
+        if report.restored:
+            print(f"restored the pre-commit hook it ran first: {report.hook}")
+    else:
+        done = {"installed": "installed", "updated": "updated"}.get(report.action)
+        print(
+            f"{done} the commit guard: {report.hook}" if done else f"already there: {report.hook}"
+        )
+        if report.chained is not None:
+            print(f"it runs the previous pre-commit hook first: {report.chained}")
+        print(f"override for one commit: {ALLOW_ENV}=1 git commit ...")
+    return EXIT_OK
+
+
+def _setup_plugin(project: bool, remove: bool) -> int:
+    """``setup claude --plugin [--project] [--remove]``: the plugin through the real
+    ``claude plugin`` commands (docs/plugin.md "The Claude Code plugin")."""
+    import os
+    from pathlib import Path
+
+    from agentcoord.claude.plugin import PLUGIN_ID, install_plugin, remove_plugin, set_up_directly
+    from agentcoord.kernel.config import load_config
+
+    home = Path.home()
+    claude_dir = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    where = Path.cwd() if project else None
+    state_dir = load_config({}).state_dir
+    if remove:
+        report = remove_plugin(os.environ, claude_dir, state_dir, where)
+    else:
+        report = install_plugin(os.environ, claude_dir, state_dir, where)
+    for line in report.done:
+        print(line)
+    for path in report.restored:
+        print(f"restored {path}")
+    for path in report.removed:
+        print(f"removed {path}")
+    for path in report.kept:
+        print(f"left {path} as Claude Code wrote it (edited since the install)")
+    if not remove:
+        print(f"{PLUGIN_ID} loads at the next Claude Code session start (or /reload-plugins)")
+        if set_up_directly(home, claude_dir):  # both would run: two servers, hooks twice
+            print("agent-coord is set up directly too: `agentcoord setup claude --remove` ends it")
+    return EXIT_OK
+
+
+def _install(remove: bool, enable: bool, as_json: bool = False) -> int:
+    import json
+    import os
+
+    from agentcoord.cli.systemd_units import install_user_units, remove_user_units
+
+    report = (
+        remove_user_units(os.environ) if remove else install_user_units(os.environ, enable=enable)
+    )
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        for path in report.written:
+            print(("removed " if remove else "wrote ") + str(path))
+        if not report.error:
+            print(report.message)
+    if report.error:  # units written but not enabled: the daemon will not start on its own
+        print(f"agentcoord: {report.error}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def _serve(cfg: Any) -> int:
+    import logging
+    import traceback
+
+    import uvloop
+
+    from agentcoord.daemon.run import serve
+    from agentcoord.errors import AgentCoordError
+
+    logging.basicConfig(
+        level=getattr(logging, str(cfg.log_level).upper(), logging.INFO),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # nats-py logs every reconnect attempt at ERROR; ours say it once.
+    logging.getLogger("nats").setLevel(logging.CRITICAL)
+    # lightkube's HTTP client (--store kubernetes) logs every request at INFO.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    debug = str(cfg.log_level).upper() == "DEBUG"
+    try:
+        uvloop.run(serve(cfg))
+    except AgentCoordError:
+        if debug:
+            traceback.print_exc()
+        raise
+    except Exception as exc:
+        # Never a bare traceback: one line, the details kept in the state dir.
+        from agentcoord.daemon.startup import write_failure
+
+        if debug:
+            traceback.print_exc()
+        where = write_failure(cfg.state_dir, exc)
+        raise AgentCoordError(f"unexpected error: {exc!r} (details: {where})") from exc
+    return 0
+
+
+def _status(cfg: Any, as_json: bool) -> int:
+    import json
+
+    from agentcoord.client.rpc import call_unix
+    from agentcoord.identity.humanproof import read_human_token
+
+    status = call_unix(
+        cfg.socket_path, "agentcoord/status", {}, token=read_human_token(cfg.state_dir)
+    )
+    if as_json:
+        print(json.dumps(status, indent=2))
+        return 0
+    conns = status.get("connections", {})
+    rows = [
+        ("pid", status.get("pid")),
+        ("version", status.get("version")),
+        ("uptime", f"{status.get('uptime_s', 0):.1f}s"),
+        ("health", status.get("health")),
+        (
+            "nats",
+            f"{status.get('nats_url')} (pid {status.get('nats_pid')}, "
+            f"restarts {status.get('nats_restarts')})",
+        ),
+        ("store", status.get("store_path")),
+        ("socket", status.get("socket")),
+        ("http", status.get("http_addr")),
+        ("connections", f"unix {conns.get('unix', 0)}, http {conns.get('http', 0)}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key.ljust(width)}  {value}")
+    return 0
+
+
+def _view_args(ns: Any) -> dict[str, Any]:
+    """The tool arguments a view's flags stand for."""
+    if ns.command == "prompts":
+        return {"all": ns.all}
+    if ns.command == "agents":  # live agents, or every one (ended sessions too)
+        return {"status": "all"} if ns.all else {}
+    if ns.command == "claims":
+        return {"prefix": ns.prefix}
+    if ns.command == "audit":
+        args = {"since": ns.since, "actor": ns.actor, "type": ns.event_type, "limit": ns.limit}
+        return {k: v for k, v in args.items() if v}
+    return {}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

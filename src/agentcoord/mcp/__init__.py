@@ -1,0 +1,2 @@
+"""The MCP surface: the JSON-RPC core every transport shares and its listeners (unix socket and
+HTTP)."""

@@ -1,0 +1,1 @@
+"""Words shared by the CLI, the console and the tools (one wording for each event)."""
