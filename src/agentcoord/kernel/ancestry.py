@@ -1,4 +1,4 @@
-"""Pure rules that turn a peer's process ancestry into a caller (DESIGN.md "Identity and trust").
+"""Pure rules that turn a peer's process ancestry into a caller (docs/security.md "By transport").
 
 The walk takes values (:class:`ProcInfo` rows, nearest first) and returns a decision, so it is
 unit-tested without processes; :mod:`agentcoord.identity.procprobe` reads the rows with psutil.
@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["Decision", "ProcInfo", "decide", "is_claude_process", "session_agent_stem"]
 
-# Claude Code's native install runs from ~/.local/share/claude/versions/<ver> (FACTS.md).
+# Claude Code's native install runs from ~/.local/share/claude/versions/<ver> (docs/localagents.md
+# "Sessions").
 _NATIVE_PATH = re.compile(r"/\.local/share/claude/versions/[^/]+$")
 
 

@@ -1,4 +1,4 @@
-"""The MCP tool surface, one module per tool family (DESIGN.md "The tool surface").
+"""The MCP tool surface, one module per tool family (docs/tools.md).
 
 Each module's ``tools(...)`` takes the services its tools use; the daemon's composition root
 (:mod:`agentcoord.daemon.toolset`) builds the registry from them."""

@@ -1,4 +1,5 @@
-"""Lifecycle tools (seed 000): spawn_subagent, cancel, checkpoint, resume, merge. The daemon is
+"""Lifecycle tools (docs/ask-and-operator.md "The operator"): spawn_subagent, cancel, checkpoint,
+resume, merge. The daemon is
 the operator: these write objects, the controller (:mod:`agentcoord.agentops.controller`)
 turns them into runner processes."""
 

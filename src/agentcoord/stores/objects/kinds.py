@@ -1,10 +1,10 @@
 """The five kinds of group ``fastverk.savvifi.com/v1``: names, printer columns, OpenAPI schemas.
 
-Fields follow the seeds (docs/store.md): AgentProfile (backend, mcpServers); Agent (profile, pool,
-ownerRef, resumeFrom, lineage.mergedFrom, status.phase/focus); AgentTask (objective,
-assignedAgentRef, status.checkpoints[]); AgentChannel (participants minItems 1, subject, ttl,
-phase Pending/Open/Closed/Expired); HumanPrompt (kind, meridianSpec, response schema, answer).
-Free-form parts (meridianSpec, a response schema, conditions) keep unknown fields.
+Fields (docs/store.md "Python API (for the rest of the daemon)"): AgentProfile (backend,
+mcpServers); Agent (profile, pool, ownerRef, resumeFrom, lineage.mergedFrom, status.phase/focus);
+AgentTask (objective, assignedAgentRef, status.checkpoints[]); AgentChannel (participants minItems
+1, subject, ttl, phase Pending/Open/Closed/Expired); HumanPrompt (kind, meridianSpec, response
+schema, answer). Free-form parts (meridianSpec, a response schema, conditions) keep unknown fields.
 """
 
 from __future__ import annotations

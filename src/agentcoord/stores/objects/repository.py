@@ -8,7 +8,8 @@ per-field annotations under :data:`NOTE_PREFIX`. Every read decodes the object a
 store's memory (the SQLite cache or the Kubernetes mirror), so a ``kubectl patch`` of spec is
 what the daemon reads next.
 
-Writes are compare-and-set on ``metadata.resourceVersion`` (STYLE.md 8): a change is a
+Writes are compare-and-set on ``metadata.resourceVersion`` (docs/store.md "Records are
+objects"): a change is a
 function of the current record; a 409 re-reads the object and applies the function again, up
 to :data:`CAS_TRIES` times, then fails with a :class:`Conflict` that says so. A write replaces
 only the fields its codec owns, so other writers' fields (an AgentTask's checkpoints, a spec
