@@ -1,4 +1,4 @@
-"""Every background task belongs to a task group (docs/architecture.md "Tasks", STYLE.md 5):
+"""Every background task belongs to a task group (docs/architecture.md "Tasks"):
 an AST scan of ``src/agentcoord`` finds any task created outside one.
 
 Refused: ``asyncio.create_task``, ``asyncio.ensure_future`` (or either imported bare), and
