@@ -5,12 +5,12 @@
     bench/results.py [--json | --show]
 
 Claude Code hands a successful tool result to the model as its ``structuredContent`` JSON
-(docs/claude-code.md "Results for the model"), so that JSON's size is what a call costs in
-context. One real daemon, seven agents (stand-in ``claude`` sessions, each annotated), twenty
-claims, three channels, ten messages waiting in the measuring agent's inbox and two open human
-prompts; the first agent then makes each call once. Sizes are bytes of the compact JSON the
-daemon sends. ``BEFORE`` holds the same figures measured on the tree before results were
-shaped for the model (same script, same state), so the ratio column reads against it.
+(docs/claude-code.md "Results for the model"), so that JSON's size is what a call costs in context.
+One real daemon, seven agents (stand-in ``claude`` sessions, each annotated), twenty claims, three
+channels, ten messages waiting in the measuring agent's inbox and two open human prompts; the first
+agent then makes each call once. Sizes are bytes of the compact JSON the daemon sends. ``BEFORE``
+holds the same figures measured on the tree before results were shaped for the model (same script,
+same state), so the ratio column reads against it.
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ SERVER = "agent-coord"  # the MCP server name `agentcoord setup claude` register
 VERSION = (Path(__file__).parent / "CLAUDE_CODE_VERSION").read_text().strip()
 INSTALL = f"npm install -g --prefix /opt/claude-code-{VERSION} @anthropic-ai/claude-code@{VERSION}"
 
-# No telemetry, no updater, no side requests (docs/claude-code.md "The real Claude Code in the
-# tests").
+# No telemetry, no updater, no side requests
+# (docs/claude-code.md "The real Claude Code in the tests").
 OFFLINE = {
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",

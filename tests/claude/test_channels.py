@@ -3,8 +3,8 @@ agent-coord channel to the model while idle, with no keystroke (docs/claude-code
 "Channels").
 
 Interactive, under tmux on a private socket, against the scripted model API. Channels need the
-two feature flags cached in Claude Code's config (docs/claude-code.md "Channels"),
-which only tests do; the launcher's confirmation dialog is answered with Enter.
+two feature flags cached in Claude Code's config (docs/claude-code.md "Channels"), which only tests
+do; the launcher's confirmation dialog is answered with Enter.
 """
 
 from __future__ import annotations

@@ -287,9 +287,9 @@ def _references(result: dict[str, Any]) -> list[str]:
 def test_with_tool_search_the_model_finds_and_loads_the_tools(
     daemon: Daemon, claude: Claude
 ) -> None:
-    """With Claude Code's default tool search (MCP tools deferred), the model sees
-    agent-coord's tools by name only; a keyword search for claiming a file finds `claim`
-    first (its description is what matches), and whoami loaded by name works."""
+    """With Claude Code's default tool search (MCP tools deferred), the model sees agent-coord's
+    tools by name only; a keyword search for claiming a file finds `claim` first (its description is
+    what matches), and whoami loaded by name works."""
     del claude.env["ENABLE_TOOL_SEARCH"]
     claude.api.script(
         ToolUse("ToolSearch", {"query": "claim a file before editing", "max_results": 5}),

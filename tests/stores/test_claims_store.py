@@ -123,8 +123,8 @@ async def test_release_rules_and_tokens(js: Any, audit: Recorder) -> None:
 
 
 async def test_release_and_renew_without_token(js: Any, audit: Recorder) -> None:
-    """Without a token, release and renew act on the caller's own grant (docs/claims.md "Tools");
-    a token, when given, must be the current grant's, so an old one is refused."""
+    """Without a token, release and renew act on the caller's own grant (docs/claims.md "Tools"); a
+    token, when given, must be the current grant's, so an old one is refused."""
     async with ClaimStore(js, audit) as store:
         old = await store.claim("a", "r", "write", 60)
         new = await store.claim("a", "r", "write", 60)  # re-taken: a new grant, a new token

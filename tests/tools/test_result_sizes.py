@@ -1,6 +1,6 @@
 """What the model reads is small: an agent's ``tools/list`` within its byte budget with every
-documented argument kept, and agents' results without the CLI's extra fields (docs/claude-code.md
-"Results for the model")."""
+documented argument kept, and agents' results without the CLI's extra fields
+(docs/claude-code.md "Results for the model")."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ from tests.tools.conftest import AgentProc
 # (docs/claude-code.md "Results for the model").
 AGENT_LISTING_BUDGET = 8_192
 
-# Every argument docs/tools.md "Every tool" names for a tool: (type, required); arrays also
-# take a comma-separated string, and the acting agent is `agent` or `from`.
+# Every argument docs/tools.md "Every tool" names for a tool: (type, required); arrays also take a
+# comma-separated string, and the acting agent is `agent` or `from`.
 STR, ARR, INT, BOOL, NUM = "string", "array", "integer", "boolean", "number"
 SEED_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
     # discovery, claims, messaging, handoff, prompts, lifecycle
@@ -142,8 +142,8 @@ def test_agent_tools_list_within_budget() -> None:
 
 @pytest.mark.unit
 def test_every_seed_argument_is_listed_with_its_type() -> None:
-    """Each documented tool lists each documented argument, with a type that takes the
-    documented one, required as documented."""
+    """Each documented tool lists each documented argument, with a type that takes the documented
+    one, required as documented."""
     tools = {t["name"]: t for t in _agent_listing()}
     for name, arguments in SEED_ARGUMENTS.items():
         assert name in tools, name

@@ -120,8 +120,8 @@ def may_message(
     target_workspace: str,
     role: str,
 ) -> None:
-    """Same workspace, and the caller's owner holds at least operator (docs/ask-and-operator.md
-    "send_message and ask")."""
+    """Same workspace, and the caller's owner holds at least operator
+    (docs/ask-and-operator.md "send_message and ask")."""
     if caller == target:
         raise ToolError("an agent cannot message itself")
     if caller_workspace != target_workspace:
@@ -134,8 +134,8 @@ def may_message(
 
 @dataclass
 class LinkedSession:
-    """A session on the target that runs messages from one agent (docs/ask-and-operator.md
-    "send_message and ask")."""
+    """A session on the target that runs messages from one agent
+    (docs/ask-and-operator.md "send_message and ask")."""
 
     name: str  # "From A", "From A (2)"
     session_id: str

@@ -147,8 +147,8 @@ def _repo_path(repo: str) -> Path:
 
 
 def _how(caller: Caller) -> dict[str, Any]:
-    """A human's cancel is a human decision: the audit says how it came (docs/security.md
-    "Every human decision is audited")."""
+    """A human's cancel is a human decision: the audit says how it came
+    (docs/security.md "Every human decision is audited")."""
     return decision_fields(caller) if caller.kind == "human" else {}
 
 
@@ -230,8 +230,8 @@ async def _may_cancel(ops: AgentOps, caller: Caller, target: dict[str, Any], kin
 
 
 async def _may_act(ops: AgentOps, caller: Caller, target: dict[str, Any]) -> None:
-    """Acting on another agent takes what messaging it takes (docs/ask-and-operator.md
-    "send_message and ask")."""
+    """Acting on another agent takes what messaging it takes
+    (docs/ask-and-operator.md "send_message and ask")."""
     if target["metadata"]["name"] != caller.agent:
         await ops.check_rules(caller, target)
 

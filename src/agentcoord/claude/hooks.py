@@ -163,8 +163,8 @@ async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
     return "\n".join(lines)
 
 
-# Claude Code's file-writing tools and the input field naming their file (docs/claims.md
-# "Claiming files").
+# Claude Code's file-writing tools and the input field naming their file
+# (docs/claims.md "Claiming files").
 _WRITE_TOOLS = {
     "Write": "file_path",
     "Edit": "file_path",

@@ -3,12 +3,12 @@ relayed to the human (docs/claude-code.md "Channels").
 
 A session whose MCP server (our shim) declares ``experimental["claude/channel"]`` may be sent
 ``notifications/claude/channel`` ``{content, meta}``, and an idle session takes it to the model
-at once (docs/claude-code.md "Channels"). Claude Code says nothing about whether it
-was started with channels on (its ``initialize`` is the same either way), so push is opt-in:
-``agentcoord claude`` sets :data:`PUSH_ENV` in the environment Claude Code hands the shim, and
-the daemon reads it from the shim's process. It only opts into push, never says who the caller
-is (that still comes from the peer's ancestry, docs/security.md "By transport"). A session
-without it keeps getting its messages from the hooks.
+at once (docs/claude-code.md "Channels"). Claude Code says nothing about whether it was started with
+channels on (its ``initialize`` is the same either way), so push is opt-in: ``agentcoord claude``
+sets :data:`PUSH_ENV` in the environment Claude Code hands the shim, and the daemon reads it from
+the shim's process. It only opts into push, never says who the caller is (that still comes from the
+peer's ancestry, docs/security.md "By transport"). A session without it keeps getting its messages
+from the hooks.
 
 Exactly once across channel and hooks: both read the agent's one durable consumer
 (:class:`~agentcoord.stores.messagebus.MessageBus`), which returns each message once. The push

@@ -1,5 +1,5 @@
-"""What it takes to be the human (docs/security.md "Who a caller is": being the human takes
-proof, not the absence of an agent).
+"""What it takes to be the human (docs/security.md "Who a caller is": being the human takes proof,
+not the absence of an agent).
 
 Pure values shared by the daemon (which decides) and the CLI (which presents the proof and
 refuses to print the human's credentials to an agent): the environment markers that betray an
@@ -35,10 +35,10 @@ __all__ = [
 ]
 
 # Claude Code gives every process it starts CLAUDECODE=1, CLAUDE_CODE_ENTRYPOINT and (since
-# 2.1.154) CLAUDE_CODE_SESSION_ID (docs/mcp.md "What a client passes its servers"); AGENT_ID is
-# the common convention of
-# other agent harnesses; the daemon's own runners carry AGENTCOORD_JOB_ID (localagents/runner.py).
-# A process started with ``setsid`` keeps them: detaching cuts the ancestry, not the environment.
+# 2.1.154) CLAUDE_CODE_SESSION_ID (docs/mcp.md "What a client passes its servers"); AGENT_ID is the
+# common convention of other agent harnesses; the daemon's own runners carry AGENTCOORD_JOB_ID
+# (localagents/runner.py). A process started with ``setsid`` keeps them: detaching cuts the
+# ancestry, not the environment.
 AGENT_MARKERS = (
     "CLAUDECODE",
     "CLAUDE_CODE_SESSION_ID",

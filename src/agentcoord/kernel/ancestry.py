@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 __all__ = ["Decision", "ProcInfo", "decide", "is_claude_process", "session_agent_stem"]
 
-# Claude Code's native install runs from ~/.local/share/claude/versions/<ver> (docs/localagents.md
-# "Sessions").
+# Claude Code's native install runs from ~/.local/share/claude/versions/<ver>
+# (docs/localagents.md "Sessions").
 _NATIVE_PATH = re.compile(r"/\.local/share/claude/versions/[^/]+$")
 
 

@@ -17,9 +17,8 @@ Via = Literal["unix", "http-token", "http-peer", "console", "internal"]
 
 ANONYMOUS = "anonymous"
 
-# How a human decision came, by transport (docs/security.md "Every human decision is audited"):
-# the CLI speaks to the unix
-# socket, MCP clients to /mcp with the token, the console to its own routes.
+# How a human decision came, by transport (docs/security.md "Every human decision is audited"): the
+# CLI speaks to the unix socket, MCP clients to /mcp with the token, the console to its own routes.
 _HOW: dict[str, str] = {"unix": "cli", "http-token": "mcp", "console": "console"}
 
 

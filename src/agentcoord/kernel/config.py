@@ -45,8 +45,8 @@ _ENV_FIELDS = {
     "AGENTCOORD_AUTO_EDIT_LEASES": "auto_edit_leases",
     "AGENTCOORD_EDIT_LEASE_QUIET": "edit_lease_quiet",
     "AGENTCOORD_CONSOLE_LOGIN_TTL": "console_login_ttl",
-    # --- local agents (docs/localagents.md "Configuration"): AgentiBridge's names first, ours
-    # win when both are set ---
+    # --- local agents (docs/localagents.md "Configuration"): AgentiBridge's names first, ours win
+    # when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
     "AGENTIHUB_DIR": "agentihub_dir",
     "AGENTIBRIDGE_LOCAL_SESSION_TTL": "local_session_ttl",

@@ -48,8 +48,8 @@ def _names_by_value() -> dict[int, str]:
 def parse_kind(value: str) -> int:
     """``text``/``MESSAGE_TEXT``/``TEXT`` -> the enum value; anything else is an error.
 
-    An unknown kind is an error, never a silent fallback to text (docs/messaging.md "Tools":
-    unknown kinds are errors).
+    An unknown kind is an error, never a silent fallback to text (docs/messaging.md "Tools": unknown
+    kinds are errors).
     """
     key = value.strip().lower().removeprefix("message_")
     names = _kind_names()

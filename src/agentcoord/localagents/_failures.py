@@ -1,5 +1,5 @@
-"""Dispatch failures: an ``isError`` result whose text is JSON with ``retry`` (docs/localagents.md
-"Tools")."""
+"""Dispatch failures: an ``isError`` result whose text is JSON with ``retry``
+(docs/localagents.md "Tools")."""
 
 from __future__ import annotations
 

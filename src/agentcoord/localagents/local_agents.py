@@ -2,8 +2,8 @@
 
 An async context manager entered on the daemon's exit stack. It owns the package watcher and
 the background tasks of ``wait=false`` local jobs (cancelled, and their runners killed, on exit).
-Routing follows docs/localagents.md "Routing"; both checks of local dispatch are enforced
-in :meth:`LocalAgents._local_package`.
+Routing follows docs/localagents.md "Routing"; both checks of local dispatch are enforced in
+:meth:`LocalAgents._local_package`.
 """
 
 from __future__ import annotations
@@ -386,8 +386,7 @@ class LocalAgents:
             raise DispatchFailed("too many agents in a row", retry=False, agent_id=agent_id)
         record = self.records.get(agent_id)
         if record is None or record.transport == "local":
-            # Local branch first: liveness never gates a cold start (docs/localagents.md
-            # "Routing").
+            # Local branch first: liveness never gates a cold start (docs/localagents.md "Routing").
             if record is None and not self.enabled:
                 raise NotFound(f"no agent {agent_id!r} ({DISABLED})")
             package = self._local_package(agent_id)

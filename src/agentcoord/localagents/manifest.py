@@ -1,5 +1,5 @@
-"""A package's ``command.yml``: name, description and capability tags (docs/localagents.md
-"Capability tags").
+"""A package's ``command.yml``: name, description and capability tags
+(docs/localagents.md "Capability tags").
 
 Best-effort by contract: a missing, unreadable or malformed manifest leaves the agent
 discoverable with its base tags (``local``, ``agent:<id>``) and never breaks discovery.

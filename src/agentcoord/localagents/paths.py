@@ -1,5 +1,5 @@
-"""Where packages live, and the path checks of local dispatch (docs/localagents.md "Local
-dispatch").
+"""Where packages live, and the path checks of local dispatch
+(docs/localagents.md "Local dispatch").
 
 Pure functions over paths (they read the filesystem, never write it). The directory a runner is
 started in always comes from :func:`package_dir`, never from a record someone persisted.
@@ -33,8 +33,7 @@ def resolve_agentihub_dir(configured: Path | None, start: Path | None = None) ->
     """The AgentiHub root: the configured one, else the nearest ancestor of ``start`` (this
     module's location by default) that has a sibling ``agentihub/agents/`` directory.
 
-    Empty means unset and nothing is guessed beyond that walk (docs/localagents.md
-    "Configuration").
+    Empty means unset and nothing is guessed beyond that walk (docs/localagents.md "Configuration").
     """
     if configured is not None and str(configured):
         return configured.expanduser()

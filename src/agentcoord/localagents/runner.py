@@ -445,8 +445,8 @@ def with_session(
     spec: RunnerSpec, *, resume: str | None = None, session_id: str | None = None
 ) -> RunnerSpec:
     """``spec`` whose command continues a session (``--resume ID``) or starts a named one
-    (``--session-id UUID``), as a linked session or a resumed agent needs (docs/profiles.md
-    "The launch API (for spawn, ask, resume)")."""
+    (``--session-id UUID``), as a linked session or a resumed agent needs
+    (docs/profiles.md "The launch API (for spawn, ask, resume)")."""
     import dataclasses
 
     if resume and session_id:

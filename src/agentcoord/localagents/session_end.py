@@ -1,8 +1,7 @@
 """Session agents end with their ``claude`` process, and go after a retention.
 
 docs/localagents.md "Session lifetime": a session's Agent follows its Claude session; when its
-process
-exits the Agent ends (phase ``Ended``, ``status.endedAt``, ``status.reason``), and ended
+process exits the Agent ends (phase ``Ended``, ``status.endedAt``, ``status.reason``), and ended
 sessions are kept for a retention period (``session_retention``, default 24 h), then removed
 with their inbox and focus. :class:`SessionWatch` does that, event driven:
 

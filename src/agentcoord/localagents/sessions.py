@@ -1,10 +1,10 @@
-"""Live Claude Code sessions and the online/idle status of packages (docs/localagents.md
-"Local agents: packages and sessions").
+"""Live Claude Code sessions and the online/idle status of packages
+(docs/localagents.md "Local agents: packages and sessions").
 
-Sources (docs/localagents.md "Sessions"): ``claude`` processes and their cwd
-(psutil), ``~/.claude/sessions/<pid>.json`` ({pid, sessionId, cwd, startedAt, updatedAt}) and
-the newest transcript under ``~/.claude/projects/<cwd, non-alphanumerics as '-'>/``. The probe
-is the I/O shell; :func:`package_status` is the pure rule.
+Sources (docs/localagents.md "Sessions"): ``claude`` processes and their cwd (psutil),
+``~/.claude/sessions/<pid>.json`` ({pid, sessionId, cwd, startedAt, updatedAt}) and the newest
+transcript under ``~/.claude/projects/<cwd, non-alphanumerics as '-'>/``. The probe is the I/O
+shell; :func:`package_status` is the pure rule.
 """
 
 from __future__ import annotations

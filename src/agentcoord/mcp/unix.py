@@ -1,9 +1,9 @@
 """The unix-socket MCP transport: newline JSON, one MCP session per connection.
 
 The socket is created 0600 inside a 0700 runtime dir; each connection's caller is resolved once
-from SO_PEERCRED (docs/security.md "By transport"). Requests on one connection run concurrently
-(a blocking ``ask`` must not stall a ``ping``), replies are written whole, one write each.
-A peer that maps to no agent is anonymous until an ``agentcoord/login`` with the human token.
+from SO_PEERCRED (docs/security.md "By transport"). Requests on one connection run concurrently (a
+blocking ``ask`` must not stall a ``ping``), replies are written whole, one write each. A peer that
+maps to no agent is anonymous until an ``agentcoord/login`` with the human token.
 
 What a connection can make the daemon hold is bounded (docs/security.md "Limits"): at most
 ``max_inflight`` of its requests run at once, and its replies wait, unwritten, while more than
@@ -12,10 +12,9 @@ read until it drains, so a client that sends and never reads is held back by its
 buffer (backpressure), not by the daemon's memory.
 
 Stopping drains, as uvicorn's ``Server.shutdown`` does (docs/architecture.md "Stopping"): the
-listener closes and no
-connection reads another request; the requests in flight get ``DRAIN_TIMEOUT`` to be answered;
-those still running then (a long ``ask``, an ``inbox`` wait) are cancelled and answered with a
-"daemon is stopping" error; then the connections close.
+listener closes and no connection reads another request; the requests in flight get
+``DRAIN_TIMEOUT`` to be answered; those still running then (a long ``ask``, an ``inbox`` wait) are
+cancelled and answered with a "daemon is stopping" error; then the connections close.
 """
 
 from __future__ import annotations

@@ -100,8 +100,8 @@ class Channels:
         queue_unknown: bool = False,
     ) -> dict[str, Any]:
         """Open (or reopen) ``name`` for ``me`` and ``participants``; ``add`` adds newcomers
-        to an existing channel (reopening is idempotent). A participant no agent
-        has is refused unless ``queue_unknown`` (docs/messaging.md "Recipients")."""
+        to an existing channel (reopening is idempotent). A participant no agent has is refused
+        unless ``queue_unknown`` (docs/messaging.md "Recipients")."""
         name = check_channel_name(name)
         wanted = [check_agent_id(a) for a in participants]
         if not wanted:

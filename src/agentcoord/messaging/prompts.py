@@ -1,12 +1,12 @@
-"""Questions for the human: ask, answer, and the reply subject between them (docs/messaging.md
-"Human prompts").
+"""Questions for the human: ask, answer, and the reply subject between them
+(docs/messaging.md "Human prompts").
 
-A question is a HumanPrompt record plus a reply subject ``prompts.<id>.reply``. Subscribing
-*after* creating the record would miss an instant answer (core NATS keeps none); the subscription
-exists before the record does, and a timed-out wait re-reads the record, so an answer is never
-lost between the two. An unanswered prompt stays open (``answered: false``). Only the human
-(CLI ``agentcoord answer``, the console) may answer; answers are checked against the prompt's
-response schema, and each is one ``HUMAN_ANSWERED`` audit event.
+A question is a HumanPrompt record plus a reply subject ``prompts.<id>.reply``. Subscribing *after*
+creating the record would miss an instant answer (core NATS keeps none); the subscription exists
+before the record does, and a timed-out wait re-reads the record, so an answer is never lost between
+the two. An unanswered prompt stays open (``answered: false``). Only the human (CLI ``agentcoord
+answer``, the console) may answer; answers are checked against the prompt's response schema, and
+each is one ``HUMAN_ANSWERED`` audit event.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Results shaped for the model (docs/claude-code.md "Results for the model").
 
 Claude Code hands a successful result to the model as its ``structuredContent`` JSON, never
-the text rendering (docs/claude-code.md "Results for the model"), so every field an agent gets
-costs context. An agent's result keeps every field docs/tools.md names and what it needs to act
-on; the human's (the CLI's tables and ``--json``, the console) keeps everything: the tools
-shape by the caller's kind, so the CLI passes nothing extra. Pure functions over values.
+the text rendering (docs/claude-code.md "Results for the model"), so every field an agent gets costs
+context. An agent's result keeps every field docs/tools.md names and what it needs to act on; the
+human's (the CLI's tables and ``--json``, the console) keeps everything: the tools shape by the
+caller's kind, so the CLI passes nothing extra. Pure functions over values.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Agent registry and dispatch tools (docs/localagents.md "Tools"): register/deregister/heartbeat
-an HTTP agent,
-discover local packages, run an agent by id, dispatch by capability.
+"""Agent registry and dispatch tools (docs/localagents.md "Tools"): register/deregister/heartbeat an
+HTTP agent, discover local packages, run an agent by id, dispatch by capability.
 
 ``list_agents``/``get_agent``/``find_agents`` live with the discovery tools, which call
 :class:`agentcoord.localagents.LocalAgents` (``merged``, ``get``) and the pure functions of

@@ -1,5 +1,5 @@
-"""Discovery tools (docs/tools.md "Discovery"): annotate, find_agents, list_agents,
-get_agent. Focus lives in the ``agent-focus`` KV view; agent rows come from an
+"""Discovery tools (docs/tools.md "Discovery"): annotate, find_agents, list_agents, get_agent. Focus
+lives in the ``agent-focus`` KV view; agent rows come from an
 :class:`~agentcoord.stores.agentsource.AgentSource`."""
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ _INTERNAL_LABELS = frozenset({PROC_LABEL, SESSION_LABEL})
 
 
 def _model_agent(row: dict[str, Any]) -> dict[str, Any]:
-    """A session agent's row as a model reads it: the condensed fields (name, profile, pool,
-    phase, focus, labels) always, the focus without its empty parts, no internal labels."""
+    """A session agent's row as a model reads it: the condensed fields (name, profile, pool, phase,
+    focus, labels) always, the focus without its empty parts, no internal labels."""
     if "labels" not in row or "transport" in row:  # registry records are their own contract
         return row
     out = compact(row, keep=("name", "profile", "pool", "phase", "focus", "labels"))
@@ -53,8 +53,8 @@ def _model_agent(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _model_match(match: dict[str, Any]) -> dict[str, Any]:
-    """A find_agents match as a model reads it: its agent, intent, concepts and files
-    always; symbols when there are some; the rank is the order, not a score."""
+    """A find_agents match as a model reads it: its agent, intent, concepts and files always;
+    symbols when there are some; the rank is the order, not a score."""
     out = compact(match, keep=("agent", "intent", "concepts", "files"))
     out.pop("score", None)
     return out
@@ -116,8 +116,8 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
         return {"ok": True, "agent": agent}
 
     async def find_agents(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        """``query`` over focus and ``capability`` routing in one tool (docs/tools.md
-        "Discovery")."""
+        """``query`` over focus and ``capability`` routing in one tool
+        (docs/tools.md "Discovery")."""
         query, capability = args.get("query", ""), args.get("capability", "")
         if not query and not capability:
             raise InvalidArguments("`query` or `capability` is required")

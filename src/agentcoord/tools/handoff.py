@@ -1,6 +1,5 @@
-"""handoff and answer_handoff: the offer -> accept/reject handshake (docs/messaging.md
-"Handoff"), as
-tools over :class:`agentcoord.messaging.offers.Handoffs`."""
+"""handoff and answer_handoff: the offer -> accept/reject handshake (docs/messaging.md "Handoff"),
+as tools over :class:`agentcoord.messaging.offers.Handoffs`."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 nats_credentials (docs/messaging.md "Tools"): arguments in, results rendered, the work in
 :mod:`agentcoord.messaging`.
 
-``send`` says honestly whether a live reader took the message (``delivered``)
-or it waits in the inbox (``queued``), and an unknown kind is an error.
+``send`` says honestly whether a live reader took the message (``delivered``) or it waits in the
+inbox (``queued``), and an unknown kind is an error.
 """
 
 from __future__ import annotations

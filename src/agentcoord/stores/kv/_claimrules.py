@@ -52,8 +52,8 @@ class StaleToken(ToolError):
 
 @dataclass(frozen=True)
 class ClaimPolicy:
-    """Limits of the claim plane: heartbeat every 30 s, silence for 2 min releases (docs/claims.md
-    "Rules")."""
+    """Limits of the claim plane: heartbeat every 30 s, silence for 2 min releases
+    (docs/claims.md "Rules")."""
 
     default_ttl: float = 300.0  # short-lived, 5 minutes, renewable (docs/claims.md "Rules")
     max_ttl: float = 2 * 3600.0  # one grant or renewal may not ask for more
@@ -180,8 +180,8 @@ def _compact(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def wire_ttl(seconds: float) -> int:
-    """TTLs are whole seconds >= 1 on the wire (docs/claims.md "How it works"): round up, never
-    to zero."""
+    """TTLs are whole seconds >= 1 on the wire (docs/claims.md "How it works"): round up, never to
+    zero."""
     return max(1, math.ceil(seconds - 1e-6))
 
 
@@ -254,9 +254,9 @@ def release(
     policy: ClaimPolicy,
 ) -> tuple[ClaimRecord | None, Holder] | None:
     """The record without ``agent``'s live grant on ``key`` (None when empty) and that grant;
-    None when ``agent`` holds nothing live there (``{"released": false}``: docs/claims.md
-    "Tools"). Someone else's claim raises :class:`NotHolder`. ``token``, when given, must be the
-    grant's own: an agent that lost the lease and took it again is not released by its old token."""
+    None when ``agent`` holds nothing live there (``{"released": false}``: docs/claims.md "Tools").
+    Someone else's claim raises :class:`NotHolder`. ``token``, when given, must be the grant's own:
+    an agent that lost the lease and took it again is not released by its old token."""
     live = _live(cur, now, policy)
     mine = next((h for h in live if h.agent == agent), None)  # grant() keeps one per agent
     if mine is None or cur is None:

@@ -288,8 +288,7 @@ class ClaimStore:
         return sorted(out, key=lambda row: row[3])
 
     async def release(self, agent: str, key: str, token: int | None = None) -> bool:
-        """Drop ``agent``'s grant on ``key`` (docs/claims.md "Tools"); False when nothing was
-        held.
+        """Drop ``agent``'s grant on ``key`` (docs/claims.md "Tools"); False when nothing was held.
         ``token``, when given, must be that grant's (:class:`StaleToken` otherwise)."""
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
@@ -316,8 +315,8 @@ class ClaimStore:
         return await self._mutate(escape_key(key), plan)  # type: ignore[no-any-return]
 
     async def heartbeat(self, agent: str) -> list[str]:
-        """Renew every claim ``agent`` holds and mark it as a heartbeating holder (docs/claims.md
-        "Rules")."""
+        """Renew every claim ``agent`` holds and mark it as a heartbeating holder
+        (docs/claims.md "Rules")."""
         self._heartbeats[agent] = self._clock()
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
