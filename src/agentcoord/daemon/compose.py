@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
     from agentcoord.mcp.unix import UnixListener
-    from agentcoord.messaging import Messaging
+    from agentcoord.messaging import Messaging, Recipients
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.objects.backend import ObjectBackend
 
@@ -228,11 +228,11 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.begin("the operator and session watch", 5, "the store or nats-server stalled")
     # AgentProfiles drive every start (docs/profiles.md); the default profile is created on
     # first start.
-    await local.attach_launcher(store, nc=nc, bus=messaging.bus, namespace=ns)
+    await local.attach_launcher(store, nc=nc, inboxes=messaging, namespace=ns)
     # The Agent controller (adopts or reaps runners first), ask and send_message
     # (docs/ask-and-operator.md): entered after local agents and messaging, so it stops its
     # runners first.
-    operator = await _operator(cfg, stack, store, identity, local, messaging, audit)
+    operator = await _operator(cfg, stack, store, identity, local, messaging, recipients, audit)
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
     from agentcoord.console.desktop import DesktopNotifier
@@ -241,7 +241,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # Session agents end with their claude process; ended ones go after the retention.
     from agentcoord.localagents.session_end import SessionWatch
 
-    forget = (messaging.bus.drop_inbox, focus.forget)
+    forget = (messaging.drop_inbox, focus.forget)
     sessions = await stack.enter_async_context(
         SessionWatch(store, directory, ns, retention=cfg.session_retention, forget=forget)
     )
@@ -271,6 +271,7 @@ async def _operator(
     identity: IdentityResolver,
     local: LocalAgents,
     messaging: Messaging,
+    recipients: Recipients,
     audit: AuditLog,
 ) -> AgentOps:
     """The operator (docs/ask-and-operator.md "The operator")."""
@@ -297,7 +298,7 @@ async def _operator(
     operator = AgentOps(
         controller,
         messaging=messaging,
-        recipients=messaging.recipients,
+        recipients=recipients,
         local_agents=local,
         bundle_retention=kept,
     )

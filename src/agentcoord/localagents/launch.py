@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.localagents.conversation import BusMailbox, Mailbox, StatusFn
+from agentcoord.localagents.conversation import Inboxes, InboxMailbox, Mailbox, StatusFn
 from agentcoord.localagents.profiles import (
     DEFAULT_PROFILE,
     LaunchPlan,
@@ -60,7 +60,7 @@ class Launcher:
     base_env: Mapping[str, str]
     runtime_dir: Path
     nc: Any = None  # NATS client for the status subject
-    bus: Any = None  # MessageBus for inboxes
+    inboxes: Inboxes | None = None  # the messaging service's inboxes
     shim: Sequence[str] = (sys.executable, "-m", "agentcoord", "mcp")
     namespace: str = "default"  # the daemon's kube_namespace
 
@@ -102,12 +102,12 @@ class Launcher:
             await self.agents.status(agent, phase="Failed", message=str(exc), focus="")
             await self._publish(agent, {"phase": "Failed", "message": str(exc)})
             raise
-        if self.bus is not None:
-            await self.bus.ensure_inbox(agent)  # messages from now on wait for it
+        if self.inboxes is not None:
+            await self.inboxes.ensure_inbox(agent)  # messages from now on wait for it
         return plan
 
     def mailbox(self, agent: str) -> Mailbox | None:
-        return BusMailbox(self.bus, agent) if self.bus is not None else None
+        return InboxMailbox(self.inboxes, agent) if self.inboxes is not None else None
 
     def status_fn(self, agent: str, job_id: str) -> StatusFn:
         """What the conversation calls as the agent works: Agent status + the status subject."""

@@ -24,6 +24,7 @@ from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents import httpjobs
 from agentcoord.localagents._failures import DispatchFailed
+from agentcoord.localagents.conversation import Inboxes
 from agentcoord.localagents.index import PackageIndex
 from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.merge import (
@@ -144,9 +145,10 @@ class LocalAgents:
         )
 
     async def attach_launcher(
-        self, store: ObjectBackend, *, nc: Any, bus: Any, namespace: str = "default"
+        self, store: ObjectBackend, *, nc: Any, inboxes: Inboxes, namespace: str = "default"
     ) -> Launcher:
-        """Profiles from ``store``, messages from ``bus``, status on ``nc`` (docs/profiles.md)."""
+        """Profiles from ``store``, messages from ``inboxes``, status on ``nc``
+        (docs/profiles.md)."""
         defaults = Profile(
             DEFAULT_PROFILE,
             permission_mode=self.spec.permission_mode,
@@ -163,7 +165,7 @@ class LocalAgents:
             base_env=self._base_env,
             runtime_dir=self._runtime_dir,
             nc=nc,
-            bus=bus,
+            inboxes=inboxes,
             namespace=namespace,
         )
         await self.launcher.ensure_default_profile()
