@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from agentcoord.localagents.profiles import (
 from agentcoord.localagents.profilestore import AgentObjects, ProfileBook
 
 if TYPE_CHECKING:
-    from agentcoord.localagents.runner import RunOutcome
+    from agentcoord.localagents.runner import RunnerSpec, RunOutcome
     from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["Launcher", "status_subject"]
@@ -67,6 +68,41 @@ class Launcher:
     def __post_init__(self) -> None:
         self.profiles = ProfileBook(self.store, self.defaults, self.namespace)
         self.agents = AgentObjects(self.store, self.namespace)
+
+    @classmethod
+    def for_spec(
+        cls,
+        spec: RunnerSpec,
+        store: ObjectBackend,
+        *,
+        base_env: Mapping[str, str],
+        runtime_dir: Path,
+        backends: Mapping[str, str] | None = None,
+        nc: Any = None,
+        inboxes: Inboxes | None = None,
+        namespace: str = "default",
+    ) -> Launcher:
+        """The launcher whose ``default`` profile is the configured runner (docs/profiles.md):
+        profiles from ``store``, messages from ``inboxes``, status on ``nc``."""
+        defaults = Profile(
+            DEFAULT_PROFILE,
+            permission_mode=spec.permission_mode,
+            allowed_tools=tuple(
+                t for t in spec.allowed_tools.split(",") if t and not t.startswith("mcp__")
+            ),
+            max_turns=spec.max_turns,
+            timeout_s=spec.timeout_s,
+        )
+        return cls(
+            store=store,
+            defaults=defaults,
+            backends=dict(backends or {"claude-code": shlex.join(spec.command)}),
+            base_env=base_env,
+            runtime_dir=runtime_dir,
+            nc=nc,
+            inboxes=inboxes,
+            namespace=namespace,
+        )
 
     async def ensure_default_profile(self) -> None:
         """Create the ``default`` AgentProfile on first start."""
