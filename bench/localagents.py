@@ -34,6 +34,7 @@ from _common import median_ms, pct, table, wait_ready
 from agentcoord.client.rpc import call_unix
 from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.localagents import LocalAgents, PackageIndex
+from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.runner import RunnerSpec, run_local
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.localagents.sessions import PsutilSessionProbe
@@ -94,6 +95,7 @@ def _local(hub: Path, tmp: Path, cache_s: float, store: Any) -> LocalAgents:
         runners={},
         records=StoreAgentRecords(store),
         tasks=StoreJobRecords(store),
+        launcher=Launcher.for_spec(RunnerSpec(), store, base_env={}, runtime_dir=tmp),
         probe=PsutilSessionProbe(tmp / "claude", cache_s=cache_s),
     )
 

@@ -227,6 +227,7 @@ def test_runner_above_its_claude_wins() -> None:
 async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
     """merged/get/find: registered shadows local, get falls back to local, find ranks warm first."""
     from agentcoord.localagents import LocalAgents
+    from agentcoord.localagents.launch import Launcher
     from agentcoord.localagents.runner import RunnerSpec
     from agentcoord.localagents.sandbox import Sandbox
     from agentcoord.stores.objects import ObjectStore
@@ -254,6 +255,7 @@ async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
             runners={},
             records=StoreAgentRecords(store),
             tasks=StoreJobRecords(store),
+            launcher=Launcher.for_spec(RunnerSpec(), store, base_env={}, runtime_dir=tmp_path),
             probe=NoSessions(),
         )
         await _service_views(svc)

@@ -62,15 +62,10 @@ class _Index:
         return next((p for p in self.packages() if p.agent_id == agent_id), None)
 
 
-class _Packages:
-    enabled = True
-    index = _Index()
-
-
 @pytest.mark.unit
 async def test_known_names_are_store_agents_packages_and_the_human() -> None:
     """Agent objects in any phase, local packages and the human are known; others are not."""
-    r = Recipients(_Store(["old-1"]), "default", packages=_Packages(), human="human:me")
+    r = Recipients(_Store(["old-1"]), "default", packages=_Index(), human="human:me")
     assert r.known() == {"old-1", "reviewer", "human:me"}
     await r.check(["old-1", "reviewer", "human:me"])
     with pytest.raises(NotFound, match=r"no agent named old-2; did you mean: old-1\? ") as err:

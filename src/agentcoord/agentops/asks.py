@@ -20,7 +20,6 @@ from agentcoord.agentops.turns import ActiveTurns
 from agentcoord.errors import NotFound, ToolError
 from agentcoord.kernel import wire
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.stores.messagebus import inbox_subject
 
 if TYPE_CHECKING:
     from agentcoord.messaging import Messaging
@@ -65,7 +64,6 @@ class InboxAsks:
         self._active.add(target, ask_id, place)
         started = time.monotonic()
         try:
-            await m.bus.ensure_inbox(target)
             text = f"{body}\n\n(Answer with the reply tool: reply(ask={ask_id!r}, text=...).)"
             msg = wire.make_message(
                 sender=me,
@@ -75,7 +73,7 @@ class InboxAsks:
                 correlation_id=ask_id,
                 msg_id=ask_id,
             )
-            await m.bus.publish(inbox_subject(target), msg, f"{me}:{ask_id}")
+            await m.deliver(target, msg, f"{me}:{ask_id}")
             try:
                 answer = await asyncio.wait_for(asyncio.shield(pending.answer), timeout)
             except TimeoutError:

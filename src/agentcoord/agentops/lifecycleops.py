@@ -24,7 +24,6 @@ from agentcoord.errors import InvalidArguments, NotFound, ToolError
 from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller, decision_fields
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.stores.messagebus import inbox_subject
 from agentcoord.stores.objects import GROUP_VERSION, AlreadyExists, Conflict, ObjectNotFound
 from agentcoord.stores.objects.writerules import rfc3339
 
@@ -242,9 +241,8 @@ async def _control(ops: AgentOps, me: str, name: str, what: str) -> None:
     if m is None:
         return
     with contextlib.suppress(Exception):
-        await m.bus.ensure_inbox(name)
         msg = wire.make_message(sender=me, kind=pb.MESSAGE_CONTROL, body=what.encode(), to=name)
-        await m.bus.publish(inbox_subject(name), msg)
+        await m.deliver(name, msg)
 
 
 async def checkpoint(

@@ -31,7 +31,7 @@ from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging.recipients import QUEUED_NOTE
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
-from agentcoord.stores.messagebus import check_agent_id, inbox_subject
+from agentcoord.stores.messagebus import check_agent_id
 from agentcoord.stores.objects import AlreadyExists, ObjectNotFound, StoreError
 
 if TYPE_CHECKING:
@@ -261,11 +261,10 @@ class AgentOps:
             return await self.inbox.ask(
                 m, me=caller.agent, target=name, place=place, body=body, timeout=timeout
             )
-        await m.bus.ensure_inbox(name)
         msg = wire.make_message(
             sender=caller.agent, kind=pb.MESSAGE_TEXT, body=body.encode(), to=name
         )
-        pub = await m.bus.publish(inbox_subject(name), msg)
+        pub = await m.deliver(name, msg)
         return {
             "sent": True,
             "agent": name,

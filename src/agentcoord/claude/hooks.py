@@ -152,7 +152,7 @@ async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
         lines.append("- your focus: none set (annotate says what you are working on)")
     try:
         async with asyncio.timeout(_RECAP_INBOX_S):
-            waiting = await deps.messaging.bus.waiting(caller.agent)
+            waiting = await deps.messaging.waiting(caller.agent)
         lines.append(
             f"- messages waiting in your inbox: {waiting}"
             + (" (read them with inbox)" if waiting else "")
@@ -221,7 +221,7 @@ async def _inbox_context(
     if push is not None and caller.kind == "session":
         guess = "PostToolUse" if "tool_name" in payload else "UserPromptSubmit"
         push.moved_on(caller.agent, str(payload.get("hook_event_name") or guess), payload)
-    got = await messaging.bus.read(caller.agent, 20, 0.0)
+    got = await messaging.read_inbox(caller.agent, 20, 0.0)
     lines = []
     for r in got:
         view = wire.message_view(r.message, r.seq)

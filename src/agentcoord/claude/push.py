@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.kernel import wire
 from agentcoord.kernel.tasks import TaskSet
-from agentcoord.stores.messagebus import BROADCAST_SUBJECT, inbox_subject
+from agentcoord.stores.messagebus import inbox_subject
 
 if TYPE_CHECKING:
     from agentcoord.messaging import Messaging
@@ -182,9 +182,7 @@ class ChannelPush:
 
     async def __aenter__(self) -> ChannelPush:
         await self._tasks.__aenter__()
-        nc = self._messaging.nc
-        for subject in ("agents.*.inbox", BROADCAST_SUBJECT, "channels.>"):
-            self._subs.append(await nc.subscribe(subject, cb=self._on_message))
+        self._subs = await self._messaging.watch(self._on_message)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -250,7 +248,7 @@ class ChannelPush:
             woken = [subject[len("agents.") : -len(".inbox")]]
         elif subject.startswith("channels."):
             try:
-                rec = await self._messaging.channels.get(subject[len("channels.") :])
+                rec = await self._messaging.channel(subject[len("channels.") :])
             except Exception:  # a store hiccup: wake them all, the reads sort it out
                 rec = None
             if rec is not None:
@@ -262,12 +260,12 @@ class ChannelPush:
 
     async def _pump(self, target: _Target) -> None:
         """Read, write, confirm: a message is acknowledged only once written whole."""
-        bus = self._messaging.bus
+        messaging = self._messaging
         written = 0  # the highest seq written to the socket (or skipped as our own)
         batch, linger = _BATCH, 0.0  # first: what queued up while the session was away
         while not target.stopped:
             target.wake.clear()
-            got = await bus.read(target.agent, batch, linger, after=written)
+            got = await messaging.read_inbox(target.agent, batch, linger, after=written)
             # Then one message a read: a wake-up is about one message, a batch costs a second
             # pull for the rest, and a read that finds nothing at once waits for its whole
             # batch (up to 1 s) when the consumer says a message is on its way. A full batch
@@ -283,7 +281,7 @@ class ChannelPush:
         if written:
             # Confirm what this connection was given; anything the read takes with it stays
             # held for the next reader (the bus gives it again).
-            await bus.read(target.agent, 1, 0.0, after=written)
+            await messaging.read_inbox(target.agent, 1, 0.0, after=written)
 
     async def _write(self, target: _Target, got: list[Any], written: int) -> int:
         """Write ``got`` as notifications until one fails; the highest seq written."""
@@ -336,8 +334,7 @@ class ChannelPush:
         )
 
     async def _relay(self, target: _Target, pending: _Pending, question: str, ctx: str) -> None:
-        humans = self._messaging.humans
-        out = await humans.ask(
+        out = await self._messaging.ask_human(
             target.agent,
             PERMISSION_KIND,
             question,
@@ -400,7 +397,7 @@ class ChannelPush:
 
         value = f"answered in the session ({why})"
         try:
-            await self._messaging.prompts.answer(pending.prompt, value, agent)
+            await self._messaging.settle_prompt(pending.prompt, value, agent)
         except ToolError:
             return  # the human's answer came first, or the prompt was never created
         self._messaging.emit(

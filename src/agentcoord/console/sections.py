@@ -113,11 +113,11 @@ class ConsoleSections:
                 "kind": f"prompt {p.id}",
                 "since": human_time(p.created_at),
             }
-            for p in await m.prompts.list(open_only=True)
+            for p in await m.open_prompts()
         ]
         out += [
             {"waiter": o.from_agent, "on": o.to_agent, "kind": f"handoff {o.task}"}
-            for o in m.offers.pending()
+            for o in m.pending_handoffs()
         ]
         out += [
             {
@@ -148,13 +148,13 @@ class ConsoleSections:
                 "choices": p.choices,
                 "since": human_time(p.created_at),
             }
-            for p in await self._messaging.prompts.list(open_only=True)
+            for p in await self._messaging.open_prompts()
         ]
 
     async def channels(self) -> list[dict[str, Any]]:
         now = time.time()
-        return [c.view(now) for c in await self._messaging.channels.list()]
+        return [c.view(now) for c in await self._messaging.all_channels()]
 
     async def answer(self, prompt_id: str, value: Any, human: Caller) -> None:
         """The human's answer from the console (the same path as the answer_prompt tool)."""
-        await self._messaging.humans.answer(prompt_id, str(value), human)
+        await self._messaging.answer_prompt(prompt_id, str(value), human)

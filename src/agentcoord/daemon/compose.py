@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
     from agentcoord.mcp.unix import UnixListener
-    from agentcoord.messaging import Messaging
+    from agentcoord.messaging import Messaging, Recipients
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.objects.backend import ObjectBackend
 
@@ -123,7 +123,11 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # below knows which) and NATS (embedded server, then our client).
     supervisor: NatsSupervisor | None = None
     ns = cfg.kube_namespace  # where the daemon keeps its objects, on either store
-    live = LiveCells(ns)  # kubectl's Agent table reads the focus view, bound below (tables.py)
+    # kubectl's Agent table reads the focus view (tables.py), which the focus store fills.
+    from agentcoord.stores.kv.focus import FocusView
+
+    focus_view = FocusView()
+    live = LiveCells(ns, {"focus": focus_view.intent})
     async with asyncio.TaskGroup() as tg:
         # The kube API's listener has the loopback port's per-uid budgets.
         objects = tg.create_task(open_store(cfg, stack, live=live, listener=listener_limits(cfg)))
@@ -187,52 +191,59 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.begin(
         "claims, focus, local agents and messaging", _js_phase(cfg) + 3, f"JetStream: {nats_hint}"
     )
+    # Who a message may be addressed to (docs/messaging.md "Recipients"): Agent objects, the
+    # local package agents (the index the local agents service watches) and the human.
+    from agentcoord.localagents.index import PackageIndex
+    from agentcoord.localagents.paths import resolve_agentihub_dir
+
+    index = PackageIndex(
+        resolve_agentihub_dir(cfg.agentihub_dir) if cfg.local_agents_enabled else None
+    )
+    recipients = Recipients(store, ns, packages=index, human=f"human:{cfg.user}", host=host)
+    # Messaging (docs/messaging.md): JetStream inboxes, channels, handoff offers, prompts.
+    messaging = Messaging(
+        nc,
+        channels=StoreChannelRecords(store, ns),
+        prompts=StorePromptRecords(store, ns),
+        tasks=StoreTaskRecords(store, ns),
+        access=access if access is not None else NoAgentUsers(),
+        nats_url=nats.url,
+        audit_log=audit,
+        replicas=r,
+        js_timeout=js_timeout(cfg),
+        retention=_inbox_retention(cfg),
+        recipients=recipients,
+    )
+    # Local agents (docs/localagents.md): the package index watcher, local jobs, and the
+    # launcher whose AgentProfiles drive every start (docs/profiles.md).
     local_agents = LocalAgents.from_config(
         cfg,
         runners=identity.runners,
         base_env=dict(os.environ),
         records=StoreAgentRecords(store, ns),
         tasks=StoreJobRecords(store, ns),
+        store=store,
+        nc=nc,
+        inboxes=messaging,
+        index=index,
     )
-    # Who a message may be addressed to (docs/messaging.md "Recipients").
-    recipients = Recipients(store, ns, packages=local_agents, human=f"human:{cfg.user}", host=host)
     async with asyncio.TaskGroup() as tg:
         claims_t = tg.create_task(
             stack.enter_async_context(ClaimStore(js, audit, replicas=r, host=host))
         )
-        focus_t = tg.create_task(stack.enter_async_context(FocusStore(js, audit, replicas=r)))
-        # Local agents (docs/localagents.md): the package index watcher and local jobs.
-        local_t = tg.create_task(stack.enter_async_context(local_agents))
-        # Messaging (docs/messaging.md): JetStream inboxes, channels, handoff offers, prompts.
-        messaging_t = tg.create_task(
-            stack.enter_async_context(
-                Messaging(
-                    nc,
-                    channels=StoreChannelRecords(store, ns),
-                    prompts=StorePromptRecords(store, ns),
-                    tasks=StoreTaskRecords(store, ns),
-                    access=access if access is not None else NoAgentUsers(),
-                    nats_url=nats.url,
-                    audit_log=audit,
-                    replicas=r,
-                    js_timeout=js_timeout(cfg),
-                    retention=_inbox_retention(cfg),
-                    recipients=recipients,
-                )
-            )
+        focus_t = tg.create_task(
+            stack.enter_async_context(FocusStore(js, audit, replicas=r, view=focus_view))
         )
+        local_t = tg.create_task(stack.enter_async_context(local_agents))
+        messaging_t = tg.create_task(stack.enter_async_context(messaging))
     claims, focus = claims_t.result(), focus_t.result()
-    live.provide("focus", lambda name: getattr(focus.get(name), "intent", None))
     local, messaging = local_t.result(), messaging_t.result()
     phases.mark("claims, focus, audit, local agents, messaging")
     phases.begin("the operator and session watch", 5, "the store or nats-server stalled")
-    # AgentProfiles drive every start (docs/profiles.md); the default profile is created on
-    # first start.
-    await local.attach_launcher(store, nc=nc, bus=messaging.bus, namespace=ns)
     # The Agent controller (adopts or reaps runners first), ask and send_message
     # (docs/ask-and-operator.md): entered after local agents and messaging, so it stops its
     # runners first.
-    operator = await _operator(cfg, stack, store, identity, local, messaging, audit)
+    operator = await _operator(cfg, stack, store, identity, local, messaging, recipients, audit)
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
     from agentcoord.console.desktop import DesktopNotifier
@@ -241,7 +252,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # Session agents end with their claude process; ended ones go after the retention.
     from agentcoord.localagents.session_end import SessionWatch
 
-    forget = (messaging.bus.drop_inbox, focus.forget)
+    forget = (messaging.drop_inbox, focus.forget)
     sessions = await stack.enter_async_context(
         SessionWatch(store, directory, ns, retention=cfg.session_retention, forget=forget)
     )
@@ -271,6 +282,7 @@ async def _operator(
     identity: IdentityResolver,
     local: LocalAgents,
     messaging: Messaging,
+    recipients: Recipients,
     audit: AuditLog,
 ) -> AgentOps:
     """The operator (docs/ask-and-operator.md "The operator")."""
@@ -297,7 +309,7 @@ async def _operator(
     operator = AgentOps(
         controller,
         messaging=messaging,
-        recipients=messaging.recipients,
+        recipients=recipients,
         local_agents=local,
         bundle_retention=kept,
     )
@@ -344,7 +356,8 @@ async def _listeners(
     cfg = s.config
     connections = Connections(http_addr=cfg.http_addr)
     status = DaemonStatus(s, connections)
-    push = ChannelPush(s.messaging)  # channel push (docs/claude-code.md "Channels")
+    # channel push (docs/claude-code.md "Channels")
+    push = await stack.enter_async_context(ChannelPush(s.messaging))
     hooks = Hooks(
         HookDeps(
             leases=s.leases,

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = [
-    "BusMailbox",
+    "InboxMailbox",
+    "Inboxes",
     "Incoming",
     "Mailbox",
     "StatusFn",
@@ -280,18 +281,30 @@ async def converse(
     return out
 
 
-class BusMailbox:
-    """:class:`Mailbox` over the daemon's JetStream inboxes (:class:`MessageBus`)."""
+class Inboxes(Protocol):
+    """The messaging service's inbox verbs a started agent's conversation uses."""
 
-    def __init__(self, bus: Any, agent: str) -> None:
-        self._bus = bus
+    async def ensure_inbox(self, agent: str) -> None: ...
+
+    async def read_inbox(
+        self, agent: str, limit: int, wait: float = 0.0, after: int | None = None
+    ) -> list[Any]: ...
+
+    async def deliver(self, to: str, msg: Any, msg_id: str | None = None) -> Any: ...
+
+
+class InboxMailbox:
+    """:class:`Mailbox` over the daemon's JetStream inboxes (the messaging service)."""
+
+    def __init__(self, inboxes: Inboxes, agent: str) -> None:
+        self._inboxes = inboxes
         self._agent = agent
 
     async def fetch(self, wait: float) -> list[Incoming]:
         from agentcoord.kernel import wire
 
         out = []
-        for r in await self._bus.read(self._agent, 100, wait):
+        for r in await self._inboxes.read_inbox(self._agent, 100, wait):
             msg = r.message
             out.append(
                 Incoming(
@@ -307,8 +320,6 @@ class BusMailbox:
         return out
 
     async def give_back(self, messages: Sequence[Incoming]) -> None:
-        from agentcoord.stores.messagebus import inbox_subject
-
         for m in messages:
             if m.raw is not None:
-                await self._bus.publish(inbox_subject(self._agent), m.raw)
+                await self._inboxes.deliver(self._agent, m.raw)

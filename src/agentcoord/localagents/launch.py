@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.localagents.conversation import BusMailbox, Mailbox, StatusFn
+from agentcoord.localagents.conversation import Inboxes, InboxMailbox, Mailbox, StatusFn
 from agentcoord.localagents.profiles import (
     DEFAULT_PROFILE,
     LaunchPlan,
@@ -38,7 +39,7 @@ from agentcoord.localagents.profiles import (
 from agentcoord.localagents.profilestore import AgentObjects, ProfileBook
 
 if TYPE_CHECKING:
-    from agentcoord.localagents.runner import RunOutcome
+    from agentcoord.localagents.runner import RunnerSpec, RunOutcome
     from agentcoord.stores.objects.backend import ObjectBackend
 
 __all__ = ["Launcher", "status_subject"]
@@ -60,13 +61,48 @@ class Launcher:
     base_env: Mapping[str, str]
     runtime_dir: Path
     nc: Any = None  # NATS client for the status subject
-    bus: Any = None  # MessageBus for inboxes
+    inboxes: Inboxes | None = None  # the messaging service's inboxes
     shim: Sequence[str] = (sys.executable, "-m", "agentcoord", "mcp")
     namespace: str = "default"  # the daemon's kube_namespace
 
     def __post_init__(self) -> None:
         self.profiles = ProfileBook(self.store, self.defaults, self.namespace)
         self.agents = AgentObjects(self.store, self.namespace)
+
+    @classmethod
+    def for_spec(
+        cls,
+        spec: RunnerSpec,
+        store: ObjectBackend,
+        *,
+        base_env: Mapping[str, str],
+        runtime_dir: Path,
+        backends: Mapping[str, str] | None = None,
+        nc: Any = None,
+        inboxes: Inboxes | None = None,
+        namespace: str = "default",
+    ) -> Launcher:
+        """The launcher whose ``default`` profile is the configured runner (docs/profiles.md):
+        profiles from ``store``, messages from ``inboxes``, status on ``nc``."""
+        defaults = Profile(
+            DEFAULT_PROFILE,
+            permission_mode=spec.permission_mode,
+            allowed_tools=tuple(
+                t for t in spec.allowed_tools.split(",") if t and not t.startswith("mcp__")
+            ),
+            max_turns=spec.max_turns,
+            timeout_s=spec.timeout_s,
+        )
+        return cls(
+            store=store,
+            defaults=defaults,
+            backends=dict(backends or {"claude-code": shlex.join(spec.command)}),
+            base_env=base_env,
+            runtime_dir=runtime_dir,
+            nc=nc,
+            inboxes=inboxes,
+            namespace=namespace,
+        )
 
     async def ensure_default_profile(self) -> None:
         """Create the ``default`` AgentProfile on first start."""
@@ -102,12 +138,12 @@ class Launcher:
             await self.agents.status(agent, phase="Failed", message=str(exc), focus="")
             await self._publish(agent, {"phase": "Failed", "message": str(exc)})
             raise
-        if self.bus is not None:
-            await self.bus.ensure_inbox(agent)  # messages from now on wait for it
+        if self.inboxes is not None:
+            await self.inboxes.ensure_inbox(agent)  # messages from now on wait for it
         return plan
 
     def mailbox(self, agent: str) -> Mailbox | None:
-        return BusMailbox(self.bus, agent) if self.bus is not None else None
+        return InboxMailbox(self.inboxes, agent) if self.inboxes is not None else None
 
     def status_fn(self, agent: str, job_id: str) -> StatusFn:
         """What the conversation calls as the agent works: Agent status + the status subject."""

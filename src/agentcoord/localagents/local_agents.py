@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-import shlex
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
@@ -24,6 +23,7 @@ from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents import httpjobs
 from agentcoord.localagents._failures import DispatchFailed
+from agentcoord.localagents.conversation import Inboxes
 from agentcoord.localagents.index import PackageIndex
 from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.merge import (
@@ -36,7 +36,7 @@ from agentcoord.localagents.merge import (
     registered_view,
 )
 from agentcoord.localagents.paths import is_safe_agent_id, package_dir, resolve_agentihub_dir
-from agentcoord.localagents.profiles import DEFAULT_PROFILE, Profile, ProfileError
+from agentcoord.localagents.profiles import DEFAULT_PROFILE, ProfileError
 from agentcoord.localagents.runner import RunnerSpec, run_local
 from agentcoord.localagents.sandbox import Limits, Sandbox, daemon_secrets, detect_sandbox
 from agentcoord.localagents.sessions import PsutilSessionProbe, SessionProbe
@@ -82,7 +82,8 @@ class LocalAgents:
         probe: SessionProbe | None = None,
         wait_deadline_s: float = 600.0,
         clock: Callable[[], float] = time.time,
-        backends: Mapping[str, str] | None = None,
+        launcher: Launcher,
+        index: PackageIndex | None = None,
     ) -> None:
         self.enabled = enabled
         self.hub = hub
@@ -97,16 +98,13 @@ class LocalAgents:
         self.probe = probe or PsutilSessionProbe(claude_dir)
         self.records = records  # registered agents: Agent objects (docs/store.md)
         self.tasks = tasks  # dispatch jobs: AgentTask objects
-        self.index = PackageIndex(hub if enabled else None)
+        self.index = index if index is not None else PackageIndex(hub if enabled else None)
         self._wait_deadline_s = wait_deadline_s
         self._clock = clock
         self._jobs = TaskSet("local agents")  # the wait=false local jobs
         # one pooled HTTP client for every registered agent's job endpoint, closed on exit
         self.http = httpjobs.JobClient()
-        # Profiles drive every start (docs/profiles.md); set by attach_launcher once the store
-        # is open.
-        self.backends = dict(backends or {"claude-code": shlex.join(spec.command)})
-        self.launcher: Launcher | None = None
+        self.launcher = launcher  # profiles drive every start (docs/profiles.md)
 
     @classmethod
     def from_config(
@@ -117,8 +115,14 @@ class LocalAgents:
         base_env: Mapping[str, str],
         records: AgentRecords,
         tasks: TaskRecords,
+        store: ObjectBackend,
+        nc: Any,
+        inboxes: Inboxes,
+        index: PackageIndex,
     ) -> LocalAgents:
-        """Build from the daemon's Config (the one place config becomes this service)."""
+        """Build from the daemon's Config (the one place config becomes this service):
+        started agents take their profiles from ``store``, their messages from ``inboxes``
+        and report on ``nc``; ``index`` is the package index the recipients check too."""
         spec = RunnerSpec.from_command(
             cfg.runner_command,
             permission_mode=cfg.runner_permission_mode,
@@ -140,37 +144,22 @@ class LocalAgents:
             runners=runners,
             records=records,
             tasks=tasks,
-            backends=cfg.backend_commands(),
-        )
-
-    async def attach_launcher(
-        self, store: ObjectBackend, *, nc: Any, bus: Any, namespace: str = "default"
-    ) -> Launcher:
-        """Profiles from ``store``, messages from ``bus``, status on ``nc`` (docs/profiles.md)."""
-        defaults = Profile(
-            DEFAULT_PROFILE,
-            permission_mode=self.spec.permission_mode,
-            allowed_tools=tuple(
-                t for t in self.spec.allowed_tools.split(",") if t and not t.startswith("mcp__")
+            launcher=Launcher.for_spec(
+                spec,
+                store,
+                base_env=base_env,
+                runtime_dir=cfg.runtime_dir,
+                backends=cfg.backend_commands(),
+                nc=nc,
+                inboxes=inboxes,
+                namespace=cfg.kube_namespace,
             ),
-            max_turns=self.spec.max_turns,
-            timeout_s=self.spec.timeout_s,
+            index=index,
         )
-        self.launcher = Launcher(
-            store=store,
-            defaults=defaults,
-            backends=self.backends,
-            base_env=self._base_env,
-            runtime_dir=self._runtime_dir,
-            nc=nc,
-            bus=bus,
-            namespace=namespace,
-        )
-        await self.launcher.ensure_default_profile()
-        return self.launcher
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> LocalAgents:
+        await self.launcher.ensure_default_profile()  # created on first start
         await self.http.__aenter__()
         await self.index.__aenter__()
         await self._jobs.__aenter__()
@@ -449,8 +438,6 @@ class LocalAgents:
         prompt = _prompt(args)
         launcher = self.launcher
         task.profile = str(args.get("profile") or DEFAULT_PROFILE)
-        if launcher is None:
-            return await self._finish(task, "failed", error="profiles are not available (no store)")
         try:
             plan = await launcher.prepare(
                 agent_id,

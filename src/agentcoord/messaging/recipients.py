@@ -45,20 +45,13 @@ class AgentObjects(Protocol):
     def list_raw(self, plural: str, namespace: str | None = None) -> tuple[Any, Any, Any]: ...
 
 
-class _Index(Protocol):
+class PackageAgents(Protocol):
+    """Local package agents: the live package index (:class:`agentcoord.localagents.index.
+    PackageIndex`; empty where local agents are off)."""
+
     def packages(self) -> Iterable[Any]: ...
 
     def get(self, agent_id: str) -> Any | None: ...
-
-
-class PackageAgents(Protocol):
-    """Local package agents (:class:`agentcoord.localagents.LocalAgents`): the live index."""
-
-    @property
-    def enabled(self) -> bool: ...
-
-    @property
-    def index(self) -> _Index: ...
 
 
 def unknown_text(name: str, known: Iterable[str]) -> str:
@@ -100,8 +93,8 @@ class Recipients:
             _, objs, _ = self._store.list_raw("agents", self._ns)
             names.update(o["metadata"]["name"] for o in objs)
         p = self._packages
-        if p is not None and p.enabled:
-            names.update(pkg.agent_id for pkg in p.index.packages())
+        if p is not None:
+            names.update(pkg.agent_id for pkg in p.packages())
         if self._human:
             names.add(self._human)
         return names
@@ -126,7 +119,7 @@ class Recipients:
             except ObjectNotFound:
                 pass
         p = self._packages
-        return p is not None and p.enabled and p.index.get(name) is not None
+        return p is not None and p.get(name) is not None
 
     def _other_host(self, name: str) -> bool:
         if not self._host:

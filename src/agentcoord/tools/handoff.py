@@ -37,7 +37,6 @@ def _render_answer(r: dict[str, Any]) -> str:
 
 def tools(messaging: Messaging) -> list[Tool]:
     """handoff and answer_handoff over the messaging service's offers."""
-    handoffs = messaging.handoffs
 
     async def handoff(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
@@ -50,12 +49,12 @@ def tools(messaging: Messaging) -> list[Tool]:
             reason=args.get("reason", ""),
         )
         timeout, queue = float(args.get("timeout_secs", 60)), bool(args.get("queue_unknown"))
-        return await handoffs.offer(me, args["to"], context, timeout, queue_unknown=queue)
+        return await messaging.offer_handoff(me, args["to"], context, timeout, queue_unknown=queue)
 
     async def answer_handoff(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
         accept, reason = bool(args["accept"]), args.get("reason", "")
-        return await handoffs.answer(me, args["offer"], accept, reason)
+        return await messaging.answer_handoff(me, args["offer"], accept, reason)
 
     return [
         Tool(

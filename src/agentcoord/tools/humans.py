@@ -70,7 +70,6 @@ def _render_prompts(r: dict[str, Any]) -> str:
 
 def tools(messaging: Messaging) -> list[Tool]:
     """The human-prompt tools over the messaging service's prompts."""
-    humans = messaging.humans
 
     async def ask(
         caller: Caller,
@@ -79,7 +78,7 @@ def tools(messaging: Messaging) -> list[Tool]:
         schema: dict[str, Any] | None,
         choices: list[str] | None = None,
     ) -> dict[str, Any]:
-        return await humans.ask(
+        return await messaging.ask_human(
             acting_agent(caller, args),
             kind,
             args["question"],
@@ -114,13 +113,13 @@ def tools(messaging: Messaging) -> list[Tool]:
         return await ask(caller, args, "input", answers.check_schema(args["schema"]))
 
     async def list_prompts(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        rows = await humans.list(everything=bool(args.get("all", False)))
+        rows = await messaging.list_prompts(everything=bool(args.get("all", False)))
         if for_model(caller):
             return {"prompts": [_model_prompt(r) for r in rows]}
         return {"prompts": rows}
 
     async def answer_prompt(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await humans.answer(args["prompt"], args["answer"], caller)
+        return await messaging.answer_prompt(args["prompt"], args["answer"], caller)
 
     return [
         Tool(

@@ -108,17 +108,17 @@ def tools(messaging: Messaging) -> list[Tool]:
         if kind in (pb.MESSAGE_ACCEPT, pb.MESSAGE_REJECT):
             if not correlation:
                 raise InvalidArguments("`correlation_id` (the offer id) is required to answer")
-            return await m.handoffs.answer(me, correlation, kind == pb.MESSAGE_ACCEPT, text)
+            return await m.answer_handoff(me, correlation, kind == pb.MESSAGE_ACCEPT, text)
         key = args.get("idempotency_key", "")
         if channel:
-            return await m.mail.to_channel(me, channel, kind, text, correlation, key)
+            return await m.post(me, channel, kind, text, correlation, key)
         queue = bool(args.get("queue_unknown"))
-        return await m.mail.to_agent(me, to, kind, text, correlation, key, queue_unknown=queue)
+        return await m.send(me, to, kind, text, correlation, key, queue_unknown=queue)
 
     async def inbox(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
         limit, wait = int(args.get("limit", 100)), float(args.get("wait_secs", 0))
-        got = await m.mail.inbox(me, limit, wait, after=args.get("after"))
+        got = await m.inbox(me, limit, wait, after=args.get("after"))
         if for_model(caller):  # the reader knows who it is: no `agent`
             return {
                 "count": got["count"],
@@ -127,11 +127,11 @@ def tools(messaging: Messaging) -> list[Tool]:
         return got
 
     async def broadcast(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await m.mail.broadcast(acting_agent(caller, args), args["text"])
+        return await m.broadcast(acting_agent(caller, args), args["text"])
 
     async def open_channel(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
-        return await m.rooms.open(
+        return await m.open_channel(
             me,
             args["name"],
             args["participants"],
@@ -143,13 +143,13 @@ def tools(messaging: Messaging) -> list[Tool]:
 
     async def list_channels(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         """Channels you take part in (the human sees every channel)."""
-        rows = await m.rooms.visible(caller.agent, everyone=caller.kind == "human")
+        rows = await m.visible_channels(caller.agent, everyone=caller.kind == "human")
         if for_model(caller):
             return {"channels": [_model_channel(r) for r in rows]}
         return {"channels": rows}
 
     async def close_channel(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await m.rooms.close(acting_agent(caller, args), args["name"])
+        return await m.close_channel(acting_agent(caller, args), args["name"])
 
     async def nats_credentials(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         return await m.credentials(acting_agent(caller, args))

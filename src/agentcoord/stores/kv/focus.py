@@ -127,6 +127,50 @@ def rank(records: list[Focus], query: str, limit: int) -> list[tuple[Focus, int]
     return out
 
 
+class FocusView:
+    """Every agent's focus as the bucket's watch last gave it, newest revision wins. Made
+    before the store opens, so a reader (kubectl's Agent table) is built with it complete."""
+
+    def __init__(self) -> None:
+        self._view: dict[str, Focus] = {}
+        self._ordered: list[Focus] | None = None  # the view by recency, rebuilt after changes
+        self._revs: dict[str, int] = {}
+
+    def get(self, agent: str) -> Focus | None:
+        return self._view.get(escape_key(agent))
+
+    def intent(self, agent: str) -> str | None:
+        """``agent``'s intent, or None (the Agent table's FOCUS cell)."""
+        focus = self._view.get(escape_key(agent))
+        return focus.intent if focus is not None else None
+
+    def has(self, esc: str) -> bool:
+        return esc in self._view
+
+    def all(self) -> list[Focus]:
+        return list(self._view.values())
+
+    def find(self, query: str, limit: int) -> list[tuple[Focus, int]]:
+        if self._ordered is None:
+            self._ordered = by_recency(list(self._view.values()))
+        return rank(self._ordered, query, limit)
+
+    def drop(self, esc: str) -> None:
+        self._view.pop(esc, None)
+        self._ordered = None
+
+    def apply(self, esc: str, focus: Focus | None, rev: int) -> None:
+        """Take one change at revision ``rev``; an older one than last seen is ignored."""
+        if rev <= self._revs.get(esc, 0):
+            return
+        self._revs[esc] = rev
+        self._ordered = None
+        if focus is None:
+            self._view.pop(esc, None)
+        else:
+            self._view[esc] = focus
+
+
 class FocusStore:
     """Async context manager: the ``agent-focus`` bucket and its watch-fed view."""
 
@@ -137,6 +181,7 @@ class FocusStore:
         *,
         clock: Callable[[], float] = time.time,
         replicas: int = 1,
+        view: FocusView | None = None,
     ) -> None:
         self._js = js
         self._replicas = replicas  # R3 on a cluster (docs/one-host-to-many.md)
@@ -144,9 +189,7 @@ class FocusStore:
         self._clock = clock
         self._kv: Any = None
         self._watcher: Any = None
-        self._view: dict[str, Focus] = {}
-        self._ordered: list[Focus] | None = None  # the view by recency, rebuilt after changes
-        self._revs: dict[str, int] = {}
+        self.view = view if view is not None else FocusView()
         self._synced = asyncio.Event()
         self._tasks = TaskSet("focus")
 
@@ -185,7 +228,7 @@ class FocusStore:
         focus = Focus.make(agent, intent, files, symbols, concepts, self._clock())
         esc = escape_key(agent)
         rev = await self._kv.put(esc, focus.encode())
-        self._apply(esc, focus, rev)
+        self.view.apply(esc, focus, rev)
         self._audit.emit(
             "AGENT_ANNOTATED",
             agent,
@@ -197,35 +240,22 @@ class FocusStore:
         return focus
 
     def get(self, agent: str) -> Focus | None:
-        return self._view.get(escape_key(agent))
+        return self.view.get(agent)
 
     async def forget(self, agent: str) -> None:
         """Remove ``agent``'s focus (a removed session agent's); not audited: no one chose it."""
         esc = escape_key(agent)
-        if esc not in self._view:
+        if not self.view.has(esc):
             return
         await self._kv.purge(esc)
         # The watch applies the purge too (by its revision); the view forgets it now.
-        self._view.pop(esc, None)
-        self._ordered = None
+        self.view.drop(esc)
 
     def all(self) -> list[Focus]:
-        return list(self._view.values())
+        return self.view.all()
 
     def find(self, query: str, limit: int) -> list[tuple[Focus, int]]:
-        if self._ordered is None:
-            self._ordered = by_recency(list(self._view.values()))
-        return rank(self._ordered, query, limit)
-
-    def _apply(self, esc: str, focus: Focus | None, rev: int) -> None:
-        if rev <= self._revs.get(esc, 0):
-            return
-        self._revs[esc] = rev
-        self._ordered = None
-        if focus is None:
-            self._view.pop(esc, None)
-        else:
-            self._view[esc] = focus
+        return self.view.find(query, limit)
 
     async def _watch(self) -> None:
         async for entry in self._watcher:
@@ -234,9 +264,9 @@ class FocusStore:
                 continue
             esc, rev = str(entry.key), int(entry.revision)
             if entry.operation in ("DEL", "PURGE") or not entry.value:
-                self._apply(esc, None, rev)
+                self.view.apply(esc, None, rev)
                 continue
             try:
-                self._apply(esc, Focus.decode(entry.value), rev)
+                self.view.apply(esc, Focus.decode(entry.value), rev)
             except (ValueError, TypeError, KeyError):
                 log.warning("focus: undecodable entry for %s", esc)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import calendar
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentcoord.stores.objects.kinds import Column, Kind
@@ -82,17 +82,13 @@ class LiveCells:
     An Agent's focus is what it published with ``annotate``; it lives in the ``agent-focus``
     KV view, not on the object (docs/architecture.md "Planes": focus is churn and stays out of the
     object store), and ``agentcoord agents`` reads it there. The Table reads the same view,
-    so there is one source of truth. A source is bound once its view is up; until then, for
-    names it does not know and for other namespaces, the column's path is used.
+    so there is one source of truth. Sources are given at construction; for names a source
+    does not know (its view not filled yet) and for other namespaces, the column's path is used.
     """
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, namespace: str, sources: Mapping[str, Callable[[str], Any]]) -> None:
         self.namespace = namespace
-        self._sources: dict[str, Callable[[str], Any]] = {}
-
-    def provide(self, source: str, lookup: Callable[[str], Any]) -> None:
-        """Bind ``source`` (a Column's ``live``) to ``lookup(name)``: a value, or None."""
-        self._sources[source] = lookup
+        self._sources = dict(sources)
 
     def get(self, source: str, obj: dict[str, Any]) -> Any:
         lookup = self._sources.get(source)
