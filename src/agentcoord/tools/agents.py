@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import InvalidArguments, Unavailable
 from agentcoord.kernel.caller import Caller
 from agentcoord.localagents import LocalAgents
 from agentcoord.tools.base import obj_schema, tool
@@ -41,11 +41,11 @@ def _json_arg(args: dict[str, Any], key: str, kind: type) -> Any:
         except ValueError:
             if kind is list:  # a comma-separated list is accepted too (DESIGN.md)
                 return [v.strip() for v in value.split(",") if v.strip()]
-            raise ToolError(f"`{key}` is not valid JSON") from None
+            raise InvalidArguments(f"`{key}` is not valid JSON") from None
     if value is None:
         return kind()
     if not isinstance(value, kind):
-        raise ToolError(f"`{key}` must be a JSON {'array' if kind is list else 'object'}")
+        raise InvalidArguments(f"`{key}` must be a JSON {'array' if kind is list else 'object'}")
     return value
 
 
@@ -175,5 +175,5 @@ class AgentTools:
         (docs/profiles.md)."""
         launcher = self._local_agents.launcher  # attached at start-up, before the tools serve
         if launcher is None:
-            raise ToolError("profiles are not available in this daemon")
+            raise Unavailable("profiles are not available in this daemon")
         return {"profiles": await launcher.listing()}
