@@ -127,10 +127,8 @@ READ_ONLY = {
 
 
 class _Unused:
-    """Stands for every service: the tool builders only close over their services (and read
-    the messaging service's parts), they call none while building."""
-
-    handoffs = humans = None
+    """Stands for every service: a tool family keeps its services and calls none while it is
+    built."""
 
     def __getattr__(self, name: str) -> _Unused:
         return _Unused()
