@@ -65,6 +65,7 @@ __all__ = [
     "StorePromptRecords",
     "StoreTaskRecords",
     "object_name",
+    "object_of",
     "record_of",
 ]
 
@@ -216,24 +217,7 @@ class Repository(Generic[R]):
     # -- writes: compare-and-set, retried on 409 --------------------------------------------
 
     def _create_body(self, rec: R) -> Obj:
-        codec = self._codec
-        parts = codec.encode(rec)
-        key = codec.key(rec)
-        annotations = {KEY_ANNOTATION: key, **{NOTE_PREFIX + k: v for k, v in parts.notes.items()}}
-        body: Obj = {
-            "apiVersion": GROUP_VERSION,
-            "kind": codec.kind,
-            "metadata": {
-                "name": self._name(key),
-                "namespace": self._ns,
-                "labels": {KIND_LABEL: codec.record_kind},
-                "annotations": annotations,
-            },
-            "spec": parts.spec,
-        }
-        if parts.status:
-            body["status"] = parts.status
-        return body
+        return _create_body(self._codec, rec, self._ns)
 
     def _changed_body(self, old: Obj, rec: R) -> tuple[Obj, dict[str, Any]]:
         """``old`` with the record's owned fields replaced: (object, its new status)."""
@@ -348,6 +332,26 @@ class Repository(Generic[R]):
         except ObjectNotFound:
             return False
         return True
+
+
+def _create_body(codec: Codec[R], rec: R, namespace: str) -> Obj:
+    parts = codec.encode(rec)
+    key = codec.key(rec)
+    annotations = {KEY_ANNOTATION: key, **{NOTE_PREFIX + k: v for k, v in parts.notes.items()}}
+    body: Obj = {
+        "apiVersion": GROUP_VERSION,
+        "kind": codec.kind,
+        "metadata": {
+            "name": object_name(codec.record_kind, key),
+            "namespace": namespace,
+            "labels": {KIND_LABEL: codec.record_kind},
+            "annotations": annotations,
+        },
+        "spec": parts.spec,
+    }
+    if parts.status:
+        body["status"] = parts.status
+    return body
 
 
 def _decode(codec: Codec[R], obj: Mapping[str, Any]) -> R | None:
@@ -910,3 +914,12 @@ def record_of(obj: Mapping[str, Any]) -> Any | None:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     codec = _CODECS.get((str(obj.get("kind")), str(labels.get(KIND_LABEL))))
     return None if codec is None else _decode(codec, obj)
+
+
+def object_of(rec: Any, namespace: str = "default") -> Obj:
+    """The object a daemon's create writes for ``rec`` (any record type above): the pure
+    encoding, the inverse of :func:`record_of`."""
+    for codec in _CODECS.values():
+        if type(rec) is codec.record_type:
+            return _create_body(codec, rec, namespace)
+    raise TypeError(f"{type(rec).__name__} is not a record kept as an object")
