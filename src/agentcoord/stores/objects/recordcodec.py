@@ -35,15 +35,27 @@ from agentcoord.stores.objects.typed import from_wire, json_name, to_wire
 
 __all__ = [
     "ABSENT",
+    "AGENT_REF",
+    "DURATION",
+    "INT_TEXT",
+    "JSON_DICT",
+    "KEPT_TEXT",
     "KEY_ANNOTATION",
     "KIND_LABEL",
+    "LIST",
     "NOTE_PREFIX",
+    "SAME",
+    "SOME_LIST",
+    "TEXT",
+    "TIME",
     "Conv",
     "Parts",
     "RecordCodec",
     "Slot",
+    "mapped",
     "note",
     "object_name",
+    "one_of",
     "spec",
     "stamp",
     "status",
@@ -172,13 +184,10 @@ JSON_DICT = Conv(
 AGENT_REF = Conv(lambda v: AgentRef(kind="Agent", name=v), _ref_name)
 
 
-def mapped(to_wire_: Mapping[Any, Any], default: Any = None) -> Conv:
+def mapped(renames: Mapping[Any, Any]) -> Conv:
     """A value renamed on the wire (``Open`` is ``Pending``); others pass as they are."""
-    back = {w: r for r, w in to_wire_.items()}
-    return Conv(
-        lambda v: to_wire_.get(v, v if default is None else default),
-        lambda w: ABSENT if w is None else back.get(w, w),
-    )
+    back = {w: r for r, w in renames.items()}
+    return Conv(lambda v: renames.get(v, v), lambda w: ABSENT if w is None else back.get(w, w))
 
 
 def one_of(values: tuple[str, ...]) -> Conv:
