@@ -4,6 +4,7 @@ codecs listed; and a slot naming a field its kind does not declare fails at once
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Any
 
 import pytest
@@ -79,7 +80,7 @@ def test_an_object_a_person_wrote_reads_with_defaults() -> None:
 def test_owned_fields_are_the_ones_the_codecs_listed() -> None:
     """The fields a write replaces, derived from the slots, are exactly the lists the
     hand-written codecs kept (so other writers' fields are kept as before)."""
-    listed: list[tuple[RecordCodec[Any, Any, Any], set[str], set[str], set[str]]] = [
+    listed: list[tuple[RecordCodec[Any, Any, Any], Set[str], Set[str], Set[str]]] = [
         (
             CHANNELS,
             {"participants", "subject", "topic", "ttl"},
