@@ -19,6 +19,7 @@ object's own (:mod:`legacy`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -351,5 +352,9 @@ class RecordCodec(Generic[R, S, T]):
             if name not in values and slot.missing is not ABSENT:
                 values[name] = slot.missing
         values.update(self.key_fields(annotations.get(KEY_ANNOTATION) or meta.get("name", "")))
-        known = {f.name for f in dataclasses.fields(self.record_type)}  # type: ignore[arg-type]
+        known = self._record_fields
         return self.record_type(**{k: v for k, v in values.items() if k in known})
+
+    @functools.cached_property
+    def _record_fields(self) -> frozenset[str]:
+        return frozenset(f.name for f in dataclasses.fields(self.record_type))  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -78,6 +79,8 @@ class _Field:
     wire: str  # JSON
     hint: Any  # the type without None
     meta: Prop
+    read: Callable[[Any], Any]  # the wire value to the field's (None when absent or wrong)
+    write: Callable[[Any], Any]  # the field's value (not None) to the wire
 
 
 _FIELDS: dict[type, tuple[_Field, ...]] = {}
@@ -99,7 +102,8 @@ def _read_fields(cls: type) -> tuple[_Field, ...]:
         meta = f.metadata.get(_META)
         if not isinstance(meta, Prop):
             raise TypeError(f"{cls.__name__}.{f.name} is not declared with prop() or date()")
-        out.append(_Field(f.name, json_name(f), _without_none(hints[f.name]), meta))
+        hint = _without_none(hints[f.name])
+        out.append(_Field(f.name, json_name(f), hint, meta, _reader(hint), _writer(hint)))
     return tuple(out)
 
 
@@ -174,47 +178,56 @@ def to_wire(part: Any) -> dict[str, Any]:
     for f in _fields(type(part)):
         value = getattr(part, f.name)
         if value is not None:
-            out[f.wire] = _value_to_wire(value)
+            out[f.wire] = f.write(value)
     return out
-
-
-def _value_to_wire(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_wire(value)
-    if isinstance(value, list):
-        return [_value_to_wire(v) for v in value]
-    return value
 
 
 def from_wire(cls: type[T], data: Any) -> T:
     """The part ``data`` holds; a field missing, null or of the wrong type is ``None``, and
     fields the part does not declare are not read (the schema prunes them on write)."""
     values = data if isinstance(data, dict) else {}
-    return cls(**{f.name: _value_from_wire(f.hint, values.get(f.wire)) for f in _fields(cls)})
+    return cls(**{f.name: f.read(values.get(f.wire)) for f in _fields(cls)})
 
 
-def _value_from_wire(hint: Any, value: Any) -> Any:
+def _same(value: Any) -> Any:
+    return value
+
+
+def _writer(hint: Any) -> Callable[[Any], Any]:
+    """How a field's value goes to the wire (built once per field, not per value)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if value is None:
-        return None
-    if hint is str:
-        return value if isinstance(value, str) else None
-    if hint is bool:
-        return value if isinstance(value, bool) else None
-    if hint is int:
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-    if hint is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return value if ok else None
-    if origin is list:
-        if not isinstance(value, list):
-            return None
-        items = [_value_from_wire(args[0], v) for v in value]
-        return [v for v in items if v is not None]
-    if origin is dict:
-        if not isinstance(value, dict):
-            return None
-        return value if args == (str, Any) else {k: v for k, v in value.items() if type(v) is str}
     if _is_part(hint):
-        return from_wire(hint, value) if isinstance(value, dict) else None
+        return to_wire
+    if origin is list:
+        item = _writer(args[0])
+        return lambda v: [item(x) for x in v]
+    return _same
+
+
+def _reader(hint: Any) -> Callable[[Any], Any]:
+    """How a wire value is read as a field's, None when it is not one (built once)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint in (str, bool):
+        return lambda v: v if isinstance(v, hint) else None
+    if hint is int:
+        return lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None
+    if hint is float:
+        return lambda v: v if isinstance(v, int | float) and not isinstance(v, bool) else None
+    if origin is list:
+        item = _reader(args[0])
+
+        def read_list(v: Any) -> Any:
+            if not isinstance(v, list):
+                return None
+            return [x for x in map(item, v) if x is not None]
+
+        return read_list
+    if origin is dict and args == (str, Any):
+        return lambda v: v if isinstance(v, dict) else None
+    if origin is dict:
+        return lambda v: (
+            {k: x for k, x in v.items() if type(x) is str} if isinstance(v, dict) else None
+        )
+    if _is_part(hint):
+        return lambda v: from_wire(hint, v) if isinstance(v, dict) else None
     raise TypeError(f"{hint!r} has no wire form here")
