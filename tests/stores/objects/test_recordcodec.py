@@ -132,13 +132,14 @@ def test_a_slot_the_kind_does_not_declare_fails_at_once() -> None:
                 key_fields=lambda k: {"name": k},
                 slots=slots,
             )
-    with pytest.raises(TypeError):
-        RecordCodec(
-            kind=KINDS["agentchannels"],
-            record_kind="channel",
-            record_type=ChannelRecord,
-            key=lambda r: r.name,
-            key_fields=lambda k: {"name": k},
-            slots={},
-            also_owns=("spec.tll",),
-        )
+    for also in ("spec.tll", "sepc.ttl"):
+        with pytest.raises(TypeError):
+            RecordCodec(
+                kind=KINDS["agentchannels"],
+                record_kind="channel",
+                record_type=ChannelRecord,
+                key=lambda r: r.name,
+                key_fields=lambda k: {"name": k},
+                slots={},
+                also_owns=(also,),
+            )

@@ -262,6 +262,10 @@ class RecordCodec(Generic[R, S, T]):
                 self._wire(slot.part, slot.name)
         for owned in self.also_owns:
             part, _, name = owned.partition(".")
+            if part not in ("spec", "status", "note"):
+                raise TypeError(
+                    f"{owned}: also_owns names spec.<field>, status.<field>, note.<name>"
+                )
             if part != "note":
                 self._wire(part, name)
 
