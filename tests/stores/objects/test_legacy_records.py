@@ -228,17 +228,22 @@ async def test_opening_the_store_moves_legacy_records_once(tmp_path: Path) -> No
 
 
 async def test_reads_do_not_consult_the_legacy_annotation(store: ObjectBackend) -> None:
-    """On either backend, an annotation that appears after the store was opened is not read:
-    the record is what spec, status and notes say, until the move (at the next start)."""
+    """On either backend, an annotation that appears after the store was opened is not read,
+    and a daemon write keeps it: the record is what spec, status and notes say until the move
+    (at the next start) fills in what only the annotation held."""
     await store.create("agents", NS, LEGACY_OBJECTS["agents"][0], keep_status=True)
     agents = StoreAgentRecords(store, NS)
     before = agents.get("alpha")
     assert before is not None
     assert (before.registered_by, before.heartbeat_ttl) == ("", 300)
+    before.status = "degraded"
+    await agents.upsert(before)  # a daemon write keeps the annotation it did not read
+    obj = await store.get("agents", NS, "alpha")
+    assert LEGACY_RECORD_ANNOTATION in obj["metadata"]["annotations"]
     assert await migrate_legacy_records(store, NS) == 1
     after = agents.get("alpha")
     assert after is not None
-    assert (after.registered_by, after.heartbeat_ttl) == ("agent:x", 60)
+    assert (after.registered_by, after.status) == ("agent:x", "degraded")
     assert await migrate_legacy_records(store, NS) == 0
 
 

@@ -167,7 +167,9 @@ class Repository(Generic[R]):
     def _create_body(self, rec: R) -> Obj:
         return self._codec.create_body(rec, self._ns)
 
-    def _changed_body(self, old: Obj, rec: R) -> tuple[Obj, dict[str, Any]]:
+    def _changed_body(
+        self, old: Obj, rec: R, *, drop_legacy: bool = False
+    ) -> tuple[Obj, dict[str, Any]]:
         """``old`` with the record's owned fields replaced: (object, its new status)."""
         codec = self._codec
         spec, status, notes_ = codec.encode(rec)
@@ -176,21 +178,25 @@ class Repository(Generic[R]):
         notes = {NOTE_PREFIX + k: v for k, v in notes_.items()}
         owned_notes = frozenset(NOTE_PREFIX + k for k in codec.owned("note"))
         annotations = _overlay(meta.get("annotations") or {}, notes, owned_notes)
-        annotations.pop(LEGACY_RECORD_ANNOTATION, None)  # the object now holds the record
+        if drop_legacy:
+            # Only the move drops it: a daemon write to an object whose annotation has not
+            # been read into it (one written by an older daemon since the start) keeps it for
+            # the next start's move, rather than losing the fields only it holds.
+            annotations.pop(LEGACY_RECORD_ANNOTATION, None)
         annotations[KEY_ANNOTATION] = codec.key(rec)
         meta["annotations"] = annotations
         meta["labels"] = {**(meta.get("labels") or {}), KIND_LABEL: codec.record_kind}
         new["spec"] = _overlay(old.get("spec") or {}, spec, codec.owned("spec"))
         return new, _overlay(old.get("status") or {}, status, codec.owned("status"))
 
-    async def _write(self, old: Obj | None, rec: R) -> Obj:
+    async def _write(self, old: Obj | None, rec: R, *, drop_legacy: bool = False) -> Obj:
         """One attempt; :class:`Conflict` (or :class:`AlreadyExists`) when someone was first."""
         plural = self._codec.plural
         if old is None:
             return await self._store.create(
                 plural, self._ns, self._create_body(rec), keep_status=True
             )
-        new, status = self._changed_body(old, rec)
+        new, status = self._changed_body(old, rec, drop_legacy=drop_legacy)
         main_changed = {k: v for k, v in new.items() if k != "status"} != {
             k: v for k, v in old.items() if k != "status"
         }
@@ -303,13 +309,14 @@ class Repository(Generic[R]):
             if rec is None:
                 return False  # not a record even with its annotation (logged); left as it is
             try:
-                await self._write(old, rec)
+                await self._write(old, rec, drop_legacy=True)
             except Conflict:
                 continue  # another writer was first: read its version and move that
             return True
         raise _StillConflicting(
             f"{self._codec.kind.kind} {self._name(key)} changed under each of {CAS_TRIES} "
-            "rewrites of its legacy record annotation; it is moved at the next start"
+            "moves of its legacy record annotation (another writer keeps changing it); start "
+            "again once it stops"
         )
 
     async def delete(self, key: str) -> bool:
