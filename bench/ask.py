@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import human_token, median_ms, pct, table, wait_ready
 
 from agentcoord.client.rpc import call_unix
-from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.identity.runners import RunnerInfo, Runners
 from agentcoord.localagents.runner import RunnerSpec, run_local
 from agentcoord.localagents.sandbox import Sandbox
 
@@ -98,7 +98,7 @@ async def sandboxed_spawn(runner: Path, tmp: Path, n: int) -> float:
         runtime_dir=tmp / "run",
         claude_dir=tmp / "claude",
         base_env=dict(os.environ),
-        runners={},
+        runners=Runners(),
         runner_info=RunnerInfo("bench"),
     )
     took = time.perf_counter() - t0

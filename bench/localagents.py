@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import median_ms, pct, table, wait_ready
 
 from agentcoord.client.rpc import call_unix
-from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.identity.runners import RunnerInfo, Runners
 from agentcoord.localagents import LocalAgents, PackageIndex
 from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.runner import RunnerSpec, run_local
@@ -92,7 +92,6 @@ def _local(hub: Path, tmp: Path, cache_s: float, store: Any) -> LocalAgents:
         spec=RunnerSpec(),
         sandbox=Sandbox(None),
         base_env={},
-        runners={},
         records=StoreAgentRecords(store),
         tasks=StoreJobRecords(store),
         launcher=Launcher.for_spec(RunnerSpec(), store, base_env={}, runtime_dir=tmp),
@@ -201,7 +200,7 @@ async def cold_start(tmp: Path, runner: Path, sandbox: Sandbox, runs: int) -> li
             runtime_dir=tmp,
             claude_dir=tmp / "claude",
             base_env=dict(os.environ),
-            runners={},
+            runners=Runners(),
             runner_info=RunnerInfo("a"),
         )
         samples.append(time.perf_counter() - t0)

@@ -19,7 +19,7 @@ from agentcoord.agentops.controller import (
     RUNNERS_ANNOTATION,
     AgentController,
 )
-from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.identity.runners import RunnerInfo, Runners
 from agentcoord.localagents.runner import RunnerSpec
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.objects import ObjectStore
@@ -65,7 +65,7 @@ def _record(proc: subprocess.Popen[bytes] | None, job: Path, pid: int = 0) -> di
             "chain": ["x", "y"], "sessionId": "s1"}  # fmt: skip
 
 
-def _controller(store: ObjectStore, tmp: Path, runners: dict[Any, RunnerInfo]) -> AgentController:
+def _controller(store: ObjectStore, tmp: Path, runners: Runners) -> AgentController:
     return AgentController(
         store=store,
         runners=runners,
@@ -95,14 +95,14 @@ async def test_adopts_a_live_runner_and_reaps_dead_ones(tmp_path: Path) -> None:
     dead_ok = tmp_path / "jobs" / "dead-ok"
     dead_ok.mkdir(parents=True)
     (dead_ok / "stdout").write_text(json.dumps({**RESULT, "result": "finished before"}))
-    runners: dict[Any, RunnerInfo] = {}
+    runners = Runners()
     async with ObjectStore(tmp_path / "objects.db") as store:
         await _agent(store, "live", [_record(live, tmp_path / "jobs" / "live")])
         await _agent(store, "dead-ok", [_record(None, dead_ok, pid=999_999)])
         await _agent(store, "lost", [_record(None, tmp_path / "jobs" / "none", pid=999_998)])
         async with _controller(store, tmp_path, runners):
             key = (live.pid, psutil.Process(live.pid).create_time())
-            assert runners[key] == RunnerInfo("live", 2, ("x", "y"))
+            assert runners.lookup(key) == RunnerInfo("live", 2, ("x", "y"))
             (tmp_path / "jobs" / "live" / "go").touch()  # it may finish now
             assert (await _phase(store, "dead-ok", "Succeeded"))["status"]["message"] == (
                 "finished before"
@@ -112,7 +112,7 @@ async def test_adopts_a_live_runner_and_reaps_dead_ones(tmp_path: Path) -> None:
             done = await _phase(store, "live", "Succeeded")
             assert done["status"]["message"] == "adopted ok"
             assert json.loads(done["metadata"]["annotations"][RUNNERS_ANNOTATION]) == []
-            assert key not in runners
+            assert runners.lookup(key) is None
     live.wait(60)
 
 
@@ -122,7 +122,7 @@ async def test_deleting_an_adopted_agent_stops_its_process_group(tmp_path: Path)
     live = _runner(tmp_path / "jobs" / "live")
     async with ObjectStore(tmp_path / "objects.db") as store:
         await _agent(store, "live", [_record(live, tmp_path / "jobs" / "live")])
-        async with _controller(store, tmp_path, {}) as ctl:
+        async with _controller(store, tmp_path, Runners()) as ctl:
             await store.delete("agents", "default", "live")
             assert await ctl.wait_gone("live", 60)
     assert live.wait(60) == -15  # SIGTERM: it was never told to finish

@@ -22,7 +22,7 @@ from agentcoord.agentops.controller import (
     SESSIONS_ANNOTATION,
     AgentController,
 )
-from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.identity.runners import Runners
 from agentcoord.localagents.runner import RunnerSpec
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.objects import ObjectStore
@@ -110,7 +110,7 @@ async def test_a_start_that_raises_is_retried_with_backoff_until_it_runs(
     sandbox = FlakySandbox(None, failures=[2])
     work = tmp_path / "work"
     work.mkdir()
-    runners: dict[Any, RunnerInfo] = {}
+    runners = Runners()
     caplog.set_level(logging.WARNING, logger="agentcoord.agentops.controller")
     async with (
         ObjectStore(tmp_path / "objects.db") as store,
@@ -128,7 +128,7 @@ async def test_a_start_that_raises_is_retried_with_backoff_until_it_runs(
         await _spawned(store, "w", work)
         running = await _until_phase(store, "w", "Running")
         assert running["status"]["pid"] > 0
-        assert [info.agent for info in runners.values()] == ["w"]
+        assert [info.agent for _, info in runners] == ["w"]
         await asyncio.to_thread(gate.write_text, "go")
         done = await _until_phase(store, "w", "Succeeded")
         assert done["status"]["message"] == "done at last"
@@ -159,7 +159,7 @@ async def test_an_agent_deleted_while_its_start_keeps_failing_goes(tmp_path: Pat
         ObjectStore(tmp_path / "objects.db") as store,
         AgentController(
             store=store,
-            runners={},
+            runners=Runners(),
             spec=spec,
             sandbox=sandbox,
             state_dir=tmp_path / "state",

@@ -114,6 +114,6 @@ def test_host_qualifier_defaults_to_the_short_hostname() -> None:
 async def test_directory_names_carry_the_host() -> None:
     """Session agents get ``<dir>-<n>--<host>``, counted per host."""
     d = MemoryDirectory("host-a")
-    assert await d.session_agent((1, 1.0), None, "/w/proj") == "proj-1--host-a"
-    assert await d.session_agent((2, 1.0), None, "/x/proj") == "proj-2--host-a"
-    assert await MemoryDirectory().session_agent((1, 1.0), None, "/w/proj") == "proj-1"
+    assert await d.session_agent((1, 1.0), None, "/w/proj", "proj") == "proj-1--host-a"
+    assert await d.session_agent((2, 1.0), None, "/x/proj", "proj") == "proj-2--host-a"
+    assert await MemoryDirectory().session_agent((1, 1.0), None, "/w/proj", "proj") == "proj-1"

@@ -1,4 +1,5 @@
-"""Unit tests of the daemon's pure parts: JSON-RPC framing, origin rules, ancestry decisions."""
+"""Unit tests of the daemon's pure parts: JSON-RPC framing, origin rules (the ancestry rules are
+tests/identity's)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentcoord.errors import ProtocolError
-from agentcoord.kernel.ancestry import ProcInfo, decide, is_claude_process, session_agent_stem
 from agentcoord.kernel.framing import OVERSIZE, LineSplitter
 from agentcoord.kernel.jsonrpc import Notification, Request, decode, error_response, parse_message
 from agentcoord.mcp.origin import host_allowed, origin_allowed
@@ -102,39 +102,6 @@ def test_origin_rules(origin: str | None, ok: bool) -> None:
 def test_host_rules(host: str | None, ok: bool) -> None:
     """Only loopback Host headers are allowed (DNS rebinding)."""
     assert host_allowed(host) is ok
-
-
-def _p(pid: int, name: str, argv0: str = "", exe: str = "") -> ProcInfo:
-    return ProcInfo(
-        pid=pid, create_time=float(pid), name=name, argv0=argv0, exe=exe, cwd=f"/w/{pid}"
-    )
-
-
-def test_claude_process_recognised_by_name_argv_or_native_path() -> None:
-    """claude is matched by process name, argv[0] basename, or the native install path."""
-    assert is_claude_process(_p(1, "claude"))
-    assert is_claude_process(_p(1, "node", argv0="/usr/lib/node_modules/.bin/claude"))
-    assert is_claude_process(_p(1, "2.1.0", exe="/home/u/.local/share/claude/versions/2.1.0"))
-    assert not is_claude_process(_p(1, "claudette"))
-
-
-def test_nearest_runner_or_claude_wins() -> None:
-    """The walk stops at the nearest runner or claude; a recycled pid is not a runner."""
-    chain = [_p(10, "python"), _p(9, "sh"), _p(8, "claude"), _p(1, "init")]
-    assert decide(chain, {}).kind == "session"
-    assert decide(chain, {}).proc == chain[2]
-    assert decide(chain, {(9, 9.0): "runner"}).kind == "runner"
-    assert decide(chain, {(9, 1234.0): "runner"}).kind == "session"  # same pid, other start
-    assert decide([_p(5, "bash"), _p(1, "init")], {}).kind == "none"
-
-
-@pytest.mark.parametrize(
-    ("cwd", "stem"),
-    [("/w/My Project", "my-project"), ("/", "session"), (None, "session"), ("/a/__", "session")],
-)
-def test_session_agent_stem(cwd: str | None, stem: str) -> None:
-    """Session agent names derive a DNS-label-safe stem from the cwd."""
-    assert session_agent_stem(cwd) == stem
 
 
 def test_tune_gc_freezes_start_up_objects_and_raises_gen0() -> None:

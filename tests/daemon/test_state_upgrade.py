@@ -180,3 +180,36 @@ def test_0_1_0_records_move_into_spec_and_status(old_state: tuple[Daemon, dict[s
     annotations = obj["metadata"]["annotations"]
     assert "fastverk.savvifi.com/record" not in annotations
     assert "record.fastverk.savvifi.com/created-at" in annotations
+
+
+def _objects(d: Daemon) -> dict[str, dict[str, Any]]:
+    """Every object in the daemon's SQLite file, by resource/name (read-only, WAL-safe)."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{d.state_dir / 'objects.db'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT resource, name, object FROM objects").fetchall()
+    finally:
+        db.close()
+    return {f"{r}/{n}": json.loads(o) for r, n, o in rows}
+
+
+def test_0_1_0_annotations_move_once_at_start(old_state: tuple[Daemon, dict[str, Any]]) -> None:
+    """The first start moves every 0.1.0 record annotation into spec, status and notes (the
+    channel's creator among them) before anything asks for it; the next start rewrites none."""
+    d, notes = old_state
+    legacy = "fastverk.savvifi.com/record"
+    before = [k for k, o in _objects(d).items() if legacy in o["metadata"].get("annotations", {})]
+    assert before  # the fixture holds records the 0.1.0 way
+    d.start()
+    assert d.stop() == 0
+    moved = _objects(d)
+    assert [k for k in before if legacy in moved[k]["metadata"].get("annotations", {})] == []
+    channel = moved[f"agentchannels/{notes['channel']}"]["metadata"]["annotations"]
+    assert channel["record.fastverk.savvifi.com/created-by"]
+    d.start()
+    assert d.stop() == 0
+    again = _objects(d)
+    assert {k: again[k]["metadata"]["resourceVersion"] for k in before} == {
+        k: moved[k]["metadata"]["resourceVersion"] for k in before
+    }

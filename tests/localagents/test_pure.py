@@ -1,5 +1,5 @@
 """Pure parts of local agents: ids and paths, manifests and tags, status, merge and routing,
-result JSON parsing, configuration names, and the ancestry rule for runners."""
+result JSON parsing and configuration names (the ancestry rule for runners is tests/identity's)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from agentcoord.errors import ConfigError
-from agentcoord.kernel.ancestry import ProcInfo, decide
 from agentcoord.kernel.config import load_config
 from agentcoord.localagents import (
     AgentRecord,
@@ -212,18 +211,6 @@ def test_config_accepts_the_seed_names() -> None:
         load_config({}, {"HOME": "/h", "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "maybe"}, uid=1)
 
 
-def test_runner_above_its_claude_wins() -> None:
-    """A runner's own claude sits below the runner: the runner, not a session, is the caller."""
-    chain = [
-        ProcInfo(30, 3.0, "python"),  # the shim
-        ProcInfo(20, 2.0, "claude"),  # the runner's claude -p
-        ProcInfo(10, 1.0, "bwrap"),  # what the daemon started
-        ProcInfo(1, 0.0, "init"),
-    ]
-    assert decide(chain, {(10, 1.0): "r"}).kind == "runner"
-    assert decide(chain, {}).kind == "session"
-
-
 async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
     """merged/get/find: registered shadows local, get falls back to local, find ranks warm first."""
     from agentcoord.localagents import LocalAgents
@@ -252,7 +239,6 @@ async def test_service_views_for_the_discovery_tools(tmp_path: Path) -> None:
             spec=RunnerSpec(),
             sandbox=Sandbox(None),
             base_env={},
-            runners={},
             records=StoreAgentRecords(store),
             tasks=StoreJobRecords(store),
             launcher=Launcher.for_spec(RunnerSpec(), store, base_env={}, runtime_dir=tmp_path),

@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from agentcoord.claude.configure import setup_claude
-from agentcoord.identity.procprobe import tcp_socket
-from agentcoord.kernel.caller import Caller
-from agentcoord.mcp.http import _known_peer, _started
 from tests.conftest import Daemon
 from tests.tools.conftest import human_call
 
@@ -118,35 +113,6 @@ def test_a_new_connection_of_the_same_session_is_answered_as_that_session(
         assert status == 200, body
         assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert answers[3] == (200, "")
-
-
-def test_a_known_peer_is_the_process_holding_the_connections_socket() -> None:
-    """A new connection's peer is found among known processes by the socket it holds (not the
-    daemon's end), and only while it is the same process (its start time)."""
-    me = Caller("session", "shop-1", "http-peer", pid=os.getpid(), uid=os.getuid())
-    started = _started(os.getpid())
-    assert started is not None
-    with socket.socket() as srv:
-        srv.bind(("127.0.0.1", 0))
-        srv.listen()
-        with socket.create_connection(srv.getsockname()) as client:
-            accepted, _ = srv.accept()
-            with accepted:
-                peer, local = client.getsockname(), srv.getsockname()
-                found = tcp_socket(peer, local)
-                assert found == (os.fstat(client.fileno()).st_ino, os.getuid())
-                assert _known_peer(peer, local, [(os.getpid(), started, me)]) == me
-                assert _known_peer(peer, local, [(os.getpid(), started + 1, me)]) is None
-                other = subprocess.Popen(["sleep", "30"])
-                try:
-                    other_started = _started(other.pid)
-                    assert other_started is not None
-                    known = [(other.pid, other_started, me)]
-                    assert _known_peer(peer, local, known) is None
-                finally:
-                    other.kill()
-                    other.wait()
-        assert tcp_socket(peer, local) is None  # closed: no such socket
 
 
 def test_a_caller_that_is_no_agent_gets_an_empty_200(daemon: Daemon) -> None:

@@ -29,7 +29,7 @@ import secrets
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Coroutine, MutableMapping, Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ from agentcoord.agentops.callrules import (
 from agentcoord.agentops.turns import ActiveTurns, RegisteringRunners, Turn, focus_of
 from agentcoord.agentops.workqueue import WorkQueue
 from agentcoord.errors import DomainError, StateConflict, Unavailable
-from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.identity.runners import RunnerInfo, RunnerTable
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.profiles import (
@@ -100,7 +100,7 @@ class AgentController:
         self,
         *,
         store: ObjectBackend,
-        runners: MutableMapping[tuple[int, float], RunnerInfo],
+        runners: RunnerTable,
         spec: RunnerSpec,
         sandbox: Sandbox,
         state_dir: Path,
@@ -218,7 +218,7 @@ class AgentController:
         self.turns[turn.id] = turn
         self.active.add(name, turn.id, place)
         assert turn.key is not None
-        self._runners[turn.key] = RunnerInfo(name, place.depth, place.chain)
+        self._runners.register(*turn.key, RunnerInfo(name, place.depth, place.chain))
         log.info("adopted runner %d of %s after a restart", turn.key[0], name)
         self.emit("RUNNER_ADOPTED", name, pid=turn.key[0], turn=turn.id)
         turn.task = self._spawn(self._watch_adopted(turn), f"adopted-{turn.id}")
@@ -712,7 +712,7 @@ class AgentController:
         self.active.remove(turn.agent, turn.id)
         turn.session.busy = False
         if turn.key is not None:
-            self._runners.pop(turn.key, None)
+            self._runners.forget(turn.key)
         phase, message = phase_after(parsed, exit_code)
         if cancelled:
             phase, message = "Failed", "cancelled"

@@ -1,18 +1,18 @@
 """Turns: one run of an agent's runner, the table of turns each agent runs (the daemon's basis
-for depth), and the runner table wrapper that tells the controller when a runner started."""
+for depth), and the runner table that tells the controller when a runner started."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentcoord.agentops.callrules import LinkedSession, TurnPlace
-from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.identity.runners import RunnerInfo, RunnerKey, RunnerTable
 
 __all__ = ["ActiveTurns", "RegisteringRunners", "Turn", "focus_of"]
 
@@ -46,38 +46,26 @@ class Turn:
     job_dir: Path
     done: asyncio.Future[dict[str, Any]]
     task: asyncio.Task[None] | None = None
-    key: tuple[int, float] | None = None  # (pid, create_time) once started
+    key: RunnerKey | None = None  # (pid, create_time) once started
     focus: str = ""  # what the turn is about, for status.focus
     started: float = field(default_factory=time.monotonic)
 
 
-class RegisteringRunners(MutableMapping[tuple[int, float], RunnerInfo]):
-    """The identity resolver's runner table, telling the controller when a runner starts."""
+class RegisteringRunners:
+    """A :class:`agentcoord.identity.runners.RunnerTable` for one turn: registers its runner in
+    the daemon's table and tells the controller that the turn's runner started."""
 
-    def __init__(
-        self,
-        table: MutableMapping[tuple[int, float], RunnerInfo],
-        turn: Turn,
-        on_start: Callable[[Turn], None],
-    ) -> None:
+    def __init__(self, table: RunnerTable, turn: Turn, on_start: Callable[[Turn], None]) -> None:
         self._table, self._turn, self._on_start = table, turn, on_start
 
-    def __setitem__(self, key: tuple[int, float], value: RunnerInfo) -> None:
-        self._table[key] = value
+    def register(self, pid: int, create_time: float, info: RunnerInfo) -> RunnerKey:
+        key = self._table.register(pid, create_time, info)
         self._turn.key = key
         self._on_start(self._turn)
+        return key
 
-    def __getitem__(self, key: tuple[int, float]) -> RunnerInfo:
-        return self._table[key]
-
-    def __delitem__(self, key: tuple[int, float]) -> None:
-        del self._table[key]
-
-    def __iter__(self) -> Iterator[tuple[int, float]]:
-        return iter(self._table)
-
-    def __len__(self) -> int:
-        return len(self._table)
+    def forget(self, key: RunnerKey) -> None:
+        self._table.forget(key)
 
 
 def focus_of(text: str, limit: int = 120) -> str:

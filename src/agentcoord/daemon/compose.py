@@ -29,6 +29,7 @@ from agentcoord.daemon.startup import Phases
 from agentcoord.daemon.status import DaemonStatus
 from agentcoord.errors import ConfigError
 from agentcoord.identity.callers import IdentityResolver, TokenStore
+from agentcoord.identity.kinds import configured as session_kinds
 from agentcoord.identity.procprobe import PsutilProbe, listener_limits
 from agentcoord.kernel.config import Config
 from agentcoord.kernel.files import write_private
@@ -176,17 +177,6 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     audit = await stack.enter_async_context(
         AuditLog(js, replicas=r, max_age=cfg.audit_max_age, max_bytes=cfg.audit_max_bytes)
     )
-    identity = IdentityResolver(
-        uid=os.getuid(),
-        user=cfg.user,
-        claude_dir=cfg.claude_dir,
-        probe=PsutilProbe(),
-        # session agents are Agent objects, named host-qualified with nats_url
-        # (docs/one-host-to-many.md "What runs where")
-        directory=directory,
-        tokens=tokens,
-        audit=audit,  # refused attempts to act as the human (docs/security.md)
-    )
     access = supervisor if isinstance(supervisor, ScopedNatsSupervisor) else None
     phases.begin(
         "claims, focus, local agents and messaging", _js_phase(cfg) + 3, f"JetStream: {nats_hint}"
@@ -218,7 +208,6 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # launcher whose AgentProfiles drive every start (docs/profiles.md).
     local_agents = LocalAgents.from_config(
         cfg,
-        runners=identity.runners,
         base_env=dict(os.environ),
         records=StoreAgentRecords(store, ns),
         tasks=StoreJobRecords(store, ns),
@@ -226,6 +215,18 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         nc=nc,
         inboxes=messaging,
         index=index,
+    )
+    identity = IdentityResolver(
+        uid=os.getuid(),
+        user=cfg.user,
+        kinds=session_kinds(cfg),  # the agent CLIs whose sessions are agents (identity/kinds)
+        runners=local_agents.runners,  # local agents own the runners; identity reads them
+        probe=PsutilProbe(),
+        # session agents are Agent objects, named host-qualified with nats_url
+        # (docs/one-host-to-many.md "What runs where")
+        directory=directory,
+        tokens=tokens,
+        audit=audit,  # refused attempts to act as the human (docs/security.md)
     )
     async with asyncio.TaskGroup() as tg:
         claims_t = tg.create_task(
@@ -243,7 +244,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # The Agent controller (adopts or reaps runners first), ask and send_message
     # (docs/ask-and-operator.md): entered after local agents and messaging, so it stops its
     # runners first.
-    operator = await _operator(cfg, stack, store, identity, local, messaging, recipients, audit)
+    operator = await _operator(cfg, stack, store, local, messaging, recipients, audit)
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
     from agentcoord.console.desktop import DesktopNotifier
@@ -279,7 +280,6 @@ async def _operator(
     cfg: Config,
     stack: contextlib.AsyncExitStack,
     store: ObjectBackend,
-    identity: IdentityResolver,
     local: LocalAgents,
     messaging: Messaging,
     recipients: Recipients,
@@ -292,7 +292,7 @@ async def _operator(
     controller = await stack.enter_async_context(
         AgentController(
             store=store,
-            runners=identity.runners,
+            runners=local.runners,
             spec=local.spec,
             sandbox=local.sandbox,
             state_dir=cfg.state_dir,

@@ -1,7 +1,8 @@
 """Caller identity by transport (docs/security.md "By transport").
 
-unix socket: SO_PEERCRED -> the peer's ancestry -> a runner the daemon started, or a ``claude``
-process (an interactive session). HTTP: a bearer token, else the loopback peer's pid, then the
+unix socket: SO_PEERCRED -> the peer's ancestry -> a runner the daemon started, or a process one
+of the session kinds recognises (an interactive session of an agent CLI, such as ``claude``:
+:mod:`agentcoord.identity.kinds`). HTTP: a bearer token, else the loopback peer's pid, then the
 same walk. Other uids are refused. Nothing a caller *says* is used to decide who it is.
 
 Being the human takes proof, not the absence of an agent (docs/security.md "Who a caller is"): a
@@ -27,11 +28,13 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.errors import IdentityError, PeerGone
+from agentcoord.identity.ancestry import ProcInfo, decide
 from agentcoord.identity.humanproof import (
     HUMAN_REFUSED,
     HUMAN_TOKEN_FILE,
@@ -43,10 +46,11 @@ from agentcoord.identity.humanproof import (
     marked_refusal,
     proof_gap,
 )
+from agentcoord.identity.kinds import SessionKind
 from agentcoord.identity.procprobe import PeerCred, ProcessProbe, tcp_peer_pid
-from agentcoord.kernel.ancestry import ProcInfo, decide
+from agentcoord.identity.runners import RunnerLookup
 from agentcoord.kernel.caller import ANONYMOUS, Caller, Via
-from agentcoord.kernel.directory import AgentDirectory, RunnerInfo
+from agentcoord.kernel.directory import AgentDirectory
 from agentcoord.kernel.files import write_private
 
 if TYPE_CHECKING:
@@ -113,14 +117,6 @@ def _human_only(tool: str | None) -> bool:
     return tool in HUMAN_ONLY
 
 
-def _read_session_file(claude_dir: Path, pid: int) -> dict[str, object]:
-    try:
-        data = json.loads((claude_dir / "sessions" / f"{pid}.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 class IdentityResolver:
     """Turns transport facts into a :class:`Caller`."""
 
@@ -129,7 +125,8 @@ class IdentityResolver:
         *,
         uid: int,
         user: str,
-        claude_dir: Path,
+        kinds: Sequence[SessionKind],
+        runners: RunnerLookup,
         probe: ProcessProbe,
         directory: AgentDirectory,
         tokens: TokenStore,
@@ -137,11 +134,11 @@ class IdentityResolver:
     ) -> None:
         self._uid = uid
         self._user = user
-        self._claude_dir = claude_dir
+        self._kinds = tuple(kinds)  # the agent CLIs whose sessions are agents
+        self._runners = runners  # the processes the daemon started (local agents own them)
         self._probe = probe
         self._directory = directory
         self._tokens = tokens
-        self.runners: dict[tuple[int, float], RunnerInfo] = {}
         self.audit = audit  # where refusals are recorded (docs/security.md)
         self._refusals = RefusalLimiter()
         # pid -> (reason, token) of a refused login on an anonymous connection: recorded with
@@ -269,7 +266,7 @@ class IdentityResolver:
         markers = agent_markers(chain[0].environ) if chain else []
         if markers:
             return "agent-markers", marked_refusal(markers)
-        decision = decide(chain, self.runners)
+        decision = decide(chain, self._runners, self._kinds)
         if decision.kind != "none":
             return "agent-process", (
                 f"refused to act as the human: this process descends from a {decision.kind} "
@@ -381,20 +378,19 @@ class IdentityResolver:
         return (chain[0].exe or None) if chain and chain[0].pid == pid else None
 
     async def _from_chain(self, chain: list[ProcInfo], pid: int, uid: int, via: Via) -> Caller:
-        decision = decide(chain, self.runners)
-        if decision.kind == "runner" and decision.runner_key is not None:
-            info = self.runners[decision.runner_key]
+        decision = decide(chain, self._runners, self._kinds)
+        if decision.kind == "runner" and decision.runner is not None:
+            info = decision.runner
             return Caller(
                 "runner", info.agent, via, pid=pid, uid=uid, depth=info.depth, chain=info.chain
             )
-        if decision.kind == "session" and decision.proc is not None:
-            claude = decision.proc
-            session_id = chain[0].environ.get("CLAUDE_CODE_SESSION_ID") if chain else None
-            if not session_id:
-                sid = _read_session_file(self._claude_dir, claude.pid).get("sessionId")
-                session_id = sid if isinstance(sid, str) else None
+        kind = decision.session_kind
+        if decision.kind == "session" and decision.proc is not None and kind is not None:
+            proc = decision.proc
+            session_id = kind.session_id(chain[0] if chain else None, proc)
+            cwd = kind.cwd(proc)
             agent = await self._directory.session_agent(
-                (claude.pid, claude.create_time), session_id, claude.cwd
+                (proc.pid, proc.create_time), session_id, cwd, kind.name_base(proc)
             )
             return Caller(
                 "session",
@@ -403,8 +399,9 @@ class IdentityResolver:
                 pid=pid,
                 uid=uid,
                 session_id=session_id,
-                session_pid=claude.pid,
-                cwd=claude.cwd,
+                session_pid=proc.pid,
+                session_kind=kind.name,
+                cwd=cwd,
             )
         # Same uid, no agent above it: the developer's shell, or an agent's detached child.
         # Nothing here proves which, so it is nobody until it presents the human token.

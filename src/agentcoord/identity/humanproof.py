@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcoord.kernel.ancestry import ProcInfo
+from agentcoord.identity.kinds import kind_markers
+from agentcoord.identity.procinfo import ProcInfo
 
 __all__ = [
     "AGENT_MARKERS",
@@ -34,18 +35,12 @@ __all__ = [
     "read_human_token",
 ]
 
-# Claude Code gives every process it starts CLAUDECODE=1, CLAUDE_CODE_ENTRYPOINT and (since
-# 2.1.154) CLAUDE_CODE_SESSION_ID (docs/mcp.md "What a client passes its servers"); AGENT_ID is the
-# common convention of other agent harnesses; the daemon's own runners carry AGENTCOORD_JOB_ID
-# (localagents/runner.py). A process started with ``setsid`` keeps them: detaching cuts the
-# ancestry, not the environment.
-AGENT_MARKERS = (
-    "CLAUDECODE",
-    "CLAUDE_CODE_SESSION_ID",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "AGENT_ID",
-    "AGENTCOORD_JOB_ID",
-)
+# Every session kind's markers (Claude Code gives every process it starts CLAUDECODE=1,
+# CLAUDE_CODE_ENTRYPOINT and, since 2.1.154, CLAUDE_CODE_SESSION_ID: identity/kinds/claudecode.py),
+# then AGENT_ID, the common convention of other agent harnesses, and AGENTCOORD_JOB_ID, which
+# the daemon's own runners carry (localagents/runner.py). A process started with ``setsid``
+# keeps them: detaching cuts the ancestry, not the environment.
+AGENT_MARKERS = (*kind_markers(), "AGENT_ID", "AGENTCOORD_JOB_ID")
 
 HUMAN_TOKEN_FILE = "human.token"  # in the state dir, 0600 (daemon/run.py writes it)
 

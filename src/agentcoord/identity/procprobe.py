@@ -7,7 +7,9 @@ A loopback TCP peer has no SO_PEERCRED: its socket is looked up by its exact 4-t
 sock_diag (one netlink request answered from the kernel's hash table, whatever the number of
 sockets), which gives its owner uid and inode; the process holding that inode is then found
 among the daemon's own uid's processes only, through an index of their socket inodes that a
-miss rebuilds once for every caller waiting (docs/security.md "Limits").
+miss rebuilds once for every caller waiting (docs/security.md "Limits"). A caller that already
+knows which processes the peer may be (the http hooks' earlier connections, mcp/http.py) checks
+just those first (:func:`peer_among`). This is the daemon's one lookup of a TCP peer's process.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import select
 import socket
 import struct
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentcoord.kernel.ancestry import ProcInfo
+from agentcoord.identity.procinfo import ProcInfo
 from agentcoord.kernel.connlimits import ConnLimits
 from agentcoord.kernel.lazy import on_first_use
 
@@ -34,9 +37,12 @@ __all__ = [
     "PeerCred",
     "ProcessProbe",
     "PsutilProbe",
+    "holds_socket",
     "listener_limits",
+    "peer_among",
     "peer_cred",
     "pid_holding",
+    "process_started",
     "tcp_peer_pid",
     "tcp_socket",
 ]
@@ -220,6 +226,46 @@ def tcp_peer_pid(peer: tuple[str, int], local: tuple[str, int]) -> tuple[int, in
         return None
     pid = pid_holding(inode, uid)
     return None if pid is None else (pid, uid)
+
+
+def holds_socket(pid: int, inode: int) -> bool:
+    """Whether the process ``pid`` holds the socket ``inode`` now (one walk of its fd table)."""
+    link = f"socket:[{inode}]"
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == link:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def process_started(pid: int) -> float | None:
+    """The start time of the process ``pid`` (psutil's ``create_time``), None when it is gone."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+def peer_among(
+    peer: tuple[str, int], local: tuple[str, int], known: Iterable[tuple[int, float, int]]
+) -> int | None:
+    """The pid among ``known`` (pid, start time, uid) whose process holds the peer's end of the
+    TCP connection ``peer`` -> ``local`` now, and is the same process (its start time) as when
+    it was known; None when none does (then :func:`tcp_peer_pid` searches them all)."""
+    found = tcp_socket(peer, local)
+    if found is None:
+        return None
+    inode, uid = found
+    for pid, started, owner in known:
+        if owner == uid and holds_socket(pid, inode) and process_started(pid) == started:
+            return pid
+    return None
 
 
 def listener_limits(cfg: Config) -> dict[str, Any]:

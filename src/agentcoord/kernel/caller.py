@@ -31,8 +31,9 @@ class Caller:
     via: Via
     pid: int | None = None  # the peer process (the shim, or the HTTP client)
     uid: int | None = None
-    session_id: str | None = None  # Claude Code session id, for kind == "session"
-    session_pid: int | None = None  # the ``claude`` process the peer descends from
+    session_id: str | None = None  # the CLI's session id, for kind == "session"
+    session_pid: int | None = None  # the session's CLI process (``claude``) the peer descends from
+    session_kind: str | None = None  # which agent CLI the session is (``claude``: identity/kinds)
     cwd: str | None = None
     depth: int = 0  # turn depth (docs/ask-and-operator.md): 0 for a person, runners carry theirs
     chain: tuple[str, ...] = ()  # agents whose turns led to a runner's (cycles)

@@ -12,14 +12,14 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound, StateConflict
+from agentcoord.identity.runners import RunnerInfo, Runners
 from agentcoord.kernel.caller import Caller
-from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents import httpjobs
 from agentcoord.localagents._failures import DispatchFailed
@@ -76,9 +76,9 @@ class LocalAgents:
         spec: RunnerSpec,
         sandbox: Sandbox,
         base_env: Mapping[str, str],
-        runners: MutableMapping[tuple[int, float], RunnerInfo],
         records: AgentRecords,
         tasks: TaskRecords,
+        runners: Runners | None = None,
         probe: SessionProbe | None = None,
         wait_deadline_s: float = 600.0,
         clock: Callable[[], float] = time.time,
@@ -94,7 +94,9 @@ class LocalAgents:
         self.spec = spec
         self.sandbox = sandbox
         self._base_env = dict(base_env)
-        self._runners = runners
+        # The processes this service and the operator start for agents: the identity
+        # resolver reads them (who a caller is), the starters register and forget them.
+        self.runners = runners if runners is not None else Runners()
         self.probe = probe or PsutilSessionProbe(claude_dir)
         self.records = records  # registered agents: Agent objects (docs/store.md)
         self.tasks = tasks  # dispatch jobs: AgentTask objects
@@ -111,7 +113,6 @@ class LocalAgents:
         cls,
         cfg: Config,
         *,
-        runners: MutableMapping[tuple[int, float], RunnerInfo],
         base_env: Mapping[str, str],
         records: AgentRecords,
         tasks: TaskRecords,
@@ -141,7 +142,6 @@ class LocalAgents:
             spec=spec,
             sandbox=detect_sandbox(cfg.runner_sandbox, daemon_secrets(cfg)),
             base_env=base_env,
-            runners=runners,
             records=records,
             tasks=tasks,
             launcher=Launcher.for_spec(
@@ -462,7 +462,7 @@ class LocalAgents:
                     runtime_dir=self._runtime_dir,
                     claude_dir=self._claude_dir,
                     base_env=self._base_env,
-                    runners=self._runners,
+                    runners=self.runners,
                     runner_info=RunnerInfo(agent_id, caller.depth + 1),
                     plan=plan,
                     mailbox=launcher.mailbox(agent_id),

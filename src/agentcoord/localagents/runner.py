@@ -22,12 +22,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine, Mapping, MutableMapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentcoord.kernel.directory import RunnerInfo
+from agentcoord.identity.runners import RunnerInfo, RunnerKey, RunnerTable
 from agentcoord.kernel.pidfd import wait_pid
 from agentcoord.localagents.conversation import Mailbox, StatusFn, TurnsOutcome, converse
 from agentcoord.localagents.profiles import (
@@ -311,7 +311,7 @@ async def run_local(
     runtime_dir: Path,
     claude_dir: Path,
     base_env: Mapping[str, str],
-    runners: MutableMapping[tuple[int, float], RunnerInfo],
+    runners: RunnerTable,
     runner_info: RunnerInfo,
     plan: LaunchPlan | None = None,
     mailbox: Mailbox | None = None,
@@ -336,10 +336,9 @@ async def run_local(
         claude_dir=claude_dir,
         base_env=base_env,
     )
-    key: tuple[int, float] | None = None
+    key: RunnerKey | None = None
     try:
-        key = (proc.pid, _create_time(proc.pid))
-        runners[key] = runner_info
+        key = runners.register(proc.pid, _create_time(proc.pid), runner_info)
     except Exception:
         log.warning("runner %d exited before it could be registered", proc.pid)
     timed_out = False
@@ -369,7 +368,7 @@ async def run_local(
         if proc.poll() is None:
             await asyncio.shield(_kill_group(proc))
         if key is not None:
-            runners.pop(key, None)
+            runners.forget(key)
     return _outcome(proc, timed_out, turns, started, job_dir)
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agentcoord.kernel.ancestry import ProcInfo, is_claude_process
+from agentcoord.identity.kinds import ClaudeCode
+from agentcoord.identity.procinfo import ProcInfo
 from agentcoord.kernel.lazy import on_first_use
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
+_CLAUDE = ClaudeCode()  # how a process is recognised as a Claude Code session
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class PsutilSessionProbe:
                 argv0=cmdline[0] if cmdline else "",
                 exe=info.get("exe") or "",
             )
-            if not is_claude_process(row) and proc.pid not in files:
+            if not _CLAUDE.recognise(row) and proc.pid not in files:
                 continue
             try:
                 cwd = proc.cwd()

@@ -19,10 +19,10 @@ that holds a TCP peer's socket means reading the fd tables of the owner's proces
 hook connection is first looked for among the processes of earlier ones (:class:`HookPeers`):
 the process that holds the connection's socket is the peer, as in the full search.
 
-The peer's socket itself is found by its exact 4-tuple (:func:`agentcoord.identity.procprobe.
-tcp_socket`), never by listing every socket; the server reads its uid once, when it accepts the
-connection, and a peer of another uid is refused here with no search at all (docs/security.md
-"Limits").
+Both lookups are :mod:`agentcoord.identity.procprobe`'s (``peer_among``, ``tcp_peer_pid``):
+the peer's socket is found by its exact 4-tuple, never by listing every socket; the server
+reads its uid once, when it accepts the connection, and a peer of another uid is refused here
+with no search at all (docs/security.md "Limits").
 """
 
 from __future__ import annotations
@@ -34,13 +34,11 @@ import logging
 import os
 from typing import Any
 
-import psutil
-
 from agentcoord.claude.hooks import Hooks
 from agentcoord.console.routes import ConsoleRoutes, root_page
 from agentcoord.errors import IdentityError, ProtocolError
 from agentcoord.identity.callers import IdentityResolver
-from agentcoord.identity.procprobe import tcp_socket
+from agentcoord.identity.procprobe import peer_among, process_started
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
 from agentcoord.kernel.jsonrpc import INVALID_REQUEST, decode, encode, error_response
@@ -68,43 +66,6 @@ def _rpc_error(status: int, code: int, message: str) -> HttpResponse:
     return json_response(status, encode(error_response(None, ProtocolError(code, message))))
 
 
-def _holds(pid: int, link: str) -> bool:
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == link:
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _started(pid: int) -> float | None:
-    try:
-        return float(psutil.Process(pid).create_time())
-    except psutil.Error:
-        return None
-
-
-def _known_peer(
-    peer: tuple[str, int], local: tuple[str, int], known: list[tuple[int, float, Caller]]
-) -> Caller | None:
-    """The caller among ``known`` (pid, start time, caller) whose process holds the peer's
-    socket now, the same process (its start time) as when it was identified."""
-    found = tcp_socket(peer, local)
-    if found is None:
-        return None
-    inode, uid = found
-    link = f"socket:[{inode}]"
-    for pid, started, caller in known:
-        if caller.uid == uid and _holds(pid, link) and _started(pid) == started:
-            return caller
-    return None
-
-
 _PEERS_TRIED = 32
 # Tokenless identifications at once: fewer than asyncio's default worker threads (at least 5).
 _TOKENLESS_LOOKUPS = 3
@@ -120,19 +81,22 @@ class HookPeers:
     async def find(self, peer: tuple[str, int], local: tuple[str, int]) -> Caller | None:
         # The most recent first, and a bounded few: each costs a walk of its fd table, and a
         # peer found in none of them still gets the full scan.
-        recent = list(reversed(self._by_pid.items()))[:_PEERS_TRIED]
-        known = [(pid, started, caller) for pid, (started, caller) in recent]
+        recent = {pid: entry for pid, entry in reversed(self._by_pid.items())}
+        tried = list(recent.items())[:_PEERS_TRIED]
+        known = [(pid, started, c.uid) for pid, (started, c) in tried if c.uid is not None]
         if not known:
             return None
-        found = await asyncio.to_thread(_known_peer, peer, local, known)
-        if found is not None and found.pid is not None and found.pid in self._by_pid:
-            self._by_pid.move_to_end(found.pid)
-        return found
+        pid = await asyncio.to_thread(peer_among, peer, local, known)
+        if pid is None:
+            return None
+        if pid in self._by_pid:
+            self._by_pid.move_to_end(pid)
+        return recent[pid][1]  # the caller identified on that very process (its start time)
 
     async def remember(self, caller: Caller) -> None:
         if caller.pid is None or caller.uid is None:
             return
-        started = await asyncio.to_thread(_started, caller.pid)
+        started = await asyncio.to_thread(process_started, caller.pid)
         if started is None:
             return
         self._by_pid[caller.pid] = (started, caller)

@@ -25,7 +25,7 @@ async def test_first_contact_creates_running_agent(store: ObjectBackend) -> None
     me = psutil.Process()
     key = (me.pid, me.create_time())
     d = StoreDirectory(store)
-    name = await d.session_agent(key, SID, "/home/u/My Project")
+    name = await d.session_agent(key, SID, "/home/u/My Project", "My Project")
     assert name == "my-project-1"
     obj = await store.get("agents", "default", name)
     assert obj["status"]["phase"] == "Running"
@@ -33,17 +33,17 @@ async def test_first_contact_creates_running_agent(store: ObjectBackend) -> None
     proc = f"{me.pid}-{round(key[1] * 1000)}"
     assert labels == {SESSION_LABEL: SID, DIR_LABEL: "my-project", PROC_LABEL: proc}
     assert obj["spec"]["cwd"] == "/home/u/My Project"
-    assert await d.session_agent(key, SID, "/home/u/My Project") == name
-    other = await d.session_agent((200, 2.5), None, "/home/u/my-project")
+    assert await d.session_agent(key, SID, "/home/u/My Project", "My Project") == name
+    other = await d.session_agent((200, 2.5), None, "/home/u/my-project", "my-project")
     assert other == "my-project-2"
 
 
 async def test_same_session_found_after_restart(tmp_path: Path) -> None:
     """A fresh directory (daemon restart) maps a known session id back to its Agent."""
     async with ObjectStore(tmp_path / "o.db") as store:
-        first = await StoreDirectory(store).session_agent((1, 1.0), SID, "/w/app")
+        first = await StoreDirectory(store).session_agent((1, 1.0), SID, "/w/app", "app")
     async with ObjectStore(tmp_path / "o.db") as store:
-        again = await StoreDirectory(store).session_agent((2, 2.0), SID, "/w/app")
+        again = await StoreDirectory(store).session_agent((2, 2.0), SID, "/w/app", "app")
         assert again == first
         assert len((await store.list("agents"))[0]) == 1
 
@@ -51,22 +51,8 @@ async def test_same_session_found_after_restart(tmp_path: Path) -> None:
 async def test_session_without_id_found_after_restart_by_its_process(tmp_path: Path) -> None:
     """Without a session id a restart finds the Agent by its claude process (pid + start)."""
     async with ObjectStore(tmp_path / "o.db") as store:
-        first = await StoreDirectory(store).session_agent((7, 70.25), None, "/w/app")
+        first = await StoreDirectory(store).session_agent((7, 70.25), None, "/w/app", "app")
     async with ObjectStore(tmp_path / "o.db") as store:
         d = StoreDirectory(store)
-        assert await d.session_agent((7, 70.25), None, "/w/app") == first
-        assert await d.session_agent((7, 99.0), None, "/w/app") != first  # pid reused
-
-
-async def test_rename_moves_the_session(tmp_path: Path) -> None:
-    """rename_session creates the chosen Agent with the session's labels and drops the old one."""
-    async with ObjectStore(tmp_path / "o.db") as store:
-        d = StoreDirectory(store)
-        old = await d.session_agent((1, 1.0), SID, "/w/app")
-        await d.rename_session((1, 1.0), "reviewer")
-        names = [o["metadata"]["name"] for o in (await store.list("agents"))[0]]
-        assert names == ["reviewer"]
-        assert old not in names
-        assert await d.session_agent((1, 1.0), SID, "/w/app") == "reviewer"
-        found, _ = await store.list("agents", labels=f"{SESSION_LABEL}={SID}")
-        assert [o["metadata"]["name"] for o in found] == ["reviewer"]
+        assert await d.session_agent((7, 70.25), None, "/w/app", "app") == first
+        assert await d.session_agent((7, 99.0), None, "/w/app", "app") != first  # pid reused

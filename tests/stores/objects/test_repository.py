@@ -1,7 +1,7 @@
 """The record repository on the real SQLite object store: records are read from spec and
 status on every read, writes are compare-and-set retried on 409 (no change is lost), fields
-the record does not own are kept, and objects holding the legacy record annotation are read
-and rewritten (docs/store.md "Records are objects")."""
+the record does not own are kept (docs/store.md "Records are objects"); the legacy record
+annotation is test_legacy_records.py's."""
 
 from __future__ import annotations
 
@@ -233,46 +233,6 @@ async def test_retries_are_bounded_with_a_clear_error(store: ObjectStore) -> Non
     got = await StoreChannelRecords(store, NS).get("c")
     assert got is not None
     assert (got.phase, got.topic) == ("Pending", f"t{CAS_TRIES}")
-
-
-async def test_legacy_annotation_records_are_read_then_rewritten(store: ObjectStore) -> None:
-    """An object holding the whole record in the legacy annotation (state format 1) reads as
-    that record, with spec winning where it has the field; the next daemon write moves it
-    into spec/status/notes and drops the annotation."""
-    legacy = {
-        "agent_id": "alpha",
-        "transport": "http",
-        "endpoint": "http://old",
-        "registered_by": "agent:x",
-        "metadata": {"region": "eu", "available_capacity": 2},
-        "heartbeat_ttl": 60,
-    }
-    await store.create(
-        "agents",
-        NS,
-        {
-            "metadata": {
-                "name": "alpha",
-                "labels": {"fastverk.savvifi.com/record-kind": "registered"},
-                "annotations": {
-                    "fastverk.savvifi.com/record-key": "alpha",
-                    LEGACY_RECORD_ANNOTATION: json.dumps(legacy),
-                },
-            },
-            "spec": {"agentType": "http", "endpoint": "http://edited", "capacity": 2},
-        },
-    )
-    agents = StoreAgentRecords(store, NS)
-    rec = agents.get("alpha")
-    assert rec is not None
-    assert (rec.endpoint, rec.registered_by, rec.heartbeat_ttl) == ("http://edited", "agent:x", 60)
-    assert rec.metadata == {"region": "eu", "available_capacity": 2}
-    rec.status = "degraded"
-    await agents.upsert(rec)
-    obj = await store.get("agents", NS, "alpha")
-    assert LEGACY_RECORD_ANNOTATION not in obj["metadata"]["annotations"]
-    assert obj["metadata"]["annotations"][NOTE_PREFIX + "registered-by"] == "agent:x"
-    assert agents.get("alpha") == rec
 
 
 async def test_record_of_decodes_any_record_object(store: ObjectStore) -> None:

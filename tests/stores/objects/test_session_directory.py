@@ -45,6 +45,11 @@ def cwd() -> str:
     return f"/w/app{uuid.uuid4().hex[:8]}"
 
 
+def _base(cwd: str) -> str:
+    """What a Claude Code session in ``cwd`` is named after (identity/kinds/claudecode.py)."""
+    return cwd.rsplit("/", 1)[1]
+
+
 async def _status(store: ObjectBackend, name: str) -> dict[str, object]:
     return dict((await store.get("agents", "default", name))["status"])
 
@@ -56,7 +61,7 @@ async def test_used_session_ends_and_comes_back_on_resume(
     session id gets the same Agent back, Running on that process, end fields cleared."""
     d = StoreDirectory(store)
     first, second = keys
-    name = await d.session_agent(first, sid, cwd)
+    name = await d.session_agent(first, sid, cwd, _base(cwd))
     await d.mark_used(name)
     obj = await store.get("agents", "default", name)
     assert obj["metadata"]["annotations"][USED_ANNOTATION] == "true"
@@ -66,7 +71,7 @@ async def test_used_session_ends_and_comes_back_on_resume(
     assert status["reason"] == "process exited"
     assert str(status["endedAt"]).endswith("Z")
     assert await d.end_session(name, "again", first) is None  # nothing left to end
-    assert await d.session_agent(second, sid, cwd) == name
+    assert await d.session_agent(second, sid, cwd, _base(cwd)) == name
     back = await store.get("agents", "default", name)
     assert back["status"]["phase"] == "Running"
     assert back["status"]["pid"] == second[0]
@@ -84,9 +89,9 @@ async def test_end_from_an_older_process_is_ignored(
     """The exit of a process the session has moved away from (resumed elsewhere) ends nothing."""
     d = StoreDirectory(store)
     first, second = keys
-    name = await d.session_agent(first, sid, cwd)
+    name = await d.session_agent(first, sid, cwd, _base(cwd))
     await d.mark_used(name)
-    await d.session_agent(second, sid, cwd)
+    await d.session_agent(second, sid, cwd, _base(cwd))
     assert await d.end_session(name, "process exited", first) is None
     assert (await _status(store, name))["phase"] == "Running"
 
@@ -97,7 +102,7 @@ async def test_session_that_never_took_part_is_removed(
     """Ending a session with no tool call or hook removes its Agent (a health check's)."""
     d = StoreDirectory(store)
     first = keys[0]
-    name = await d.session_agent(first, None, cwd)
+    name = await d.session_agent(first, None, cwd, _base(cwd))
     assert await d.end_session(name, "process exited", first) == "removed"
     assert await d.remove_ended(name) is False  # gone already
     assert name not in {o["metadata"]["name"] for o in (await store.list("agents"))[0]}
@@ -109,14 +114,14 @@ async def test_remove_ended_only_takes_ended_agents(
     """The retention removes an Ended session agent, never a Running one."""
     d = StoreDirectory(store)
     first = keys[0]
-    name = await d.session_agent(first, sid, cwd)
+    name = await d.session_agent(first, sid, cwd, _base(cwd))
     await d.mark_used(name)
     assert await d.remove_ended(name) is False
     await d.end_session(name, "SessionEnd hook")
     assert await d.remove_ended(name) is True
     assert await d.remove_ended(name) is False  # gone already
     assert name not in {o["metadata"]["name"] for o in (await store.list("agents"))[0]}
-    assert await d.session_agent(first, sid, cwd) == name  # the name is free again
+    assert await d.session_agent(first, sid, cwd, _base(cwd)) == name  # the name is free again
 
 
 def test_parse_proc_refuses_other_labels() -> None:

@@ -1,7 +1,9 @@
 """The agent directory backed by Agent objects (the store side of ``kernel.directory``).
 
-First contact from a Claude session creates its Agent: name ``<dir>-<n>``, phase Running,
-labels for the session id and the cwd-derived name, so ``kubectl get ag -l`` finds sessions.
+First contact from a session creates its Agent: named by
+:func:`agentcoord.kernel.sessionnames.session_name` (``<dir>-<n>`` for Claude Code), phase
+Running, labels for the session id and the readable part of the name, so ``kubectl get ag -l``
+finds sessions.
 A daemon restart finds the same Agent again by the session-id label, or, for a session
 without an id (no ``CLAUDE_CODE_SESSION_ID``, no ``~/.claude/sessions/<pid>.json``), by the
 label of its ``claude`` process (pid and start time): without it such a session came back
@@ -19,13 +21,12 @@ removed when its session ends instead of being kept (docs/localagents.md "Sessio
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.kernel.ancestry import session_agent_stem
-from agentcoord.kernel.directory import AgentDirectory, EndOutcome, SessionKey, host_suffix
+from agentcoord.kernel.directory import AgentDirectory, EndOutcome, SessionKey
+from agentcoord.kernel.sessionnames import session_name, session_stem
 from agentcoord.stores.objects.backend import ObjectBackend
 from agentcoord.stores.objects.statuserrors import (
     AlreadyExists,
@@ -85,9 +86,7 @@ class StoreDirectory:
     ) -> None:
         self._store = store
         self._ns = namespace
-        self._host = host
-        # With a shared NATS, names are <dir>-<n>--<host> (unique across hosts).
-        self._suffix = host_suffix(host)
+        self._host = host  # with a shared NATS, names are <dir>-<n>--<host> (unique across hosts)
         self._by_key: dict[SessionKey, str] = {}
         self._used: set[str] = set()  # names known to carry USED_ANNOTATION
         self._lock = asyncio.Lock()
@@ -99,7 +98,9 @@ class StoreDirectory:
             return f"{PROC_LABEL},{HOST_LABEL}={_label_safe(self._host)}"
         return PROC_LABEL
 
-    async def session_agent(self, key: SessionKey, session_id: str | None, cwd: str | None) -> str:
+    async def session_agent(
+        self, key: SessionKey, session_id: str | None, cwd: str | None, name_base: str | None
+    ) -> str:
         async with self._lock:
             obj: dict[str, Any] | None = None
             name = self._by_key.get(key)
@@ -115,7 +116,7 @@ class StoreDirectory:
                         obj = found[0]
                         break
             if obj is None:
-                name = await self._create(key, session_id, cwd)
+                name = await self._create(key, session_id, cwd, name_base)
             else:
                 name = str(obj["metadata"]["name"])
                 await self._bring_back(obj, key)
@@ -154,10 +155,14 @@ class StoreDirectory:
             )
 
     def _body(
-        self, name: str, key: SessionKey, session_id: str | None, cwd: str | None
+        self,
+        name: str,
+        key: SessionKey,
+        session_id: str | None,
+        cwd: str | None,
+        name_base: str | None,
     ) -> dict[str, Any]:
-        stem = session_agent_stem(cwd)
-        labels = {DIR_LABEL: _label_safe(stem) or "session", PROC_LABEL: _proc(key)}
+        labels = {DIR_LABEL: _label_safe(session_stem(name_base)), PROC_LABEL: _proc(key)}
         if self._host:
             labels[HOST_LABEL] = _label_safe(self._host)
         spec: dict[str, Any] = {"agentType": "session"}
@@ -174,22 +179,19 @@ class StoreDirectory:
             "status": {"phase": "Running", "pid": key[0], "startedAt": rfc3339(time.time())},
         }
 
-    async def _create(self, key: SessionKey, session_id: str | None, cwd: str | None) -> str:
-        stem = session_agent_stem(cwd)
-        taken, _ = await self._store.list("agents", self._ns)
-        names = {o["metadata"]["name"] for o in taken}
-        n = 1
+    async def _create(
+        self, key: SessionKey, session_id: str | None, cwd: str | None, name_base: str | None
+    ) -> str:
+        objs, _ = await self._store.list("agents", self._ns)
+        taken = {o["metadata"]["name"] for o in objs}
         while True:
-            while f"{stem}-{n}{self._suffix}" in names:
-                n += 1
-            name = f"{stem}-{n}{self._suffix}"
+            name = session_name(name_base, taken, self._host)
+            body = self._body(name, key, session_id, cwd, name_base)
             try:
-                await self._store.create(
-                    "agents", self._ns, self._body(name, key, session_id, cwd), keep_status=True
-                )
+                await self._store.create("agents", self._ns, body, keep_status=True)
                 return name
-            except AlreadyExists:
-                names.add(name)
+            except AlreadyExists:  # created since the list: the next free name
+                taken.add(name)
 
     async def mark_used(self, name: str) -> None:
         """Record (once) that the session ``name`` took part, so its end keeps it as Ended."""
@@ -264,46 +266,6 @@ class StoreDirectory:
         self._used.discard(name)
         for key in [k for k, n in self._by_key.items() if n == name]:
             del self._by_key[key]
-
-    async def rename_session(self, key: SessionKey, name: str) -> None:
-        """Move the session to the Agent ``name`` (created if absent); the old one goes."""
-        async with self._lock:
-            old_name = self._by_key.get(key)
-            if old_name == name:
-                return
-            old: dict[str, Any] | None = None
-            if old_name is not None:
-                try:
-                    old = await self._store.get("agents", self._ns, old_name)
-                except ObjectNotFound:
-                    old = None
-            if not await self._exists(name):
-                spec = dict(old["spec"]) if old else {"agentType": "session"}
-                meta: dict[str, Any] = {"name": name}
-                if old:
-                    meta["labels"] = dict(old["metadata"].get("labels", {}))
-                    used = (old["metadata"].get("annotations") or {}).get(USED_ANNOTATION)
-                    if used:
-                        meta["annotations"] = {USED_ANNOTATION: used}
-                body: dict[str, Any] = {
-                    "metadata": meta,
-                    "spec": spec,
-                    "status": dict(old.get("status", {})) if old else {"phase": "Running"},
-                }
-                await self._store.create("agents", self._ns, body, keep_status=True)
-            elif old is not None:
-                labels = old["metadata"].get("labels") or {}
-                await self._store.patch("agents", self._ns, name, {"metadata": {"labels": labels}})
-            if old is not None:
-                with contextlib.suppress(ObjectNotFound):
-                    await self._store.delete("agents", self._ns, old["metadata"]["name"])
-                if old_name in self._used:
-                    self._used.add(name)
-                self._used.discard(old["metadata"]["name"])
-            self._by_key[key] = name
-
-    async def _exists(self, name: str) -> bool:
-        return await self._get(name) is not None
 
 
 if TYPE_CHECKING:

@@ -1,10 +1,14 @@
-"""The five kinds of group ``fastverk.savvifi.com/v1``: names, printer columns, OpenAPI schemas.
+"""The five kinds of group ``fastverk.savvifi.com/v1``: typed spec and status, printer columns.
 
-Fields (docs/store.md "Python API (for the rest of the daemon)"): AgentProfile (backend,
-mcpServers); Agent (profile, pool, ownerRef, resumeFrom, lineage.mergedFrom, status.phase/focus);
-AgentTask (objective, assignedAgentRef, status.checkpoints[]); AgentChannel (participants minItems
-1, subject, ttl, phase Pending/Open/Closed/Expired); HumanPrompt (kind, meridianSpec, response
-schema, answer). Free-form parts (meridianSpec, a response schema, conditions) keep unknown fields.
+Each kind's spec and status are declared once, as the dataclasses below (:mod:`typed`): the
+OpenAPI v3 schema (validation, ``/openapi/v3``, ``kubectl explain``, the CRDs) and the wire
+codec the records use (:mod:`recordcodec`) are derived from them (docs/store.md "Declaring a
+kind"). Fields: AgentProfile (backend, mcpServers); Agent
+(profile, pool, ownerRef, resumeFrom, lineage.mergedFrom, status.phase/focus); AgentTask
+(objective, assignedAgentRef, status.checkpoints[]); AgentChannel (participants minItems 1,
+subject, ttl, phase Pending/Open/Closed/Expired); HumanPrompt (kind, meridianSpec, response
+schema, answer). Free-form parts (meridianSpec, a response schema, a task's lineage) keep
+unknown fields.
 """
 
 from __future__ import annotations
@@ -12,7 +16,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GROUP", "GROUP_VERSION", "KINDS", "VERSION", "Column", "Kind", "kind_for"]
+from agentcoord.stores.objects.typed import date, prop, schema_of
+
+__all__ = [
+    "CHANNEL_PHASES",
+    "GROUP",
+    "GROUP_VERSION",
+    "KINDS",
+    "VERSION",
+    "AgentChannelSpec",
+    "AgentChannelStatus",
+    "AgentLineage",
+    "AgentProfileSpec",
+    "AgentProfileStatus",
+    "AgentRef",
+    "AgentSpec",
+    "AgentStatus",
+    "AgentTaskSpec",
+    "AgentTaskStatus",
+    "Checkpoint",
+    "Column",
+    "Condition",
+    "HumanPromptSpec",
+    "HumanPromptStatus",
+    "Kind",
+    "kind_for",
+]
 
 GROUP = "fastverk.savvifi.com"
 VERSION = "v1"
@@ -20,198 +49,176 @@ GROUP_VERSION = f"{GROUP}/{VERSION}"
 
 Schema = dict[str, Any]
 
-
-def _s() -> Schema:
-    return {"type": "string"}
+# -- the parts of each kind: one declaration, the schema and the codec derived (typed.py) --
 
 
-def _i(minimum: int | None = None) -> Schema:
-    out: Schema = {"type": "integer", "format": "int64"}
-    if minimum is not None:
-        out["minimum"] = minimum
-    return out
+@dataclass
+class AgentRef:
+    """A reference to another object (usually an Agent)."""
+
+    api_version: str | None = prop()
+    kind: str | None = prop()
+    name: str | None = prop(required=True)
+    namespace: str | None = prop()
+    uid: str | None = prop()
 
 
-def _b() -> Schema:
-    return {"type": "boolean"}
+@dataclass
+class Condition:
+    """One condition of an object's status, as Kubernetes' own kinds carry them."""
+
+    type: str | None = prop(required=True)
+    status: str | None = prop(required=True)
+    reason: str | None = prop()
+    message: str | None = prop()
+    last_transition_time: str | None = date()
 
 
-def _arr(items: Schema, **extra: Any) -> Schema:
-    return {"type": "array", "items": items, **extra}
+@dataclass
+class AgentLineage:
+    """Where an agent's work came from."""
+
+    parent: str | None = prop("Agent this one was handed work by.")
+    merged_from: list[str] | None = prop("Agents whose work was merged into this one.")
 
 
-def _obj(props: dict[str, Schema], required: list[str] | None = None, **extra: Any) -> Schema:
-    out: Schema = {"type": "object", "properties": props, **extra}
-    if required:
-        out["required"] = required
-    return out
+@dataclass
+class AgentSpec:
+    profile: str | None = prop("AgentProfile name this agent runs with.")
+    pool: str | None = prop("Pool the agent belongs to.")
+    owner_ref: AgentRef | None = prop("The AgentTask (or other object) this agent works for.")
+    resume_from: str | None = prop("Checkpoint ref this agent resumes from.")
+    lineage: AgentLineage | None = prop()
+    agent_type: str | None = prop("session (a live Claude session), local, http or spawned.")
+    description: str | None = prop()
+    capabilities: list[str] | None = prop()
+    endpoint: str | None = prop("Base URL of a registered HTTP agent.")
+    capacity: int | None = prop(minimum=0)
+    session_id: str | None = prop("Claude Code session id, for session agents.")
+    cwd: str | None = prop("Working directory of the session or runner.")
+    depth: int | None = prop(minimum=0)
 
 
-def _free(description: str) -> Schema:
-    return {
-        "type": "object",
-        "description": description,
-        "x-kubernetes-preserve-unknown-fields": True,
-    }
+@dataclass
+class AgentStatus:
+    phase: str | None = prop("Pending, Running, Idle, Succeeded, Failed, Offline or Ended.")
+    focus: str | None = prop("What the agent works on now (short text).")
+    message: str | None = prop()
+    pid: int | None = prop(minimum=0)
+    last_heartbeat: str | None = date()
+    started_at: str | None = date()
+    ended_at: str | None = date("When a session agent's claude process ended (phase Ended).")
+    reason: str | None = prop("Why a session agent ended: process exited, SessionEnd hook, ...")
+    conditions: list[Condition] | None = prop()
 
 
-def _date() -> Schema:
-    return {"type": "string", "format": "date-time"}
-
-
-def _doc(schema: Schema, text: str) -> Schema:
-    return {**schema, "description": text}
-
-
-_AGENT_REF = _obj(
-    {"apiVersion": _s(), "kind": _s(), "name": _s(), "namespace": _s(), "uid": _s()}, ["name"]
-)
-_CONDITIONS = _arr(
-    _obj(
-        {
-            "type": _s(),
-            "status": _s(),
-            "reason": _s(),
-            "message": _s(),
-            "lastTransitionTime": _date(),
-        },
-        ["type", "status"],
+@dataclass
+class AgentTaskSpec:
+    objective: str | None = prop("What the task is for.", required=True)
+    assigned_agent_ref: AgentRef | None = prop("The Agent working on the task.")
+    priority: int | None = prop()
+    context: str | None = prop("Hand-over context (summary, next steps).")
+    lineage: dict[str, Any] | None = prop(
+        "Where the task came from (handedOffFrom, spawnedBy, ...)."
     )
-)
 
-_AGENT_SPEC = _obj(
-    {
-        "profile": _doc(_s(), "AgentProfile name this agent runs with."),
-        "pool": _doc(_s(), "Pool the agent belongs to."),
-        "ownerRef": _doc(_AGENT_REF, "The AgentTask (or other object) this agent works for."),
-        "resumeFrom": _doc(_s(), "Checkpoint ref this agent resumes from."),
-        "lineage": _obj(
-            {
-                "parent": _doc(_s(), "Agent this one was handed work by."),
-                "mergedFrom": _doc(_arr(_s()), "Agents whose work was merged into this one."),
-            }
-        ),
-        "agentType": _doc(_s(), "session (a live Claude session), local, http or spawned."),
-        "description": _s(),
-        "capabilities": _arr(_s()),
-        "endpoint": _doc(_s(), "Base URL of a registered HTTP agent."),
-        "capacity": _i(0),
-        "sessionId": _doc(_s(), "Claude Code session id, for session agents."),
-        "cwd": _doc(_s(), "Working directory of the session or runner."),
-        "depth": _i(0),
-    }
-)
-_AGENT_STATUS = _obj(
-    {
-        "phase": _doc(_s(), "Pending, Running, Idle, Succeeded, Failed, Offline or Ended."),
-        "focus": _doc(_s(), "What the agent works on now (short text)."),
-        "message": _s(),
-        "pid": _i(0),
-        "lastHeartbeat": _date(),
-        "startedAt": _date(),
-        "endedAt": _doc(_date(), "When a session agent's claude process ended (phase Ended)."),
-        "reason": _doc(_s(), "Why a session agent ended: process exited, SessionEnd hook, ..."),
-        "conditions": _CONDITIONS,
-    }
-)
-_TASK_SPEC = _obj(
-    {
-        "objective": _doc(_s(), "What the task is for."),
-        "assignedAgentRef": _doc(_AGENT_REF, "The Agent working on the task."),
-        "priority": _i(),
-        "context": _doc(_s(), "Hand-over context (summary, next steps)."),
-        "lineage": _free("Where the task came from (handedOffFrom, spawnedBy, ...)."),
-    },
-    ["objective"],
-)
-_CHECKPOINT = _obj(
-    {
-        "ref": _doc(_s(), "Content address of the checkpoint bundle."),
-        "createdAt": _date(),
-        "summary": _s(),
-        "agent": _s(),
-        "size": _i(0),
-    },
-    ["ref"],
-)
-_TASK_STATUS = _obj(
-    {
-        "phase": _doc(_s(), "Pending, Running, Succeeded, Failed or HandedOff."),
-        "checkpoints": _doc(_arr(_CHECKPOINT), "Append-only checkpoint history."),
-        "result": _s(),
-        "message": _s(),
-        "conditions": _CONDITIONS,
-    }
-)
-_CHANNEL_SPEC = _obj(
-    {
-        "participants": _doc(_arr(_s(), minItems=1), "Agents allowed on the channel."),
-        "subject": _doc(_s(), "The NATS subject the channel rides."),
-        "ttl": _doc(_s(), "How long the channel lives (Go duration, e.g. 1h)."),
-        "topic": _s(),
-    },
-    ["participants"],
-)
-_CHANNEL_STATUS = _obj(
-    {
-        "phase": {"type": "string", "enum": ["Pending", "Open", "Closed", "Expired"]},
-        "openedAt": _date(),
-        "expiresAt": _date(),
-        "message": _s(),
-    }
-)
-_PROMPT_SPEC = _obj(
-    {
-        "kind": _doc(
-            {"type": "string", "enum": ["notify", "approval", "choice", "input"]},
-            "What kind of answer the prompt wants.",
-        ),
-        "agent": _doc(_s(), "The agent asking."),
-        "message": _s(),
-        "choices": _arr(_s()),
-        "meridianSpec": _free("Rendering spec of the prompt (meridian)."),
-        "responseSchema": _free("JSON schema the answer must satisfy."),
-        "replySubject": _s(),
-        "timeoutSeconds": _i(0),
-    },
-    ["kind"],
-)
-_PROMPT_STATUS = _obj(
-    {
-        "phase": _doc(_s(), "Pending, Answered, Expired or Cancelled."),
-        "answer": _free("The human's answer."),
-        "answeredBy": _s(),
-        "answeredAt": _date(),
-    }
-)
-_PROFILE_SPEC = _obj(
-    {
-        "backend": _doc(_s(), "Runner backend (claude-code); its command is configuration."),
-        "mcpServers": _doc(
-            _arr(_s()), "MCP servers the runner gets; each resolves via MCP_<NAME>_URL."
-        ),
-        "model": _doc(_s(), "Model for the runner (--model)."),
-        "permissionMode": _doc(
-            {
-                "type": "string",
-                "enum": ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"],
-            },
-            "Permission mode (--permission-mode).",
-        ),
-        "allowedTools": _doc(_arr(_s()), "Tools allowed without asking (--allowedTools)."),
-        "disallowedTools": _doc(_arr(_s()), "Tools refused (--disallowedTools)."),
-        "systemPrompt": _doc(_s(), "Appended to the system prompt (--append-system-prompt)."),
-        "maxTurns": _doc(_i(1), "Turns per prompt (--max-turns)."),
-        "maxBudgetUsd": _doc({"type": "number", "minimum": 0}, "Cost budget (--max-budget-usd)."),
-        "timeoutSeconds": _doc(_i(1), "Wall-clock budget of one run; then it is killed."),
-        "writablePaths": _doc(
-            _arr(_s()), "Extra directories the runner may write (bind-mounted, --add-dir)."
-        ),
-        "network": _doc(_b(), "Network access for the runner (default true)."),
-        "env": {"type": "object", "additionalProperties": _s()},
-    },
-    ["backend"],
-)
+
+@dataclass
+class Checkpoint:
+    """One entry of an AgentTask's checkpoint history."""
+
+    ref: str | None = prop("Content address of the checkpoint bundle.", required=True)
+    created_at: str | None = date()
+    summary: str | None = prop()
+    agent: str | None = prop()
+    size: int | None = prop(minimum=0)
+
+
+@dataclass
+class AgentTaskStatus:
+    phase: str | None = prop("Pending, Running, Succeeded, Failed or HandedOff.")
+    checkpoints: list[Checkpoint] | None = prop("Append-only checkpoint history.")
+    result: str | None = prop()
+    message: str | None = prop()
+    conditions: list[Condition] | None = prop()
+
+
+@dataclass
+class AgentChannelSpec:
+    participants: list[str] | None = prop(
+        "Agents allowed on the channel.", required=True, min_items=1
+    )
+    subject: str | None = prop("The NATS subject the channel rides.")
+    ttl: str | None = prop("How long the channel lives (Go duration, e.g. 1h).")
+    topic: str | None = prop()
+
+
+CHANNEL_PHASES = ("Pending", "Open", "Closed", "Expired")
+
+
+@dataclass
+class AgentChannelStatus:
+    phase: str | None = prop(enum=CHANNEL_PHASES)
+    opened_at: str | None = date()
+    expires_at: str | None = date()
+    message: str | None = prop()
+
+
+@dataclass
+class HumanPromptSpec:
+    kind: str | None = prop(
+        "What kind of answer the prompt wants.",
+        required=True,
+        enum=("notify", "approval", "choice", "input"),
+    )
+    agent: str | None = prop("The agent asking.")
+    message: str | None = prop()
+    choices: list[str] | None = prop()
+    meridian_spec: dict[str, Any] | None = prop("Rendering spec of the prompt (meridian).")
+    response_schema: dict[str, Any] | None = prop("JSON schema the answer must satisfy.")
+    reply_subject: str | None = prop()
+    timeout_seconds: int | None = prop(minimum=0)
+
+
+@dataclass
+class HumanPromptStatus:
+    phase: str | None = prop("Pending, Answered, Expired or Cancelled.")
+    answer: dict[str, Any] | None = prop("The human's answer.")
+    answered_by: str | None = prop()
+    answered_at: str | None = date()
+
+
+@dataclass
+class AgentProfileSpec:
+    backend: str | None = prop(
+        "Runner backend (claude-code); its command is configuration.", required=True
+    )
+    mcp_servers: list[str] | None = prop(
+        "MCP servers the runner gets; each resolves via MCP_<NAME>_URL."
+    )
+    model: str | None = prop("Model for the runner (--model).")
+    permission_mode: str | None = prop(
+        "Permission mode (--permission-mode).",
+        enum=("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"),
+    )
+    allowed_tools: list[str] | None = prop("Tools allowed without asking (--allowedTools).")
+    disallowed_tools: list[str] | None = prop("Tools refused (--disallowedTools).")
+    system_prompt: str | None = prop("Appended to the system prompt (--append-system-prompt).")
+    max_turns: int | None = prop("Turns per prompt (--max-turns).", minimum=1)
+    max_budget_usd: float | None = prop("Cost budget (--max-budget-usd).", minimum=0)
+    timeout_seconds: int | None = prop(
+        "Wall-clock budget of one run; then it is killed.", minimum=1
+    )
+    writable_paths: list[str] | None = prop(
+        "Extra directories the runner may write (bind-mounted, --add-dir)."
+    )
+    network: bool | None = prop("Network access for the runner (default true).")
+    env: dict[str, str] | None = prop()
+
+
+@dataclass
+class AgentProfileStatus:
+    """AgentProfile has no status: a profile is configuration only."""
 
 
 @dataclass(frozen=True)
@@ -230,15 +237,25 @@ class Column:
 
 @dataclass(frozen=True)
 class Kind:
-    """One resource of the group."""
+    """One resource of the group; ``spec_type`` and ``status_type`` are its typed parts."""
 
     kind: str
     plural: str
     short_names: tuple[str, ...]
-    spec: Schema
-    status: Schema
+    spec_type: type
+    status_type: type
     columns: tuple[Column, ...] = field(default_factory=tuple)
     description: str = ""
+
+    @property
+    def spec(self) -> Schema:
+        """The OpenAPI v3 schema of ``spec``, derived from :attr:`spec_type`."""
+        return schema_of(self.spec_type)
+
+    @property
+    def status(self) -> Schema:
+        """The OpenAPI v3 schema of ``status``, derived from :attr:`status_type`."""
+        return schema_of(self.status_type)
 
     @property
     def singular(self) -> str:
@@ -254,8 +271,8 @@ class Kind:
             "type": "object",
             "description": self.description,
             "properties": {
-                "apiVersion": _doc(_s(), "fastverk.savvifi.com/v1"),
-                "kind": _doc(_s(), self.kind),
+                "apiVersion": {"type": "string", "description": GROUP_VERSION},
+                "kind": {"type": "string", "description": self.kind},
                 "metadata": {"type": "object"},
                 "spec": self.spec,
                 "status": self.status,
@@ -275,8 +292,8 @@ KINDS: dict[str, Kind] = {
             "Agent",
             "agents",
             ("ag",),
-            _AGENT_SPEC,
-            _AGENT_STATUS,
+            AgentSpec,
+            AgentStatus,
             (
                 Column("Phase", "string", ".status.phase"),
                 Column("Profile", "string", ".spec.profile"),
@@ -297,8 +314,8 @@ KINDS: dict[str, Kind] = {
             "AgentTask",
             "agenttasks",
             ("at", "task"),
-            _TASK_SPEC,
-            _TASK_STATUS,
+            AgentTaskSpec,
+            AgentTaskStatus,
             (
                 Column("Agent", "string", ".spec.assignedAgentRef.name"),
                 Column("Phase", "string", ".status.phase"),
@@ -311,8 +328,8 @@ KINDS: dict[str, Kind] = {
             "AgentChannel",
             "agentchannels",
             ("ach", "channel"),
-            _CHANNEL_SPEC,
-            _CHANNEL_STATUS,
+            AgentChannelSpec,
+            AgentChannelStatus,
             (
                 Column("Subject", "string", ".spec.subject"),
                 Column("Phase", "string", ".status.phase"),
@@ -325,8 +342,8 @@ KINDS: dict[str, Kind] = {
             "HumanPrompt",
             "humanprompts",
             ("hp", "prompt"),
-            _PROMPT_SPEC,
-            _PROMPT_STATUS,
+            HumanPromptSpec,
+            HumanPromptStatus,
             (
                 Column("Kind", "string", ".spec.kind"),
                 Column("Agent", "string", ".spec.agent"),
@@ -340,8 +357,8 @@ KINDS: dict[str, Kind] = {
             "AgentProfile",
             "agentprofiles",
             ("ap", "profile"),
-            _PROFILE_SPEC,
-            {"type": "object", "properties": {}},
+            AgentProfileSpec,
+            AgentProfileStatus,
             (
                 Column("Backend", "string", ".spec.backend"),
                 Column("Model", "string", ".spec.model"),

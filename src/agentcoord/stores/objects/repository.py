@@ -1,12 +1,11 @@
 """The daemon's records as objects: one typed :class:`Repository` over the object backend.
 
 A record (an AgentChannel, a HumanPrompt, a handoff AgentTask, a registered Agent, a dispatch
-job) *is* its object (docs/store.md "Records are objects"). Each kind has a :class:`Codec`
-that says which record fields live in ``spec`` (what a person may set with kubectl), which in
-``status`` (what the daemon observes) and which, having no slot in the kind's schema, in
-per-field annotations under :data:`NOTE_PREFIX`. Every read decodes the object as it is in the
-store's memory (the SQLite cache or the Kubernetes mirror), so a ``kubectl patch`` of spec is
-what the daemon reads next.
+job) *is* its object (docs/store.md "Records are objects"). Each record type has a
+:class:`~agentcoord.stores.objects.recordcodec.RecordCodec` (:mod:`recordmaps`) derived from
+its slot table and its kind's typed spec and status. Every read decodes the object as it is in
+the store's memory (the SQLite cache or the Kubernetes mirror), so a ``kubectl patch`` of spec
+is what the daemon reads next.
 
 Writes are compare-and-set on ``metadata.resourceVersion`` (docs/store.md "Records are objects"): a
 change is a function of the current record; a 409 re-reads the object and applies the function
@@ -16,31 +15,42 @@ spec field the record does not map) are kept. ``put`` (the upsert of the local-a
 writes only the fields the caller changed since it read the record, so a concurrent kubectl
 change to another field is not undone.
 
-Objects written before records moved here carry the whole record in the
-:data:`LEGACY_RECORD_ANNOTATION`; it fills the fields spec/status/notes lack until the
-daemon's next write rewrites the object without it (docs/store.md "Older objects").
+Objects written before records moved here carried the whole record in the
+:data:`LEGACY_RECORD_ANNOTATION`; :meth:`Repository.drop_legacy` moves it into spec, status
+and notes, once, when the daemon opens its store (:func:`migrate_legacy_records`, docs/store.md
+"Older objects"); reads never look at it.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import json
 import logging
-import re
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
-from agentcoord.errors import AgentCoordError, NotFound
-from agentcoord.kernel.duration import parse_duration
+from agentcoord.errors import NotFound
 from agentcoord.stores.agentrecords import AgentRecord, AgentTaskRecord
 from agentcoord.stores.objects.backend import ObjectBackend
-from agentcoord.stores.objects.kinds import GROUP, GROUP_VERSION
+from agentcoord.stores.objects.kinds import GROUP
+from agentcoord.stores.objects.recordcodec import (
+    KEY_ANNOTATION,
+    KIND_LABEL,
+    NOTE_PREFIX,
+    RecordCodec,
+    object_name,
+)
+from agentcoord.stores.objects.recordmaps import (
+    CHANNELS,
+    CODECS,
+    HANDOFFS,
+    JOBS,
+    PROMPTS,
+    REGISTERED,
+)
 from agentcoord.stores.objects.statuserrors import AlreadyExists, Conflict, ObjectNotFound
 from agentcoord.stores.records import (
     AlreadyAnswered,
@@ -56,91 +66,25 @@ __all__ = [
     "KIND_LABEL",
     "LEGACY_RECORD_ANNOTATION",
     "NOTE_PREFIX",
-    "Codec",
-    "Parts",
     "Repository",
     "StoreAgentRecords",
     "StoreChannelRecords",
     "StoreJobRecords",
     "StorePromptRecords",
     "StoreTaskRecords",
+    "migrate_legacy_records",
     "object_name",
+    "object_of",
     "record_of",
 ]
 
 log = logging.getLogger(__name__)
 
-KIND_LABEL = f"{GROUP}/record-kind"
-KEY_ANNOTATION = f"{GROUP}/record-key"
 LEGACY_RECORD_ANNOTATION = f"{GROUP}/record"
-NOTE_PREFIX = f"record.{GROUP}/"
 CAS_TRIES = 20
-_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 R = TypeVar("R")
 Obj = dict[str, Any]
-
-
-def object_name(prefix: str, key: str) -> str:
-    """The object name for a record key: the key itself when it is a DNS label, else a
-    stable ``<prefix>-<digest>`` (the key is kept in :data:`KEY_ANNOTATION`)."""
-    if len(key) <= 63 and _DNS_NAME.match(key):
-        return key
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return f"{prefix}-{digest}"
-
-
-def stamp(ts: float) -> str:
-    """RFC 3339 with microseconds (metav1.MicroTime's form), so record times round-trip."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def unstamp(text: Any) -> float | None:
-    """Unix seconds of an RFC 3339 string; None when absent or unparsable."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-
-
-@dataclass
-class Parts:
-    """A record's place in its object: spec, status and notes (annotations, prefix dropped)."""
-
-    spec: dict[str, Any] = field(default_factory=dict)
-    status: dict[str, Any] = field(default_factory=dict)
-    notes: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Codec(Generic[R]):
-    """How records of one type are objects of one kind.
-
-    ``encode`` gives the record's parts; ``decode`` gives the record fields an object holds
-    (only those it holds: a legacy object's annotation fills the rest). The ``*_keys`` name
-    what a write owns: those keys are replaced (or removed when the encoding lacks them);
-    everything else in the object is left as it is. A create writes the encoding whole.
-    """
-
-    plural: str
-    kind: str
-    record_kind: str  # the KIND_LABEL value and the object-name prefix
-    record_type: type[R]
-    key: Callable[[R], str]
-    key_fields: Callable[[str], dict[str, Any]]
-    encode: Callable[[R], Parts]
-    decode: Callable[[Parts, Mapping[str, Any]], dict[str, Any]]
-    spec_keys: frozenset[str]
-    status_keys: frozenset[str]
-    note_keys: frozenset[str]
-
-
-def _build(record_type: type[R], values: Mapping[str, Any]) -> R:
-    known = {f.name for f in dataclasses.fields(record_type)}  # type: ignore[arg-type]
-    return record_type(**{k: v for k, v in values.items() if k in known})
 
 
 def _overlay(current: Mapping[str, Any], new: Mapping[str, Any], owned: frozenset[str]) -> Obj:
@@ -150,10 +94,15 @@ def _overlay(current: Mapping[str, Any], new: Mapping[str, Any], owned: frozense
 
 
 class Repository(Generic[R]):
-    """Records of one :class:`Codec` as objects in one namespace; see the module docstring."""
+    """Records of one :class:`RecordCodec` as objects in one namespace; see the module docstring."""
 
     def __init__(
-        self, store: ObjectBackend, codec: Codec[R], namespace: str = "default", *, track: bool
+        self,
+        store: ObjectBackend,
+        codec: RecordCodec[R, Any, Any],
+        namespace: str = "default",
+        *,
+        track: bool,
     ) -> None:
         self._store = store
         self._codec = codec
@@ -216,50 +165,38 @@ class Repository(Generic[R]):
     # -- writes: compare-and-set, retried on 409 --------------------------------------------
 
     def _create_body(self, rec: R) -> Obj:
-        codec = self._codec
-        parts = codec.encode(rec)
-        key = codec.key(rec)
-        annotations = {KEY_ANNOTATION: key, **{NOTE_PREFIX + k: v for k, v in parts.notes.items()}}
-        body: Obj = {
-            "apiVersion": GROUP_VERSION,
-            "kind": codec.kind,
-            "metadata": {
-                "name": self._name(key),
-                "namespace": self._ns,
-                "labels": {KIND_LABEL: codec.record_kind},
-                "annotations": annotations,
-            },
-            "spec": parts.spec,
-        }
-        if parts.status:
-            body["status"] = parts.status
-        return body
+        return self._codec.create_body(rec, self._ns)
 
-    def _changed_body(self, old: Obj, rec: R) -> tuple[Obj, dict[str, Any]]:
+    def _changed_body(
+        self, old: Obj, rec: R, *, drop_legacy: bool = False
+    ) -> tuple[Obj, dict[str, Any]]:
         """``old`` with the record's owned fields replaced: (object, its new status)."""
         codec = self._codec
-        parts = codec.encode(rec)
+        spec, status, notes_ = codec.encode(rec)
         new = copy.deepcopy(old)
         meta = new["metadata"]
-        notes = {NOTE_PREFIX + k: v for k, v in parts.notes.items()}
-        owned_notes = frozenset(NOTE_PREFIX + k for k in codec.note_keys)
+        notes = {NOTE_PREFIX + k: v for k, v in notes_.items()}
+        owned_notes = frozenset(NOTE_PREFIX + k for k in codec.owned("note"))
         annotations = _overlay(meta.get("annotations") or {}, notes, owned_notes)
-        annotations.pop(LEGACY_RECORD_ANNOTATION, None)  # the object now holds the record
+        if drop_legacy:
+            # Only the move drops it: a daemon write to an object whose annotation has not
+            # been read into it (one written by an older daemon since the start) keeps it for
+            # the next start's move, rather than losing the fields only it holds.
+            annotations.pop(LEGACY_RECORD_ANNOTATION, None)
         annotations[KEY_ANNOTATION] = codec.key(rec)
         meta["annotations"] = annotations
         meta["labels"] = {**(meta.get("labels") or {}), KIND_LABEL: codec.record_kind}
-        new["spec"] = _overlay(old.get("spec") or {}, parts.spec, codec.spec_keys)
-        status = _overlay(old.get("status") or {}, parts.status, codec.status_keys)
-        return new, status
+        new["spec"] = _overlay(old.get("spec") or {}, spec, codec.owned("spec"))
+        return new, _overlay(old.get("status") or {}, status, codec.owned("status"))
 
-    async def _write(self, old: Obj | None, rec: R) -> Obj:
+    async def _write(self, old: Obj | None, rec: R, *, drop_legacy: bool = False) -> Obj:
         """One attempt; :class:`Conflict` (or :class:`AlreadyExists`) when someone was first."""
         plural = self._codec.plural
         if old is None:
             return await self._store.create(
                 plural, self._ns, self._create_body(rec), keep_status=True
             )
-        new, status = self._changed_body(old, rec)
+        new, status = self._changed_body(old, rec, drop_legacy=drop_legacy)
         main_changed = {k: v for k, v in new.items() if k != "status"} != {
             k: v for k, v in old.items() if k != "status"
         }
@@ -288,7 +225,7 @@ class Repository(Generic[R]):
             except AlreadyExists:
                 if self._object(key) is None and self._exists(key):
                     raise AlreadyExists(
-                        f"{self._codec.kind} {self._name(key)} exists and is not a "
+                        f"{self._codec.kind.kind} {self._name(key)} exists and is not a "
                         f"{self._codec.record_kind} record"
                     ) from None
                 continue  # created by another writer first: apply fn to its record
@@ -296,8 +233,8 @@ class Repository(Generic[R]):
                 continue  # another writer was first: read its version and apply fn again
             return self.decode(written) or new, True
         raise _StillConflicting(
-            f"{self._codec.kind} {self._name(key)} changed under each of {CAS_TRIES} writes in a "
-            "row (another writer keeps changing it); try again"
+            f"{self._codec.kind.kind} {self._name(key)} changed under each of {CAS_TRIES} "
+            "writes in a row (another writer keeps changing it); try again"
         )
 
     async def change(self, key: str, fn: Callable[[R], R]) -> R:
@@ -305,7 +242,7 @@ class Repository(Generic[R]):
 
         def apply(current: R | None) -> R:
             if current is None:
-                raise NotFound(f"{self._codec.kind} {key} does not exist")
+                raise NotFound(f"{self._codec.kind.kind} {key} does not exist")
             return fn(current)
 
         rec, _ = await self._cas(key, apply)
@@ -340,6 +277,48 @@ class Repository(Generic[R]):
         assert stored is not None
         return stored
 
+    # -- the legacy record annotation, moved once at start-up ------------------------------
+
+    async def drop_legacy(self) -> int:
+        """Rewrite each object of this record kind that still holds the legacy record
+        annotation: its fields fill what spec, status and notes lack (the object's own win, so
+        an earlier kubectl edit stands), and the annotation goes. Returns how many objects
+        were rewritten; run again, it finds none (docs/store.md "Older objects")."""
+        _, objs, _ = self._store.list_raw(
+            self._codec.plural, self._ns, f"{KIND_LABEL}={self._codec.record_kind}"
+        )
+        keys = []
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            annotations = meta.get("annotations") or {}
+            if LEGACY_RECORD_ANNOTATION in annotations:
+                keys.append(str(annotations.get(KEY_ANNOTATION) or meta.get("name")))
+        done = 0
+        for key in keys:
+            done += await self._drop_legacy(key)
+        return done
+
+    async def _drop_legacy(self, key: str) -> bool:
+        for _ in range(CAS_TRIES):
+            old = self._object(key)
+            meta = (old or {}).get("metadata") or {}
+            text = (meta.get("annotations") or {}).get(LEGACY_RECORD_ANNOTATION)
+            if old is None or text is None:
+                return False  # gone, or another writer moved it first
+            rec = _decode(self._codec, old, _legacy_fields(text, meta.get("name")))
+            if rec is None:
+                return False  # not a record even with its annotation (logged); left as it is
+            try:
+                await self._write(old, rec, drop_legacy=True)
+            except Conflict:
+                continue  # another writer was first: read its version and move that
+            return True
+        raise _StillConflicting(
+            f"{self._codec.kind.kind} {self._name(key)} changed under each of {CAS_TRIES} "
+            "moves of its legacy record annotation (another writer keeps changing it); start "
+            "again once it stops"
+        )
+
     async def delete(self, key: str) -> bool:
         if self._object(key) is None:
             return False
@@ -350,142 +329,53 @@ class Repository(Generic[R]):
         return True
 
 
-def _decode(codec: Codec[R], obj: Mapping[str, Any]) -> R | None:
-    meta = obj.get("metadata") or {}
-    annotations: Mapping[str, str] = meta.get("annotations") or {}
-    values: dict[str, Any] = {}
-    values.update(_legacy(meta))
-    values.update(codec.key_fields(annotations.get(KEY_ANNOTATION) or meta.get("name", "")))
-    parts = Parts(
-        spec=dict(obj.get("spec") or {}),
-        status=dict(obj.get("status") or {}),
-        notes={
-            k.removeprefix(NOTE_PREFIX): v
-            for k, v in annotations.items()
-            if k.startswith(NOTE_PREFIX)
-        },
-    )
+def _decode(
+    codec: RecordCodec[R, Any, Any], obj: Mapping[str, Any], under: Mapping[str, Any] | None = None
+) -> R | None:
     try:
-        values.update(codec.decode(parts, meta))
-        return _build(codec.record_type, values)
+        return codec.decode(obj, under)
     except (TypeError, ValueError, KeyError, AttributeError):
-        log.warning("%s %s is not a record; skipped", codec.kind, meta.get("name"))
+        name = (obj.get("metadata") or {}).get("name")
+        log.warning("%s %s is not a record; skipped", codec.kind.kind, name)
         return None
+
+
+def _legacy_fields(text: str, name: Any) -> dict[str, Any]:
+    """The record fields a legacy record annotation holds ({} when it is unreadable)."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        log.warning("%s: unreadable legacy record annotation", name)
+        return {}
+    return record
+
+
+async def migrate_legacy_records(store: ObjectBackend, namespace: str = "default") -> int:
+    """Move every record object's legacy annotation into its spec, status and notes: run
+    once when the daemon opens its store (either backend), so reads never consult it.
+    Idempotent; returns how many objects were rewritten."""
+    done = 0
+    for codec in CODECS:
+        done += await Repository(store, codec, namespace, track=False).drop_legacy()
+    if done:
+        log.info("moved %d legacy record annotation(s) into spec and status", done)
+    return done
 
 
 class _StillConflicting(Conflict):
     """Every compare-and-set attempt of one change met a newer version (409)."""
 
 
-# -- decoding helpers (a kubectl user may write anything the schema allows) ------------------
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return None if text is None else int(text)
-    except ValueError:
-        return None
-
-
-def _some(**values: Any) -> dict[str, Any]:
-    """The fields whose source was present (``...`` marks an absent one)."""
-    return {k: v for k, v in values.items() if v is not ...}
-
-
-def _legacy(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The whole record an object written before records moved to spec/status carries."""
-    text = (meta.get("annotations") or {}).get(LEGACY_RECORD_ANNOTATION)
-    if not text:
-        return {}
-    try:
-        record = json.loads(text)
-    except ValueError:
-        record = None
-    if not isinstance(record, dict):
-        log.warning("%s: unreadable legacy record annotation", meta.get("name"))
-        return {}
-    return record
-
-
-def _created(parts: Parts, meta: Mapping[str, Any]) -> Any:
-    """A record's creation time: its note, else the legacy record's (``...``), else the
-    object's creationTimestamp (a person's kubectl-made record)."""
-    ts = unstamp(parts.notes.get("created-at"))
-    if ts is None and not _legacy(meta):
-        ts = unstamp(meta.get("creationTimestamp"))
-    return ... if ts is None else ts
-
-
-# -- AgentChannel ----------------------------------------------------------------------------
-
-_CHANNEL_PHASES: frozenset[str] = frozenset({"Pending", "Open", "Closed", "Expired"})
-
-
-def _channel_encode(rec: ChannelRecord) -> Parts:
-    spec: dict[str, Any] = {"participants": list(rec.participants), "subject": rec.subject}
-    if rec.topic:
-        spec["topic"] = rec.topic
-    if rec.ttl_secs:
-        spec["ttl"] = f"{rec.ttl_secs}s"
-    status: dict[str, Any] = {"phase": rec.phase, "openedAt": stamp(rec.created_at)}
-    if rec.expires_at:
-        status["expiresAt"] = stamp(rec.expires_at)
-    notes = {"created-by": rec.created_by} if rec.created_by else {}
-    return Parts(spec, status, notes)
-
-
-def _channel_decode(parts: Parts, meta: Mapping[str, Any]) -> dict[str, Any]:
-    spec, status = parts.spec, parts.status
-    created = unstamp(status.get("openedAt"))
-    ttl: int | None = None
-    if isinstance(spec.get("ttl"), str):
-        try:
-            ttl = max(1, round(parse_duration(spec["ttl"])))
-        except AgentCoordError:
-            log.warning(
-                "AgentChannel %s: spec.ttl %r is not a duration", meta.get("name"), spec["ttl"]
-            )
-    # The TTL is the user's (spec): the expiry follows it; status.expiresAt is only its echo.
-    expires: Any = None
-    if ttl:
-        expires = created + ttl if created is not None else unstamp(status.get("expiresAt")) or ...
-    phase = status.get("phase")
-    return _some(
-        participants=[str(p) for p in spec["participants"]] if "participants" in spec else ...,
-        subject=_str(spec.get("subject")) or ...,
-        topic=_str(spec.get("topic")) or "",
-        ttl_secs=ttl,
-        expires_at=expires,
-        phase=phase if phase in _CHANNEL_PHASES else ...,
-        created_at=... if created is None else created,
-        created_by=parts.notes.get("created-by", ...),
-    )
-
-
-_CHANNELS: Codec[ChannelRecord] = Codec(
-    plural="agentchannels",
-    kind="AgentChannel",
-    record_kind="channel",
-    record_type=ChannelRecord,
-    key=lambda r: r.name,
-    key_fields=lambda k: {"name": k},
-    encode=_channel_encode,
-    decode=_channel_decode,
-    spec_keys=frozenset({"participants", "subject", "topic", "ttl"}),
-    status_keys=frozenset({"phase", "openedAt", "expiresAt"}),
-    note_keys=frozenset({"created-by"}),
-)
+# -- the record seams on their objects ------------------------------------------------------
 
 
 class StoreChannelRecords:
     """:class:`agentcoord.stores.records.ChannelRecords` on AgentChannel objects."""
 
     def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
-        self._r = Repository(store, _CHANNELS, namespace, track=False)
+        self._r = Repository(store, CHANNELS, namespace, track=False)
 
     async def get(self, name: str) -> ChannelRecord | None:
         return self._r.get(name)
@@ -511,76 +401,11 @@ class StoreChannelRecords:
         return self._r.list()
 
 
-# -- HumanPrompt -----------------------------------------------------------------------------
-
-
-def _prompt_encode(rec: PromptRecord) -> Parts:
-    spec: dict[str, Any] = {
-        "kind": rec.kind,
-        "agent": rec.agent,
-        "message": rec.question,
-        "replySubject": f"prompts.{rec.id}.reply",
-        "meridianSpec": {
-            "type": "info" if rec.kind == "notify" else rec.kind,
-            "context": rec.context,
-        },
-    }
-    if rec.choices:
-        spec["choices"] = list(rec.choices)
-    if rec.schema is not None:
-        spec["responseSchema"] = rec.schema
-    status: dict[str, Any] = {"phase": "Pending" if rec.phase == "Open" else rec.phase}
-    if rec.phase == "Answered":
-        status.update(answer={"value": rec.answer}, answeredBy=rec.answered_by or "")
-        if rec.answered_at:
-            status["answeredAt"] = stamp(rec.answered_at)
-    return Parts(spec, status, {"created-at": stamp(rec.created_at)})
-
-
-def _prompt_decode(parts: Parts, meta: Mapping[str, Any]) -> dict[str, Any]:
-    spec, status = parts.spec, parts.status
-    meridian = spec.get("meridianSpec")
-    phase = status.get("phase")
-    answer = status.get("answer")
-    answered_at = unstamp(status.get("answeredAt"))
-    return _some(
-        kind=_str(spec.get("kind")) or ...,
-        agent=_str(spec.get("agent")) or ...,
-        question=spec.get("message", ...),
-        context=str(meridian.get("context") or "") if isinstance(meridian, dict) else ...,
-        choices=[str(c) for c in spec.get("choices") or []] if spec else ...,
-        schema=spec.get("responseSchema") if spec else ...,
-        # Pending is the kind's word for the record's Open; other phases are read as written.
-        phase=... if not isinstance(phase, str) else ("Open" if phase == "Pending" else phase),
-        answer=answer.get("value") if isinstance(answer, dict) else (None if status else ...),
-        answered_by=_str(status.get("answeredBy")) or (None if status else ...),
-        answered_at=answered_at if answered_at is not None or status else ...,
-        created_at=_created(parts, meta),
-    )
-
-
-_PROMPTS: Codec[PromptRecord] = Codec(
-    plural="humanprompts",
-    kind="HumanPrompt",
-    record_kind="prompt",
-    record_type=PromptRecord,
-    key=lambda r: r.id,
-    key_fields=lambda k: {"id": k},
-    encode=_prompt_encode,
-    decode=_prompt_decode,
-    spec_keys=frozenset(
-        {"kind", "agent", "message", "replySubject", "meridianSpec", "choices", "responseSchema"}
-    ),
-    status_keys=frozenset({"phase", "answer", "answeredBy", "answeredAt"}),
-    note_keys=frozenset({"created-at"}),
-)
-
-
 class StorePromptRecords:
     """:class:`agentcoord.stores.records.PromptRecords` on HumanPrompt objects."""
 
     def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
-        self._r = Repository(store, _PROMPTS, namespace, track=False)
+        self._r = Repository(store, PROMPTS, namespace, track=False)
 
     async def create(self, rec: PromptRecord) -> PromptRecord:
         stored, created = await self._r.create(rec)
@@ -606,60 +431,11 @@ class StorePromptRecords:
         return await self._r.change(prompt_id, answer_once)
 
 
-# -- AgentTask: a handoff's successor task ----------------------------------------------------
-
-
-def _handoff_encode(rec: TaskRecord) -> Parts:
-    spec: dict[str, Any] = {
-        "objective": rec.objective,
-        "assignedAgentRef": {"kind": "Agent", "name": rec.assigned_agent},
-        "context": json.dumps(rec.handoff, separators=(",", ":")),
-        "lineage": rec.lineage,
-    }
-    # status is the operator's from here on (phase, checkpoints): written at create only.
-    return Parts(spec, {"phase": "Pending"}, {"created-at": stamp(rec.created_at)})
-
-
-def _handoff_decode(parts: Parts, meta: Mapping[str, Any]) -> dict[str, Any]:
-    spec = parts.spec
-    ref = spec.get("assignedAgentRef")
-    context = spec.get("context")
-    handoff: Any = ...
-    if isinstance(context, str):
-        try:
-            handoff = json.loads(context)
-        except ValueError:
-            handoff = {"text": context}  # a person's plain-text hand-over note
-    lineage = spec.get("lineage")
-    return _some(
-        objective=spec.get("objective", ...),
-        assigned_agent=(_str(ref.get("name")) or ...) if isinstance(ref, dict) else ...,
-        handoff=handoff if isinstance(handoff, dict) else ...,
-        lineage=lineage if isinstance(lineage, dict) else ...,
-        created_at=_created(parts, meta),
-    )
-
-
-_HANDOFFS: Codec[TaskRecord] = Codec(
-    plural="agenttasks",
-    kind="AgentTask",
-    record_kind="handoff",
-    record_type=TaskRecord,
-    key=lambda r: r.name,
-    key_fields=lambda k: {"name": k},
-    encode=_handoff_encode,
-    decode=_handoff_decode,
-    spec_keys=frozenset({"objective", "assignedAgentRef", "context", "lineage"}),
-    status_keys=frozenset(),
-    note_keys=frozenset({"created-at"}),
-)
-
-
 class StoreTaskRecords:
     """:class:`agentcoord.stores.records.TaskRecords` (handoff successors) on AgentTasks."""
 
     def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
-        self._r = Repository(store, _HANDOFFS, namespace, track=False)
+        self._r = Repository(store, HANDOFFS, namespace, track=False)
 
     async def record_handoff(
         self, *, offer: str, task: str, from_agent: str, to_agent: str, context: dict[str, Any]
@@ -679,94 +455,11 @@ class StoreTaskRecords:
         return self._r.get(name)
 
 
-# -- Agent: a registered agent ----------------------------------------------------------------
-
-
-def _capacity(metadata: Mapping[str, Any]) -> int | None:
-    value = metadata.get("available_capacity")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
-
-
-def _registered_encode(rec: AgentRecord) -> Parts:
-    spec: dict[str, Any] = {
-        "agentType": rec.transport,
-        "description": rec.agent_name,
-        "capabilities": list(rec.capabilities),
-    }
-    if rec.endpoint:
-        spec["endpoint"] = rec.endpoint
-    capacity = _capacity(rec.metadata)
-    if capacity is not None:
-        spec["capacity"] = capacity
-    status: dict[str, Any] = {"phase": rec.status.capitalize() if rec.status else "Unknown"}
-    if rec.last_heartbeat:
-        status["lastHeartbeat"] = rec.last_heartbeat
-    notes = {
-        "agent-type": rec.agent_type,
-        "registered-at": rec.registered_at,
-        "registered-by": rec.registered_by,
-        "heartbeat-ttl": str(rec.heartbeat_ttl),
-        "metadata": json.dumps(rec.metadata, separators=(",", ":"), default=str)
-        if rec.metadata
-        else "",
-    }
-    return Parts(spec, status, {k: v for k, v in notes.items() if v})
-
-
-def _registered_decode(parts: Parts, meta: Mapping[str, Any]) -> dict[str, Any]:
-    spec, status, notes = parts.spec, parts.status, parts.notes
-    if "metadata" in notes:
-        metadata = json.loads(notes["metadata"])
-    else:
-        metadata = _legacy(meta).get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise TypeError("metadata")
-    # spec.capacity is the user's: an edit sets it, removing it removes the limit.
-    if isinstance(spec.get("capacity"), int):
-        metadata["available_capacity"] = spec["capacity"]
-    elif _capacity(metadata) is not None:
-        del metadata["available_capacity"]
-    phase = _str(status.get("phase"))
-    ttl = _int(notes.get("heartbeat-ttl"))
-    return _some(
-        transport=_str(spec.get("agentType")) or ...,
-        agent_name=spec["description"] if isinstance(spec.get("description"), str) else ...,
-        capabilities=[str(c) for c in spec["capabilities"]] if "capabilities" in spec else ...,
-        endpoint=_str(spec.get("endpoint")) or ("" if "agentType" in spec else ...),
-        status=... if phase is None else ("" if phase == "Unknown" else phase.lower()),
-        last_heartbeat=_str(status.get("lastHeartbeat")) or ...,
-        metadata=metadata,
-        agent_type=notes.get("agent-type", ...),
-        registered_at=notes.get("registered-at", ...),
-        registered_by=notes.get("registered-by", ...),
-        heartbeat_ttl=... if ttl is None else ttl,
-    )
-
-
-_REGISTERED: Codec[AgentRecord] = Codec(
-    plural="agents",
-    kind="Agent",
-    record_kind="registered",
-    record_type=AgentRecord,
-    key=lambda r: r.agent_id,
-    key_fields=lambda k: {"agent_id": k},
-    encode=_registered_encode,
-    decode=_registered_decode,
-    spec_keys=frozenset({"agentType", "description", "capabilities", "endpoint", "capacity"}),
-    status_keys=frozenset({"phase", "lastHeartbeat"}),
-    note_keys=frozenset(
-        {"agent-type", "registered-at", "registered-by", "heartbeat-ttl", "metadata"}
-    ),
-)
-
-
 class StoreAgentRecords:
     """:class:`agentcoord.stores.agentrecords.AgentRecords` on Agent objects."""
 
     def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
-        self._r = Repository(store, _REGISTERED, namespace, track=True)
+        self._r = Repository(store, REGISTERED, namespace, track=True)
 
     async def upsert(self, record: AgentRecord) -> None:
         await self._r.put(record)
@@ -781,110 +474,11 @@ class StoreAgentRecords:
         return self._r.list()
 
 
-# -- AgentTask: a dispatch job ----------------------------------------------------------------
-
-_JOB_PHASES = {"pending": "Pending", "running": "Running", "succeeded": "Succeeded"}
-_NO_TASK = "(no task text)"  # spec.objective is required; a job may have none
-
-
-def _job_encode(rec: AgentTaskRecord) -> Parts:
-    spec: dict[str, Any] = {
-        "objective": rec.task or _NO_TASK,
-        "assignedAgentRef": {"kind": "Agent", "name": rec.agent_id},
-    }
-    status: dict[str, Any] = {"phase": _JOB_PHASES.get(rec.status, "Failed")}
-    if rec.error:
-        status["message"] = rec.error
-    elif rec.status not in _JOB_PHASES:
-        status["message"] = rec.status
-    notes = {
-        "transport": rec.transport,
-        "requested-by": rec.requested_by,
-        "created-at": rec.created_at,
-        "finished-at": rec.finished_at,
-        "sandbox": rec.sandbox,
-        "log-dir": rec.log_dir,
-        "remote-job-id": rec.remote_job_id,
-        "profile": rec.profile,
-        "exit-code": "" if rec.exit_code is None else str(rec.exit_code),
-        "outcome": rec.status if rec.status not in _JOB_PHASES else "",
-    }
-    if rec.result is not None:
-        if isinstance(rec.result, str):
-            status["result"] = rec.result
-        else:
-            status["result"] = json.dumps(rec.result, default=str)
-            notes["result-format"] = "json"
-    return Parts(spec, status, {k: v for k, v in notes.items() if v})
-
-
-def _job_decode(parts: Parts, meta: Mapping[str, Any]) -> dict[str, Any]:
-    spec, status, notes = parts.spec, parts.status, parts.notes
-    ref = spec.get("assignedAgentRef")
-    phase = _str(status.get("phase"))
-    state: Any = ...
-    if phase == "Failed":
-        # the outcome (failed, timed_out, cancelled) is a note; a legacy record has its own
-        state = notes.get("outcome") or _legacy(meta).get("status") or "failed"
-    elif phase is not None:
-        state = phase.lower()
-    message = _str(status.get("message")) or ""
-    result: Any = ... if not status else status.get("result")
-    if isinstance(result, str) and notes.get("result-format") == "json":
-        result = json.loads(result)
-    objective = spec.get("objective")
-    return _some(
-        task=("" if objective == _NO_TASK else objective) if isinstance(objective, str) else ...,
-        agent_id=(_str(ref.get("name")) or ...) if isinstance(ref, dict) else ...,
-        status=state,
-        error=(... if not status else ("" if message == state else message)),
-        result=result,
-        transport=notes.get("transport", ...),
-        requested_by=notes.get("requested-by", ...),
-        created_at=notes.get("created-at", ...),
-        finished_at=notes.get("finished-at", ...),
-        sandbox=notes.get("sandbox", ...),
-        log_dir=notes.get("log-dir", ...),
-        remote_job_id=notes.get("remote-job-id", ...),
-        profile=notes.get("profile", ...),
-        exit_code=_int(notes.get("exit-code")) if "exit-code" in notes else ...,
-    )
-
-
-_JOBS: Codec[AgentTaskRecord] = Codec(
-    plural="agenttasks",
-    kind="AgentTask",
-    record_kind="job",
-    record_type=AgentTaskRecord,
-    key=lambda r: f"job-{r.job_id}",
-    key_fields=lambda k: {"job_id": k.removeprefix("job-")},
-    encode=_job_encode,
-    decode=_job_decode,
-    spec_keys=frozenset({"objective", "assignedAgentRef"}),
-    status_keys=frozenset({"phase", "message", "result"}),
-    note_keys=frozenset(
-        {
-            "transport",
-            "requested-by",
-            "created-at",
-            "finished-at",
-            "sandbox",
-            "log-dir",
-            "remote-job-id",
-            "profile",
-            "exit-code",
-            "outcome",
-            "result-format",
-        }
-    ),
-)
-
-
 class StoreJobRecords:
     """:class:`agentcoord.stores.agentrecords.TaskRecords` (dispatch jobs) on AgentTasks."""
 
     def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
-        self._r = Repository(store, _JOBS, namespace, track=True)
+        self._r = Repository(store, JOBS, namespace, track=True)
 
     async def upsert(self, record: AgentTaskRecord) -> None:
         await self._r.put(record)
@@ -899,8 +493,8 @@ class StoreJobRecords:
         return self._r.list()
 
 
-_CODECS: dict[tuple[str, str], Codec[Any]] = {
-    (c.kind, c.record_kind): c for c in (_CHANNELS, _PROMPTS, _HANDOFFS, _REGISTERED, _JOBS)
+_CODECS: dict[tuple[str, str], RecordCodec[Any, Any, Any]] = {
+    (c.kind.kind, c.record_kind): c for c in CODECS
 }
 
 
@@ -910,3 +504,12 @@ def record_of(obj: Mapping[str, Any]) -> Any | None:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     codec = _CODECS.get((str(obj.get("kind")), str(labels.get(KIND_LABEL))))
     return None if codec is None else _decode(codec, obj)
+
+
+def object_of(rec: Any, namespace: str = "default") -> Obj:
+    """The object a daemon's create writes for ``rec`` (any record type above): the pure
+    encoding, the inverse of :func:`record_of`."""
+    for codec in CODECS:
+        if type(rec) is codec.record_type:
+            return codec.create_body(rec, namespace)
+    raise TypeError(f"{type(rec).__name__} is not a record kept as an object")

@@ -4,7 +4,9 @@
 ``sqlite`` opens the daemon's own store and its kubectl API (:func:`start_objects`);
 ``kubernetes`` opens :class:`~agentcoord.stores.objects.kube.KubeObjectStore` and serves no
 kube API (kubectl talks to the real API server; a second, partial API would only mislead).
-Everything opened is closed by the exit stack in reverse order.
+Either way, the records' legacy annotations are moved into spec and status once, here
+(:func:`~agentcoord.stores.objects.repository.migrate_legacy_records`, docs/store.md "Older
+objects"). Everything opened is closed by the exit stack in reverse order.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from agentcoord.kernel.files import write_private
 from agentcoord.kernel.httpserver import HttpServer
 from agentcoord.stores.objects.api import KubeApi
 from agentcoord.stores.objects.backend import ObjectBackend
+from agentcoord.stores.objects.repository import migrate_legacy_records
 from agentcoord.stores.objects.store import ObjectStore
 from agentcoord.stores.objects.tables import LiveCells
 from agentcoord.stores.objects.tls import (
@@ -70,6 +73,7 @@ async def open_store(
     the API listener's connection limits (docs/security.md "Limits")."""
     if cfg.store != "kubernetes":
         store, _, _ = await start_objects(cfg, stack, live=live, listener=listener)
+        await migrate_legacy_records(store, cfg.kube_namespace)
         return store
     try:  # lazily: the default start does not pay for the client
         from agentcoord.stores.objects.kube import KubeObjectStore
@@ -80,6 +84,7 @@ async def open_store(
     kube = await stack.enter_async_context(
         KubeObjectStore(cfg.kubeconfig, namespace=cfg.kube_namespace)
     )
+    await migrate_legacy_records(kube, cfg.kube_namespace)
     marker = kube_external_file(cfg)
     _write_private(marker, f"{cfg.kubeconfig or ''}\n")
     stack.callback(_unlink, marker)

@@ -1,0 +1,22 @@
+"""One process as the identity rules see it: a value read once by the probe
+(:class:`agentcoord.identity.procprobe.PsutilProbe`), so every rule over it is pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["ProcInfo"]
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """What the daemon knows about one process in the chain."""
+
+    pid: int
+    create_time: float
+    name: str
+    argv0: str = ""
+    exe: str = ""
+    cwd: str | None = None
+    environ: Mapping[str, str] = field(default_factory=dict)

@@ -1,0 +1,60 @@
+"""How a session agent is named: one pure rule (kernel/sessionnames.py) for both directories."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentcoord.kernel.sessionnames import host_suffix, session_name, session_stem
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("base", "taken", "host", "name"),
+    [
+        ("app", set(), None, "app-1"),
+        ("app", {"app-1"}, None, "app-2"),
+        ("app", {"app-1", "app-2", "app-4"}, None, "app-3"),  # the smallest free number
+        ("app", {"app-2"}, None, "app-1"),
+        ("app", {"other-1"}, None, "app-1"),
+        ("My Project", set(), None, "my-project-1"),
+        ("my-project", {"my-project-1"}, None, "my-project-2"),  # another dir, same stem
+        (None, set(), None, "session-1"),
+        ("", {"session-1"}, None, "session-2"),
+        ("__", set(), None, "session-1"),
+        ("app", set(), "host-a", "app-1--host-a"),
+        ("app", {"app-1--host-a"}, "host-a", "app-2--host-a"),
+        ("app", {"app-1"}, "host-a", "app-1--host-a"),  # counted per host
+        ("app", {"app-1--host-b"}, "host-a", "app-1--host-a"),
+    ],
+)
+def test_session_name(base: str | None, taken: set[str], host: str | None, name: str) -> None:
+    """A new session's name is its stem, the smallest number from 1 not taken, and its host."""
+    assert session_name(base, taken, host) == name
+
+
+@pytest.mark.parametrize(
+    ("base", "stem"),
+    [
+        ("My Project", "my-project"),
+        ("app.v2_final", "app-v2-final"),
+        ("--x--", "x"),
+        ("Ünïcode", "n-code"),
+        ("a" * 50, "a" * 40),
+        ("a" * 39 + "-b", "a" * 39),  # cut at 40, then no trailing dash
+        ("", "session"),
+        (None, "session"),
+        ("/", "session"),
+    ],
+)
+def test_session_stem_is_dns_label_safe(base: str | None, stem: str) -> None:
+    """The readable part is lower-case a-z0-9 and dashes, at most 40 characters, never empty."""
+    assert session_stem(base) == stem
+    assert session_stem(stem) == stem  # making a stem safe again changes nothing
+
+
+def test_host_suffix() -> None:
+    """Only daemons sharing one NATS qualify names with their host."""
+    assert host_suffix(None) == ""
+    assert host_suffix("") == ""
+    assert host_suffix("build-box") == "--build-box"
