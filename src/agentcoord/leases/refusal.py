@@ -38,12 +38,15 @@ def file_row(fk: FileKey, site: Site | None) -> dict[str, Any]:
     return row
 
 
-def deny_text(fk: FileKey, holder: Holder, site: Site | None, intent: str) -> str:
-    """The write guard's deny reason: who holds the file, since when, what they are on, and how
-    to reach them."""
+def deny_text(
+    fk: FileKey, holder: Holder, site: Site | None, intent: str, within: str | None = None
+) -> str:
+    """The write guard's deny reason: who holds the file (or the folder or glob ``within``
+    that covers it), since when, what they are on, and how to reach them."""
     lease = " (an automatic edit lease)" if holder.purpose == AUTO_LEASE_PURPOSE else ""
+    what = f" is inside {within}, which is" if within else " is"
     text = (
-        f"{shown_key(file_row(fk, site))} is claimed for writing by {holder.agent} since "
+        f"{shown_key(file_row(fk, site))}{what} claimed for writing by {holder.agent} since "
         f"{human_time(holder.acquired)}{lease}"
     )
     if intent:
@@ -81,8 +84,9 @@ def commit_refusal(found: list[Blocker], committer: Caller, now: float) -> str:
     for b in found:
         h = b.holder
         why = f" ({b.intent})" if b.intent else ""
+        within = f" (claims {b.within})" if b.within else ""
         lines.append(
-            f"  {b.path}: {h.agent}{why}, since {human_time(h.acquired)} "
+            f"  {b.path}: {h.agent}{within}{why}, since {human_time(h.acquired)} "
             f"({format_duration(max(0.0, now - h.acquired))} ago), until {human_time(h.expires)}"
         )
     if committer.kind == "anonymous":
