@@ -38,6 +38,7 @@ from agentcoord.stores.kv import ClaimRecord, Holder, escape_key
 
 DECISION_GOAL_MS = 1.0
 KEY_RATIO_GOAL = 1.2
+TREE_GOAL_MS = 2.0
 
 __all__ = [
     "file_key",
@@ -137,6 +138,32 @@ async def guard_latency(c: bench_claims.Mcp, repo: Path, n: int) -> dict[str, li
     return {"hook": hook, "ping": ping}
 
 
+async def bash_latency(c: bench_claims.Mcp, repo: Path, n: int) -> dict[str, list[float]]:
+    """The working-tree guard: the PreToolUse hook's answer for a Bash ``git checkout`` in
+    ``repo`` (parsed with the shell parser, the worktree found, its sessions and claims looked
+    at; nobody else works there, so it is allowed), against ``ping``, alternating."""
+    payload = {
+        "session_id": "bench",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "cd src && git checkout -q -b topic && git status"},
+        "cwd": str(repo),
+    }
+    params = {"event": "pre-tool-use", "payload": payload}
+    hook: list[float] = []
+    ping: list[float] = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await c.request("ping", {})
+        ping.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        out = await c.request("agentcoord/hook", params)
+        hook.append(time.perf_counter() - t)
+        if out.get("output") is not None:
+            raise RuntimeError(f"the working-tree guard refused a tree nobody else uses: {out}")
+    return {"bash": hook, "bash_ping": ping}
+
+
 async def key_latency(c: bench_claims.Mcp, repo: Path, n: int) -> dict[str, list[float]]:
     """``claim`` by ``file:src/...`` (relative to the caller's cwd in ``repo``) and by the
     absolute path, alternating, each released untimed."""
@@ -180,10 +207,12 @@ async def measure(
         await _wait_claims(c, claims)
         await guard_latency(c, repo, min(50, n))
         guard = await guard_latency(c, repo, n)
+        await bash_latency(c, repo, min(50, n))
+        bash = await bash_latency(c, repo, n)
     finally:
         await c.close()
         await nc.close()
-    return {**keys, **guard}
+    return {**keys, **guard, **bash}
 
 
 def report(
@@ -206,6 +235,13 @@ def report(
             "",
             0.0,
             f"<= {DECISION_GOAL_MS:g} ms",
+        ),
+        (
+            "working-tree guard decision for a Bash git checkout (hook - ping), p50",
+            median_ms(r["bash"]) - median_ms(r["bash_ping"]),
+            "",
+            0.0,
+            f"<= {TREE_GOAL_MS:g} ms",
         ),
         (
             "claim file:src/x.py from a cwd in a git repository, p50",

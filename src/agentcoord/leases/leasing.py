@@ -37,12 +37,15 @@ from agentcoord.leases.holders import (
 )
 from agentcoord.leases.matcher import covers, is_pattern
 from agentcoord.leases.patterns import Overlap, PatternClaims, names_pattern
-from agentcoord.leases.refusal import commit_refusal, deny_text
+from agentcoord.leases.refusal import commit_refusal, deny_text, stage_refusal, tree_refusal
 from agentcoord.leases.sites import ClaimSites, Site
+from agentcoord.leases.worktrees import changed_files, peers_in, risky_calls, theirs
 from agentcoord.stores.kv import Contention, Granted
 from agentcoord.stores.kv.keys import MAX_KEY_CHARS
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agentcoord.kernel.caller import Caller
     from agentcoord.stores.kv import ClaimStore, FocusStore, Holder, Mode, ProcKey
 
@@ -193,6 +196,34 @@ class Leases:
                     await self.claims.release(agent, key, holder.token)
                 except ToolError as exc:  # replaced or lapsed meanwhile
                     log.debug("edit lease on %s not released: %s", key, exc)
+
+    # ---- the working-tree guard -----------------------------------------------------------
+
+    async def guard_git(
+        self, caller: Caller, line: str, cwd: str, cwds: Mapping[str, str]
+    ) -> str | None:
+        """The working-tree guard for ``caller`` about to run the shell command ``line`` in
+        ``cwd``: the refusal when a git run in it moves a worktree another agent works in
+        (``cwds``: the live sessions' names to their cwds; or claims taken from it), or stages
+        everything there while that includes files others hold; else None (docs/claims.md
+        "Working-tree guard")."""
+        if "git" not in line:
+            return None  # the usual Bash command: nothing to parse
+        risky = await asyncio.to_thread(risky_calls, line, cwd)
+        for call, effect, tree in risky:
+            peers = peers_in(tree, caller.agent, cwds, self.claims, self.sites)
+            if not peers:
+                continue
+            if effect == "moves":
+                return tree_refusal(call, tree, peers, self.intent_of)
+            changed = await asyncio.to_thread(changed_files, tree.top)
+            if changed is None:
+                continue
+            held = theirs(changed, peers)
+            if held:
+                own = [p for p in changed if p not in held]
+                return stage_refusal(call, tree, held, own)
+        return None
 
     # ---- the commit check ------------------------------------------------------------------
 
