@@ -247,7 +247,9 @@ def _main_full(args: list[str]) -> int:
         action="store_true",
         help="instead: install the agentcoord plugin (server, hooks, skill) with claude plugin",
     )
-    p_git = setup_sub.add_parser("git", help="install the pre-commit guard (claimed files)")
+    p_git = setup_sub.add_parser(
+        "git", help="install the pre-commit and pre-push guards (claimed files)"
+    )
     p_git.add_argument("repo", nargs="?", help="the repository (default: the current directory)")
     p_git.add_argument("--remove", action="store_true", help="remove it, restore the old hook")
     p_hook = sub.add_parser("hook", help="Claude Code hook command (reads the hook JSON)")
@@ -442,27 +444,28 @@ def _setup(project: bool, remove: bool) -> int:
 
 
 def _setup_git(repo: str | None, remove: bool) -> int:
-    """``setup git [REPO] [--remove]``: the pre-commit guard (docs/claims.md "Commit guard")."""
+    """``setup git [REPO] [--remove]``: the pre-commit and pre-push guards (docs/claims.md
+    "Commit guard", "Push guard")."""
     from pathlib import Path
 
-    from agentcoord.gitguard.commitguard import ALLOW_ENV, install_guard, remove_guard
+    from agentcoord.gitguard.commitguard import ALLOW_ENV, GUARDS, install_guard, remove_guard
 
     where = Path(repo) if repo else Path.cwd()
-    report = remove_guard(where) if remove else install_guard(where)
-    if report.action == "absent":
-        print(f"no agentcoord commit guard in {report.hook}")
-    elif report.action == "removed":
-        print(f"removed the commit guard from {report.hook}")
-        if report.restored:
-            print(f"restored the pre-commit hook it ran first: {report.hook}")
-    else:
-        done = {"installed": "installed", "updated": "updated"}.get(report.action)
-        print(
-            f"{done} the commit guard: {report.hook}" if done else f"already there: {report.hook}"
-        )
-        if report.chained is not None:
-            print(f"it runs the previous pre-commit hook first: {report.chained}")
-        print(f"override for one commit: {ALLOW_ENV}=1 git commit ...")
+    for guard in GUARDS:
+        report = remove_guard(where, guard) if remove else install_guard(where, guard=guard)
+        name = f"{guard.what} guard"
+        if report.action == "absent":
+            print(f"no agentcoord {name} in {report.hook}")
+        elif report.action == "removed":
+            print(f"removed the {name} from {report.hook}")
+            if report.restored:
+                print(f"restored the {guard.hook} hook it ran first: {report.hook}")
+        else:
+            done = {"installed": "installed", "updated": "updated"}.get(report.action)
+            print(f"{done} the {name}: {report.hook}" if done else f"already there: {report.hook}")
+            if report.chained is not None:
+                print(f"it runs the previous {guard.hook} hook first: {report.chained}")
+            print(f"override for one {guard.what}: {ALLOW_ENV}=1 git {guard.what} ...")
     return EXIT_OK
 
 

@@ -227,10 +227,12 @@ class Leases:
 
     # ---- the commit check ------------------------------------------------------------------
 
-    async def check_commit(self, committer: Caller, cwd: str, paths: list[str]) -> dict[str, Any]:
+    async def check_commit(
+        self, committer: Caller, cwd: str, paths: list[str], push: bool = False
+    ) -> dict[str, Any]:
         """Which of ``paths`` (relative to the worktree ``cwd``) another agent holds a write
         claim on: ``{"ok", "checked", "agent", "blocked": [...], "message"}`` (docs/claims.md
-        "Commit guard")."""
+        "Commit guard"; for a push, the paths its commits change: "Push guard")."""
         live = [(key, h) for key, h in self.claims.check("") if h.mode == "write"]
         # Stored keys naming an absolute path (non-canonical, claimed before keys were) -> it.
         legacy = {key: path for key, _ in live if (path := legacy_file_key(key)) is not None}
@@ -264,5 +266,5 @@ class Leases:
             "checked": len(paths),
             "agent": committer.agent,
             "blocked": [b.as_dict() for b in found],
-            "message": commit_refusal(found, committer, time.time()) if found else "",
+            "message": commit_refusal(found, committer, time.time(), push) if found else "",
         }

@@ -85,13 +85,21 @@ def claim_text(result: dict[str, Any]) -> str:
     )
 
 
-def commit_refusal(found: list[Blocker], committer: Caller, now: float) -> str:
-    """What the pre-commit hook prints when it refuses the commit: each file, its holder, their
-    intent, since and until when, then how to go on (the override, and what ``--no-verify``
-    also skips)."""
+def commit_refusal(found: list[Blocker], committer: Caller, now: float, push: bool = False) -> str:
+    """What the pre-commit (or, with ``push``, the pre-push) hook prints when it refuses: each
+    file, its holder, their intent, since and until when, then how to go on (the override, and
+    what ``--no-verify`` also skips)."""
     n = len(found)
-    files = "1 staged file is" if n == 1 else f"{n} staged files are"
-    lines = [f"agentcoord: commit refused: {files} claimed for writing by another agent:"]
+    what, doing = ("push", "pushes") if push else ("commit", "commits")
+    if push:
+        files = (
+            "1 file the pushed commits change is"
+            if n == 1
+            else f"{n} files the pushed commits change are"
+        )
+    else:
+        files = "1 staged file is" if n == 1 else f"{n} staged files are"
+    lines = [f"agentcoord: {what} refused: {files} claimed for writing by another agent:"]
     for b in found:
         h = b.holder
         why = f" ({b.intent})" if b.intent else ""
@@ -102,17 +110,17 @@ def commit_refusal(found: list[Blocker], committer: Caller, now: float) -> str:
         )
     if committer.kind == "anonymous":
         lines.append(
-            "This commit comes from no agent (your terminal, or a process agentcoord cannot "
+            f"This {what} comes from no agent (your terminal, or a process agentcoord cannot "
             "attribute), so any agent's write claim blocks it."
         )
     else:
-        lines.append(f"You are {committer.agent}; your own claims never block your commits.")
+        lines.append(f"You are {committer.agent}; your own claims never block your {doing}.")
     lines.append(
-        "Ask the holder, or wait for the claim to be released (agentcoord claims), or "
-        "commit anyway:"
+        f"Ask the holder, or wait for the claim to be released (agentcoord claims), or "
+        f"{what} anyway:"
     )
-    lines.append(f"  {ALLOW_ENV}=1 git commit ...")
-    lines.append("(git commit --no-verify also skips it, and every other pre-commit hook)")
+    lines.append(f"  {ALLOW_ENV}=1 git {what} ...")
+    lines.append(f"(git {what} --no-verify also skips it, and every other pre-{what} hook)")
     return "\n".join(lines)
 
 
