@@ -86,6 +86,9 @@ EFFECTS = [
     ("log --all", None),
     ("diff", None),
     ("checkout --help", None),
+    ("worktree remove ../other", "moves"),
+    ("worktree move --force ../other ../elsewhere", "moves"),
+    ("worktree list", None),
 ]
 
 

@@ -89,9 +89,9 @@ def test_a_branch_switch_under_another_session_is_refused_and_the_tree_stays(
 def test_cd_and_dash_c_reach_the_other_tree(
     wt: tuple[Path, Path], sessions: Callable[[Path], Session]
 ) -> None:
-    """From W2, ``cd`` into W1 then ``git stash``, ``git -C W1 reset --hard`` and a subshell's
-    ``git clean`` are refused while B works in W1; the same commands on W2 itself (where
-    nobody else works) run."""
+    """From W2, ``cd`` into W1 then ``git stash``, ``git -C W1 reset --hard``, a subshell's
+    ``git clean`` and ``git worktree remove W1`` are refused while B works in W1; the same
+    commands on W2 itself (where nobody else works) run."""
     w1, w2 = wt
     a, b = sessions(w2), sessions(w1)
     (w1 / "dirty.txt").write_text("B's work\n")
@@ -105,6 +105,9 @@ def test_cd_and_dash_c_reach_the_other_tree(
         assert reason is not None, command
         assert b.name in reason
     assert (w1 / "dirty.txt").read_text() == "B's work\n"
+    reason = bash(a, f"git worktree remove --force {w1}")  # from W2: W1 is the tree it takes
+    assert reason is not None
+    assert b.name in reason
     assert bash(a, "git checkout -q -b mine && git stash list") is None
     assert branch(w2) == "mine"
 

@@ -2,8 +2,9 @@
 
 Several sessions may share one worktree: a command that switches its branch, stashes, resets,
 cleans, restores or checks out paths, rebases, merges or pulls changes the files and the branch
-under every session working there, and one that stages everything (``add -A``, ``add .``,
-``commit -a``) takes the other sessions' half-done files into a commit. This module sorts a
+under every session working there (and ``worktree remove|move`` takes the tree it names away),
+and one that stages everything (``add -A``, ``add .``, ``commit -a``) takes the other sessions'
+half-done files into a commit. This module sorts a
 :class:`~agentcoord.leases.shellgit.GitCall` into ``moves`` (the tree's branch or files are
 rewritten), ``stages-all`` (every change in the tree is staged) or None (nothing another
 session would lose: ``status``, ``log``, ``diff``, ``stash list``, ``clean -n``, ``add
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from agentcoord.leases.shellgit import GitCall
 
-__all__ = ["BUILTIN", "TreeEffect", "tree_effect"]
+__all__ = ["BUILTIN", "TreeEffect", "other_tree", "tree_effect"]
 
 TreeEffect = Literal["moves", "stages-all"]
 
@@ -127,11 +128,23 @@ def _dry_clean(args: tuple[str, ...]) -> bool:
     return False
 
 
+def other_tree(call: GitCall) -> str | None:
+    """The worktree a ``git worktree remove|move <tree>`` acts on (as written), else None: it
+    deletes or moves that tree, not the one it runs in."""
+    if call.sub != "worktree" or not call.args or call.args[0] not in ("remove", "move"):
+        return None
+    named = [a for a in call.args[1:] if not a.startswith("-")]
+    return named[0] if named else None
+
+
 def tree_effect(call: GitCall) -> TreeEffect | None:
-    """What ``call`` does to the worktree it runs in (see the module doc)."""
+    """What ``call`` does to the worktree it runs in, or for ``worktree remove|move`` to the
+    tree it names (see the module doc)."""
     sub, args = call.sub, call.args
     if "-h" in args or "--help" in args:
         return None
+    if other_tree(call) is not None:
+        return "moves"
     if sub == "add":
         return "stages-all" if any(a in _ALL_PATHS for a in args) else None
     if sub == "commit":

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from agentcoord.leases.filekeys import FILE_PREFIX, SEPARATOR, resolve_file_key, split_file_key
 from agentcoord.leases.matcher import covers
 from agentcoord.leases.shellgit import GitCall, git_calls
-from agentcoord.leases.treeguard import BUILTIN, TreeEffect, tree_effect
+from agentcoord.leases.treeguard import BUILTIN, TreeEffect, other_tree, tree_effect
 
 if TYPE_CHECKING:
     from agentcoord.leases.sites import ClaimSites
@@ -113,7 +113,10 @@ def risky_calls(line: str, cwd: str) -> list[tuple[GitCall, TreeEffect, Tree]]:
             effect = tree_effect(call)
             if effect is None:
                 continue
-            tree = tree_of(call.work_tree or call.cwd or directory)
+            named = other_tree(call)
+            base = call.cwd or directory
+            where = os.path.join(base, named) if named else call.work_tree or base
+            tree = tree_of(where)
             if tree is not None:
                 out.append((call, effect, tree))
     return out
