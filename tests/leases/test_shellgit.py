@@ -36,6 +36,12 @@ LINES = [
     ("echo $(git stash)", [("/w", None, "stash", ())]),
     ("cd $X && git clean -fd", [(None, None, "clean", ("-fd",))]),
     ("cat <<EOF\nx\nEOF\ngit stash pop", [("/w", None, "stash", ("pop",))]),
+    (
+        "git add -A && git commit -m \"$(cat <<'EOF'\nFix it's parser\n\nEOF\n)\"",
+        [("/w", None, "add", ("-A",)), ("/w", None, "commit", ("-m", "$(cat \n)"))],
+    ),
+    ('cat > x <<-"END"\n\tgit checkout y\n\tEND\ngit stash', [("/w", None, "stash", ())]),
+    ("echo '<<EOF' && git pull", [("/w", None, "pull", ())]),  # no body follows: kept
     ("echo git checkout main", []),  # an argument, not a command
     ("ls -la", []),
 ]

@@ -6,14 +6,16 @@ A session's Bash tool runs a command line, not one program: ``cd ../app && git c
 own grammar) and walked: each simple command that runs ``git`` is a :class:`GitCall` with the
 directory it runs in, after every ``cd`` before it in the same shell (a subshell's or a pipe's
 ``cd`` stays in it), ``git -C``, ``--work-tree`` and ``GIT_WORK_TREE``. A directory that
-cannot be known without running the line (``cd "$X"``) is None. A line bashlex cannot parse
-is split by :mod:`shlex` into commands at the shell's operators instead. Pure: text in, calls
-out.
+cannot be known without running the line (``cd "$X"``) is None. Here-document bodies are left
+out first (data, and bashlex cannot read ``<<'EOF'``). A line bashlex cannot parse, or one over
+16 KiB, is split by :mod:`shlex` into commands at the shell's operators instead. Pure: text in,
+calls out.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ _SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
 # git's global options that take a value as the next word (git(1) "OPTIONS").
 _GIT_VALUE_OPTS = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"}
 _MAX_DEPTH = 4  # nested ``bash -c`` lines followed
+_MAX_PARSED = 16 * 1024  # longer lines are split by shlex instead
 
 
 @dataclass(frozen=True)
@@ -193,9 +196,39 @@ def _lexed(line: str, cwd: str | None, depth: int) -> list[GitCall]:
     return walk.calls
 
 
+# A here-document operator: ``<<EOF``, ``<<-EOF``, ``<<'EOF'``, ``<< "EOF"`` (not ``<<<``).
+_HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_.\-]+)\2")
+
+
+def without_heredocs(line: str) -> str:
+    """``line`` with each here-document's body left out (and its operator): a body is data
+    for the command, and bashlex does not read a quoted delimiter (``<<'EOF'``, how
+    ``git commit -m "$(cat <<'EOF' ... EOF)"`` is written). A body whose delimiter line never
+    comes leaves the line as it was."""
+    if "<<" not in line:
+        return line
+    out: list[str] = []
+    pending: list[tuple[str, bool]] = []  # (delimiter, tabs stripped)
+    for text in line.split("\n"):
+        if pending:
+            delim, tabs = pending[0]
+            if (text.lstrip("\t") if tabs else text) == delim:
+                pending.pop(0)
+            continue
+        for m in _HEREDOC.finditer(text):
+            pending.append((m.group(3), m.group(1) == "-"))
+        out.append(_HEREDOC.sub("", text))
+    return line if pending else "\n".join(out)
+
+
 def _calls(line: str, cwd: str | None, depth: int) -> list[GitCall]:
     if "git" not in line:
         return []
+    line = without_heredocs(line)
+    if "git" not in line:
+        return []
+    if len(line) > _MAX_PARSED:
+        return _lexed(line, cwd, depth)  # bashlex takes ~25 ms per KiB: a bound on the hook
     import bashlex  # parsing tables load on first use, not at the daemon's start
 
     try:
