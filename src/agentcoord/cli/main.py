@@ -214,6 +214,11 @@ def _main_full(args: list[str]) -> int:
             p_view.add_argument("--limit", type=int, default=100)
         if view == "claims":
             p_view.add_argument("prefix", nargs="?", default="", help="key prefix")
+    p_conflicts = sub.add_parser(
+        "conflicts", help="files two worktrees of a repository both change, before the merge"
+    )
+    p_conflicts.add_argument("repo", nargs="?", help="the repository (default: here)")
+    p_conflicts.add_argument("--json", action="store_true", help="machine-readable output")
     p_tail = sub.add_parser("tail", help="follow the audit log live")
     _common(p_tail)
     p_tail.add_argument("--json", action="store_true", help="one JSON event per line")
@@ -278,6 +283,10 @@ def _main_full(args: list[str]) -> int:
             from agentcoord.claude.hookclient import run_hook
 
             return run_hook(ns.event)
+        if ns.command == "conflicts":
+            from agentcoord.cli.conflicts import show_conflicts
+
+            return show_conflicts(ns.repo, ns.json)
         if ns.command == "setup" and ns.client == "git":
             return _setup_git(ns.repo, ns.remove)
         if ns.command == "setup" and ns.client == "claude" and ns.plugin:
