@@ -270,15 +270,17 @@ def area_claimkeys(ctx: Ctx) -> Area:
     """The write guard's decision with many claims, and file keys relative vs absolute."""
     import claimkeys as bench_claimkeys
 
-    n, held = ctx.size(300, 1000), 1000
+    n, held, globs = ctx.size(300, 1000), 1000, 100
     repo = bench_claimkeys.make_repo(ctx.tmp / "claimkeys")
     with running_daemon(ctx.tmp / "claimkeys-daemon") as d:
         r = _bounded(
-            bench_claimkeys.measure(d.sock, d.token, d.nats_url, d.user, d.password, repo, n, held)
+            bench_claimkeys.measure(
+                d.sock, d.token, d.nats_url, d.user, d.password, repo, n, held, globs
+            )
         )
     figures = [
         Figure(figure, ours, base_name, base if base_name else None, "ms", goal)
-        for figure, ours, base_name, base, goal in bench_claimkeys.report(r, held)
+        for figure, ours, base_name, base, goal in bench_claimkeys.report(r, held, globs)
     ]
     return Area(
         "Claim keys and the write guard",

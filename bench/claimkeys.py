@@ -2,14 +2,15 @@
 a baseline measured in the same run (docs/claims.md "Benchmark"):
 
 - the PreToolUse write guard (vendor method ``agentcoord/hook``, event ``pre-tool-use``, a
-  Claude Code ``Write`` payload) with ``--claims`` live write claims held by other agents,
-  against an MCP ``ping`` on the same connection; hook p50 minus ping p50 is the decision's
-  cost in the daemon (goal <= 1 ms);
+  Claude Code ``Write`` payload) with ``--claims`` live write claims held by other agents, of
+  which ``--globs`` are folder and glob claims in the same repository (docs/claims.md "Folders
+  and globs": each is matched against the written file), against an MCP ``ping`` on the same
+  connection; hook p50 minus ping p50 is the decision's cost in the daemon (goal <= 1 ms);
 - ``claim`` of a repository-relative ``file:src/x.py`` from a cwd inside a git repository
   against ``claim`` of the same kind of file by its absolute path (goal <= 1.2x). Whatever
   key resolution tools/claims.py does at run time is what is timed.
 
-Usage: PYTHONPATH=src python bench/claimkeys.py [--n 1000] [--claims 1000]
+Usage: PYTHONPATH=src python bench/claimkeys.py [--n 1000] [--claims 1000] [--globs 100]
 """
 
 from __future__ import annotations
@@ -37,8 +38,17 @@ from agentcoord.stores.kv import ClaimRecord, Holder, escape_key
 
 DECISION_GOAL_MS = 1.0
 KEY_RATIO_GOAL = 1.2
+TREE_GOAL_MS = 2.0
 
-__all__ = ["file_key", "fill_claims", "guard_latency", "key_latency", "make_repo", "measure"]
+__all__ = [
+    "file_key",
+    "fill_claims",
+    "glob_key",
+    "guard_latency",
+    "key_latency",
+    "make_repo",
+    "measure",
+]
 
 
 def make_repo(root: Path) -> Path:
@@ -70,17 +80,25 @@ def file_key(path: Path) -> str:
     return resolve_file_key(str(path), str(path.parent)).key
 
 
-async def fill_claims(js: Any, repo: Path, n: int) -> None:
-    """``n`` live write claims on files of ``repo``, each held by another agent, written into the
-    claims bucket directly (as another daemon's would arrive): the daemon's view picks them up."""
+def glob_key(repo: Path, i: int) -> str:
+    """The ``i``-th folder or glob claim of ``repo``: globs and folders by turns, none covering
+    ``src/mine.py`` (the guard must look at each and allow the write)."""
+    common = file_key(repo / "src" / "x.py").partition("//")[0]
+    kinds = (f"src/g{i}/**/*.py", f"src/f{i}/", f"src/**/t{i}_*.py", f"docs/{i}/*.md")
+    return f"{common}//{kinds[i % len(kinds)]}"
+
+
+async def fill_claims(js: Any, repo: Path, n: int, globs: int = 0) -> None:
+    """``n`` live write claims in ``repo``, each held by another agent, ``globs`` of them on
+    folders and globs, the rest on files, written into the claims bucket directly (as another
+    daemon's would arrive): the daemon's view picks them up."""
     kv = await js.key_value("agent-claims")
     now = time.time()
+    keys = [glob_key(repo, i) for i in range(globs)]
+    keys += [file_key(repo / "src" / f"other{i}.py") for i in range(n - globs)]
     records = [
-        ClaimRecord(
-            file_key(repo / "src" / f"other{i}.py"),
-            (Holder(f"bench-other-{i}", "write", 3600.0, now, now + 3600.0),),
-        )
-        for i in range(n)
+        ClaimRecord(key, (Holder(f"bench-other-{i}", "write", 3600.0, now, now + 3600.0),))
+        for i, key in enumerate(keys)
     ]
     for start in range(0, n, 200):
         batch = records[start : start + 200]
@@ -120,6 +138,32 @@ async def guard_latency(c: bench_claims.Mcp, repo: Path, n: int) -> dict[str, li
     return {"hook": hook, "ping": ping}
 
 
+async def bash_latency(c: bench_claims.Mcp, repo: Path, n: int) -> dict[str, list[float]]:
+    """The working-tree guard: the PreToolUse hook's answer for a Bash ``git checkout`` in
+    ``repo`` (parsed with the shell parser, the worktree found, its sessions and claims looked
+    at; nobody else works there, so it is allowed), against ``ping``, alternating."""
+    payload = {
+        "session_id": "bench",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "cd src && git checkout -q -b topic && git status"},
+        "cwd": str(repo),
+    }
+    params = {"event": "pre-tool-use", "payload": payload}
+    hook: list[float] = []
+    ping: list[float] = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await c.request("ping", {})
+        ping.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        out = await c.request("agentcoord/hook", params)
+        hook.append(time.perf_counter() - t)
+        if out.get("output") is not None:
+            raise RuntimeError(f"the working-tree guard refused a tree nobody else uses: {out}")
+    return {"bash": hook, "bash_ping": ping}
+
+
 async def key_latency(c: bench_claims.Mcp, repo: Path, n: int) -> dict[str, list[float]]:
     """``claim`` by ``file:src/...`` (relative to the caller's cwd in ``repo``) and by the
     absolute path, alternating, each released untimed."""
@@ -140,7 +184,15 @@ async def key_latency(c: bench_claims.Mcp, repo: Path, n: int) -> dict[str, list
 
 
 async def measure(
-    sock: Path, token: str, nats_url: str, user: str, pw: str, repo: Path, n: int, claims: int
+    sock: Path,
+    token: str,
+    nats_url: str,
+    user: str,
+    pw: str,
+    repo: Path,
+    n: int,
+    claims: int,
+    globs: int = 0,
 ) -> dict[str, list[float]]:
     """Every figure's samples (seconds), as the human on a connection opened from ``repo``."""
     import nats
@@ -151,22 +203,27 @@ async def measure(
     try:
         await key_latency(c, repo, min(50, n))  # warm up both paths and git's answer
         keys = await key_latency(c, repo, n)
-        await fill_claims(nc.jetstream(), repo, claims)
+        await fill_claims(nc.jetstream(), repo, claims, globs)
         await _wait_claims(c, claims)
         await guard_latency(c, repo, min(50, n))
         guard = await guard_latency(c, repo, n)
+        await bash_latency(c, repo, min(50, n))
+        bash = await bash_latency(c, repo, n)
     finally:
         await c.close()
         await nc.close()
-    return {**keys, **guard}
+    return {**keys, **guard, **bash}
 
 
-def report(r: dict[str, list[float]], claims: int) -> list[tuple[str, float, str, float, str]]:
+def report(
+    r: dict[str, list[float]], claims: int, globs: int = 0
+) -> list[tuple[str, float, str, float, str]]:
     """(figure, ours ms, baseline, baseline ms, goal) rows: what bench/run and main print."""
     hook, ping = median_ms(r["hook"]), median_ms(r["ping"])
+    of_which = f" ({globs:,} folders and globs)" if globs else ""
     return [
         (
-            f"write guard (PreToolUse hook), {claims:,} claims by others, p50",
+            f"write guard (PreToolUse hook), {claims:,} claims by others{of_which}, p50",
             hook,
             "MCP ping, same connection",
             ping,
@@ -180,6 +237,13 @@ def report(r: dict[str, list[float]], claims: int) -> list[tuple[str, float, str
             f"<= {DECISION_GOAL_MS:g} ms",
         ),
         (
+            "working-tree guard decision for a Bash git checkout (hook - ping), p50",
+            median_ms(r["bash"]) - median_ms(r["bash_ping"]),
+            "",
+            0.0,
+            f"<= {TREE_GOAL_MS:g} ms",
+        ),
+        (
             "claim file:src/x.py from a cwd in a git repository, p50",
             median_ms(r["rel"]),
             "claim by absolute path",
@@ -189,8 +253,8 @@ def report(r: dict[str, list[float]], claims: int) -> list[tuple[str, float, str
     ]
 
 
-def _print(r: dict[str, list[float]], claims: int) -> None:
-    for figure, ours, base_name, base, goal in report(r, claims):
+def _print(r: dict[str, list[float]], claims: int, globs: int) -> None:
+    for figure, ours, base_name, base, goal in report(r, claims, globs):
         if base_name:
             print(
                 f"{figure}: ratio {ours / base:.2f}x {base_name} "
@@ -208,15 +272,26 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--claims", type=int, default=1000)
+    ap.add_argument("--globs", type=int, default=100, help="of --claims, on folders and globs")
     ns = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="agentcoord-bench-") as tmp:
         root = Path(tmp)
         repo = make_repo(root)
         with running_daemon(root / "d") as d:
             r = uvloop.run(
-                measure(d.sock, d.token, d.nats_url, d.user, d.password, repo, ns.n, ns.claims)
+                measure(
+                    d.sock,
+                    d.token,
+                    d.nats_url,
+                    d.user,
+                    d.password,
+                    repo,
+                    ns.n,
+                    ns.claims,
+                    min(ns.globs, ns.claims),
+                )
             )
-    _print(r, ns.claims)
+    _print(r, ns.claims, min(ns.globs, ns.claims))
     return 0
 
 

@@ -1,5 +1,6 @@
-"""Commit guard benchmark: the pre-commit hook's time for a commit of 100 files, against a bare
-``true`` pre-commit hook measured in the same run (docs/claims.md "Commit guard").
+"""Commit and push guard benchmark: the pre-commit hook's time for a commit of 100 files, and the
+pre-push hook's for a push of them, against a bare ``true`` hook measured in the same run
+(docs/claims.md "Commit guard", "Push guard").
 
     PYTHONPATH=src python bench/commitguard.py [--runs N] [--files 100] [--dirs 10]
 
@@ -10,8 +11,10 @@ a live write claim elsewhere in the repository (no staged path is named as it: n
 resolved); the worst case, every staged file's name claimed in another clone of the project
 (every path is resolved to its canonical key; the directories' git answers cached, as between
 two commits, then expired: ``--cold`` runs spaced past filekeys.CACHE_TTL, each directory asks
-git once); a claimed staged file (the refusal); no daemon (fail open). The caller is this
-process: anonymous, as the human's terminal is.
+git once); a claimed staged file (the refusal); no daemon (fail open). Then the files are
+committed and the pre-push hook is run as git runs it for a new branch (its ref line on stdin):
+no claim, and a pushed file claimed. The caller is this process: anonymous, as the human's
+terminal is.
 
 Goal: the hook <= 50 ms for 100 files (warm); the ratio to the bare hook is printed with it.
 """
@@ -33,7 +36,7 @@ from _common import human_token, median_ms, pct
 from messaging import start_daemon
 
 from agentcoord.client.rpc import call_unix
-from agentcoord.gitguard.commitguard import install_guard
+from agentcoord.gitguard.commitguard import PUSH, install_guard
 from agentcoord.leases.filekeys import CACHE_TTL
 
 GOAL_MS = 50.0
@@ -66,12 +69,14 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str], expect: int) -> Sample:
+def timed(
+    argv: list[str], cwd: Path, env: dict[str, str], expect: int, feed: bytes = b""
+) -> Sample:
     """Wall and CPU time of one run; the CPU time is the hook's and the git it runs (not the
     daemon's): on a loaded machine wall times wander, CPU times much less."""
     c0 = _children_cpu()
     t0 = time.perf_counter()
-    out = subprocess.run(argv, cwd=cwd, env=env, capture_output=True)
+    out = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, input=feed)
     took = time.perf_counter() - t0
     if out.returncode != expect:
         raise SystemExit(f"{argv[0]} exited {out.returncode}, not {expect}: {out.stderr!r}")
@@ -167,11 +172,34 @@ def main() -> int:
             release(sock, token, staged)
             down = dict(env, AGENTCOORD_RUNTIME_DIR=str(root / "no-daemon"))
             rows.append(("guard, no daemon (fail open)", sample(guard(0, down), a.runs)))
+            # The push guard (docs/claims.md "Push guard"): the staged files committed, and
+            # the pre-push hook given a new branch's ref line, as git gives it: every file of
+            # the commits no remote has is asked about.
+            _git(repo, dict(env, AGENTCOORD_ALLOW_CLAIMED="1"), "commit", "-q", "-m", "files")
+            sha = subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=repo, env=env, capture_output=True, text=True
+            ).stdout.strip()
+            refs = f"refs/heads/main {sha} refs/heads/main {'0' * 40}\n".encode()
+            pushhook = install_guard(repo, guard=PUSH).hook
+            argv = [str(pushhook), "origin", "/nowhere"]
+
+            def push(expect: int = 0) -> Callable[[], Sample]:
+                return lambda: timed(argv, repo, env, expect, refs)
+
+            rows.append(
+                (f"push guard, {a.files + 1} files pushed, no claim", sample(push(), a.runs))
+            )
+            claim(sock, token, staged)
+            rows.append(("push guard, a pushed file claimed (refusal)", sample(push(1), a.runs)))
+            release(sock, token, staged)
         finally:
             proc.terminate()
             proc.wait(10)
     base = median_ms([w for w, _ in rows[0][1]])
-    print(f"pre-commit hook, {a.files} staged files in {a.dirs} directories, {a.runs} runs")
+    print(
+        f"pre-commit hook, {a.files} staged files in {a.dirs} directories (then pushed), "
+        f"{a.runs} runs"
+    )
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("| case | median | p90 | ratio to bare hook | hook CPU (median) | goal |")
     print("|---|---|---|---|---|---|")

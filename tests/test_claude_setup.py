@@ -95,7 +95,7 @@ def test_hooks_are_http_but_session_start_with_matchers() -> None:
                 "timeout": 5,
             }
         ], event
-    assert hooks["PreToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit"
+    assert hooks["PreToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit|Bash"
     assert "matcher" not in hooks["PostToolUse"][0]
     assert http_hook_addrs({"hooks": hooks}) == {ADDR}
 

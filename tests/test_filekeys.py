@@ -263,3 +263,51 @@ def test_a_canonical_key_resolves_to_itself(worktrees: tuple[Path, Path], tmp_pa
     (tmp_path / "d").mkdir()
     doubled = resolve_file_key(f"file:{tmp_path}//d/x", None)
     assert doubled.key == f"file:{os.path.realpath(tmp_path / 'd' / 'x')}"
+
+
+# ---- folders and globs (docs/claims.md "Folders and globs") --------------------------------
+
+
+def test_folder_and_glob_claims_resolve_to_their_repository(
+    worktrees: tuple[Path, Path],
+) -> None:
+    """A folder (trailing slash, or an existing directory named without it) and a glob keep
+    their pattern part and take the repository's common dir, from either worktree, and the
+    canonical key given back is itself."""
+    from agentcoord.leases.filekeys import resolve_claim_key
+
+    main, wt = worktrees
+    (wt / "src" / "api").mkdir(parents=True)
+    common = os.path.realpath(main / ".git")
+    for cwd in (main, wt):
+        assert resolve_claim_key("file:src/api/", str(cwd)).key == f"file:{common}//src/api/"
+        glob = resolve_claim_key("file:src/**/*.py", str(cwd))
+        assert (glob.key, glob.repo, glob.rel) == (
+            f"file:{common}//src/**/*.py",
+            common,
+            "src/**/*.py",
+        )
+    assert resolve_claim_key("file:src/api", str(wt)).key == f"file:{common}//src/api/"
+    assert resolve_claim_key("file:*.md", str(wt / "src")).key == f"file:{common}//src/*.md"
+    assert resolve_claim_key("file:./", str(main)).key == f"file:{common}//**"
+    assert resolve_claim_key("file:README", str(main)).key == f"file:{common}//README"
+    for key in (f"file:{common}//src/api/", f"file:{common}//src/**/*.py"):
+        assert resolve_claim_key(key, None).key == key
+
+
+def test_a_glob_outside_git_is_absolute_and_dots_after_a_glob_are_refused(
+    tmp_path: Path,
+) -> None:
+    """Outside git a folder or glob is an absolute path; a ``..`` after a glob name cannot be
+    resolved and is an error naming the key."""
+    from agentcoord.errors import InvalidArguments
+    from agentcoord.leases.filekeys import resolve_claim_key
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    real = os.path.realpath(plain)
+    got = resolve_claim_key("file:logs/*.txt", str(plain))
+    assert (got.key, got.repo) == (f"file:{real}/logs/*.txt", None)
+    assert resolve_claim_key(f"{plain}/", None).key == f"file:{real}/"
+    with pytest.raises(InvalidArguments, match=r"\.\."):
+        resolve_claim_key("file:src/*/../x", str(plain))

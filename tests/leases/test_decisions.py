@@ -116,3 +116,24 @@ def test_the_commit_refusal_uses_peoples_times() -> None:
         f"  a.py: a, since {human_time(1000.0)} (2m5s ago), until {human_time(1300.0)}"
         in text.splitlines()
     )
+
+
+def test_a_folder_or_glob_claim_of_another_denies_and_ones_own_needs_no_lease() -> None:
+    """Another agent's write claim on a folder or glob over the file denies, naming that key;
+    its read claim does not; the writer's own write claim on one holds the file, so no edit
+    lease is taken; its own read claim on one does not."""
+    folder = _holder("a")
+    covering = [("file:/r/.git//src/", _holder("x", "read")), ("file:/r/.git//src/", folder)]
+    assert decide_write([], "b", "session", True, ON, covering) == Deny(
+        folder, "file:/r/.git//src/"
+    )
+    mine = [("file:/r/.git//src/**/*.py", _holder("b"))]
+    assert decide_write([], "b", "session", True, ON, mine) is None
+    read = [("file:/r/.git//src/**/*.py", _holder("b", "read"))]
+    assert decide_write([], "b", "session", True, ON, read) == Lease(None)
+
+
+def test_the_deny_text_names_the_folder_that_covers_the_file() -> None:
+    """A file denied through a folder claim says which folder is claimed."""
+    text = deny_text(FK, _holder("a"), None, "", "src/")
+    assert text.startswith("src/a.py (repo r) is inside src/, which is claimed for writing by a")

@@ -67,9 +67,9 @@ HOOKS: dict[str, tuple[str | None, str, int, str]] = {
     # Every tool: a message sent to the session arrives after its next tool call, whatever
     # the tool (docs/claude-code.md "Hooks" has the cost per call).
     "PostToolUse": (None, "post-tool-use", 5, "http"),
-    # The write guard and the automatic edit leases: the file-writing tools only
-    # (claude/hooks.py _WRITE_TOOLS).
-    "PreToolUse": ("Write|Edit|MultiEdit|NotebookEdit", "pre-tool-use", 5, "http"),
+    # The write guard and the automatic edit leases: the file-writing tools (claude/hooks.py
+    # _WRITE_TOOLS); the working-tree guard: Bash (docs/claims.md "Working-tree guard").
+    "PreToolUse": ("Write|Edit|MultiEdit|NotebookEdit|Bash", "pre-tool-use", 5, "http"),
     # Ends the session's Agent at once; the daemon also sees the process exit (pidfd).
     "SessionEnd": (None, "session-end", 5, "http"),
 }

@@ -203,6 +203,23 @@ async def _guard_writes(
     return None if denied is None else {"deny": denied}
 
 
+async def _guard_git(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """PreToolUse on Bash: refuse a git command that would move or rewrite a worktree another
+    live session works in, or stage its files (docs/claims.md "Working-tree guard")."""
+    if payload.get("tool_name") != "Bash":
+        return None
+    tool_input = payload.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    cwd = _writer_cwd(caller, payload)
+    if not isinstance(command, str) or "git" not in command or cwd is None:
+        return None
+    cwds = deps.sessions.live_cwds()
+    refused = await deps.leases.guard_git(caller, command, cwd, cwds)
+    return None if refused is None else {"deny": refused}
+
+
 async def _inbox_context(
     deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
@@ -257,7 +274,7 @@ def default_handlers() -> HookHandlers:
     return {
         "session-end": [_end_session],
         "session-start": [_identify],
-        "pre-tool-use": [_guard_writes],
+        "pre-tool-use": [_guard_writes, _guard_git],
         "user-prompt-submit": [_inbox_context],
         "post-tool-use": [_inbox_context],
     }

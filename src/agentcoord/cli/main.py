@@ -214,6 +214,11 @@ def _main_full(args: list[str]) -> int:
             p_view.add_argument("--limit", type=int, default=100)
         if view == "claims":
             p_view.add_argument("prefix", nargs="?", default="", help="key prefix")
+    p_conflicts = sub.add_parser(
+        "conflicts", help="files two worktrees of a repository both change, before the merge"
+    )
+    p_conflicts.add_argument("repo", nargs="?", help="the repository (default: here)")
+    p_conflicts.add_argument("--json", action="store_true", help="machine-readable output")
     p_tail = sub.add_parser("tail", help="follow the audit log live")
     _common(p_tail)
     p_tail.add_argument("--json", action="store_true", help="one JSON event per line")
@@ -247,7 +252,9 @@ def _main_full(args: list[str]) -> int:
         action="store_true",
         help="instead: install the agentcoord plugin (server, hooks, skill) with claude plugin",
     )
-    p_git = setup_sub.add_parser("git", help="install the pre-commit guard (claimed files)")
+    p_git = setup_sub.add_parser(
+        "git", help="install the pre-commit and pre-push guards (claimed files)"
+    )
     p_git.add_argument("repo", nargs="?", help="the repository (default: the current directory)")
     p_git.add_argument("--remove", action="store_true", help="remove it, restore the old hook")
     p_hook = sub.add_parser("hook", help="Claude Code hook command (reads the hook JSON)")
@@ -276,6 +283,10 @@ def _main_full(args: list[str]) -> int:
             from agentcoord.claude.hookclient import run_hook
 
             return run_hook(ns.event)
+        if ns.command == "conflicts":
+            from agentcoord.cli.conflicts import show_conflicts
+
+            return show_conflicts(ns.repo, ns.json)
         if ns.command == "setup" and ns.client == "git":
             return _setup_git(ns.repo, ns.remove)
         if ns.command == "setup" and ns.client == "claude" and ns.plugin:
@@ -442,27 +453,28 @@ def _setup(project: bool, remove: bool) -> int:
 
 
 def _setup_git(repo: str | None, remove: bool) -> int:
-    """``setup git [REPO] [--remove]``: the pre-commit guard (docs/claims.md "Commit guard")."""
+    """``setup git [REPO] [--remove]``: the pre-commit and pre-push guards (docs/claims.md
+    "Commit guard", "Push guard")."""
     from pathlib import Path
 
-    from agentcoord.gitguard.commitguard import ALLOW_ENV, install_guard, remove_guard
+    from agentcoord.gitguard.commitguard import ALLOW_ENV, GUARDS, install_guard, remove_guard
 
     where = Path(repo) if repo else Path.cwd()
-    report = remove_guard(where) if remove else install_guard(where)
-    if report.action == "absent":
-        print(f"no agentcoord commit guard in {report.hook}")
-    elif report.action == "removed":
-        print(f"removed the commit guard from {report.hook}")
-        if report.restored:
-            print(f"restored the pre-commit hook it ran first: {report.hook}")
-    else:
-        done = {"installed": "installed", "updated": "updated"}.get(report.action)
-        print(
-            f"{done} the commit guard: {report.hook}" if done else f"already there: {report.hook}"
-        )
-        if report.chained is not None:
-            print(f"it runs the previous pre-commit hook first: {report.chained}")
-        print(f"override for one commit: {ALLOW_ENV}=1 git commit ...")
+    for guard in GUARDS:
+        report = remove_guard(where, guard) if remove else install_guard(where, guard=guard)
+        name = f"{guard.what} guard"
+        if report.action == "absent":
+            print(f"no agentcoord {name} in {report.hook}")
+        elif report.action == "removed":
+            print(f"removed the {name} from {report.hook}")
+            if report.restored:
+                print(f"restored the {guard.hook} hook it ran first: {report.hook}")
+        else:
+            done = {"installed": "installed", "updated": "updated"}.get(report.action)
+            print(f"{done} the {name}: {report.hook}" if done else f"already there: {report.hook}")
+            if report.chained is not None:
+                print(f"it runs the previous {guard.hook} hook first: {report.chained}")
+            print(f"override for one {guard.what}: {ALLOW_ENV}=1 git {guard.what} ...")
     return EXIT_OK
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from agentcoord.kernel.caller import Caller
     from agentcoord.leases.leasing import Leases
 
-__all__ = ["COMMIT_CHECK", "check_commit", "commit_params"]
+__all__ = ["COMMIT_CHECK", "check_commit", "commit_params", "is_push"]
 
 COMMIT_CHECK = "agentcoord/commit-check"
 MAX_PATHS = 100_000  # a bound on one request's work; the frame limit bounds its bytes first
@@ -48,16 +48,26 @@ def commit_params(params: Mapping[str, Any]) -> tuple[str, list[str]]:
     return cwd, paths
 
 
+def is_push(params: Mapping[str, Any]) -> bool:
+    """Whether the request comes from the pre-push guard (``"push": true``: the paths are
+    those the pushed commits change, docs/claims.md "Push guard")."""
+    push = params.get("push", False)
+    if not isinstance(push, bool):
+        raise ProtocolError(INVALID_PARAMS, "commit-check: `push` is true or false")
+    return push
+
+
 async def check_commit(
-    leases: Leases, caller: Caller, cwd: str, paths: list[str]
+    leases: Leases, caller: Caller, cwd: str, paths: list[str], push: bool = False
 ) -> dict[str, Any]:
     """Which of ``paths`` (relative to the worktree ``cwd``) another agent holds a write claim
-    on: ``{"ok", "checked", "agent", "blocked": [...], "message"}``."""
+    on: ``{"ok", "checked", "agent", "blocked": [...], "message"}``; ``push`` words the
+    refusal for a push."""
     if caller.kind == "anonymous" and caller.cwd and not _same_dir(cwd, caller.cwd):
         # Git runs the hook in the worktree's top level: an unattributed caller learns about
         # its own commit only (docs/security.md "The commit check").
         raise ProtocolError(INVALID_PARAMS, "commit-check: `cwd` is not your working directory")
-    return await leases.check_commit(caller, cwd, paths)
+    return await leases.check_commit(caller, cwd, paths, push=push)
 
 
 def _same_dir(a: str, b: str) -> bool:

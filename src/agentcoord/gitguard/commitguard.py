@@ -1,4 +1,5 @@
-"""``agentcoord setup git``: the git pre-commit guard (docs/claims.md "Commit guard").
+"""``agentcoord setup git``: the git pre-commit and pre-push guards (docs/claims.md "Commit
+guard", "Push guard").
 
 Claude Code's PreToolUse hook sees Write and Edit, never a ``sed -i`` or a formatter run through
 Bash; the commit is where every edit shows up. The hook installed here refuses a commit that
@@ -17,6 +18,11 @@ The hook goes where git looks for hooks (``git rev-parse --git-path hooks``: an 
 relative ``core.hooksPath`` is the worktree's own and is refused). A pre-commit hook
 already there is kept beside it (:data:`CHAINED`), run first, and its failure fails the commit;
 ``--remove`` moves it back, bytes and mode as they were.
+
+The pre-push hook is the same program (:data:`PUSH`): it reads the refs git is about to push
+(githooks(5) "pre-push"), lists every file their new commits change, a rename as its old and
+its new path, and asks the same question; a pre-push hook already there is chained the same
+way and given the same ref lines on its stdin.
 """
 
 from __future__ import annotations
@@ -36,7 +42,12 @@ from agentcoord.leases.override import ALLOW_ENV
 __all__ = [
     "ALLOW_ENV",
     "CHAINED",
+    "COMMIT",
+    "GUARDS",
     "MARKER",
+    "PUSH",
+    "PUSH_MARKER",
+    "Guard",
     "GuardReport",
     "hook_text",
     "hooks_dir",
@@ -46,6 +57,7 @@ __all__ = [
 
 MARKER = "# agentcoord commit guard"
 CHAINED = "pre-commit.agentcoord-chained"  # the hook that was there before ours
+PUSH_MARKER = "# agentcoord push guard"
 
 Action = Literal["installed", "updated", "unchanged", "removed", "absent"]
 
@@ -65,9 +77,9 @@ class GuardReport:
 # agentcoord.kernel.locate (docs/daemon.md "Finding the daemon"), as ``agentcoord hook`` and the
 # shim do: the environment's dir, then the one the daemon's pointer names.
 _TEMPLATE = r"""#!/bin/sh
-@MARKER@: refuses a commit that touches a file another agent holds a write
-# claim on (docs/claims.md "Commit guard"). Installed by `agentcoord setup git`; undone by
-# `agentcoord setup git --remove`. Override: @ALLOW_ENV@=1 git commit ...
+@MARKER@: refuses a @WHAT@ that touches a file another agent holds a write
+# claim on (see "@SECTION@" in docs/claims.md). Installed by `agentcoord setup git`; undone by
+# `agentcoord setup git --remove`. Override: @ALLOW_ENV@=1 git @WHAT@ ...
 ''':'
 py=@PYTHON@
 [ -x "$py" ] || py=python3
@@ -78,10 +90,11 @@ import sys
 try:
     import posix, _socket, _json
 except ImportError:  # not CPython: no guard rather than no commit
-    sys.stderr.write("agentcoord: the commit guard needs CPython; it is off for this commit\n")
+    sys.stderr.write("agentcoord: the @WHAT@ guard needs CPython; it is off for this @WHAT@\n")
     sys.exit(0)
 
 TIMEOUT = 10.0
+HOOK = "@HOOK@"
 
 
 def say(text):
@@ -93,12 +106,24 @@ def env(name):
     return value.decode("utf-8", "surrogateescape") if value else ""
 
 
-def spawn(argv, capture):
+def spawn(argv, capture, feed=None):
     actions = []
     if capture:
         r, w = posix.pipe()
         actions = [(posix.POSIX_SPAWN_DUP2, w, 1)]
+    if feed is not None:  # the chained pre-push hook reads the ref lines git gave us
+        fr, fw = posix.pipe()
+        actions.append((posix.POSIX_SPAWN_DUP2, fr, 0))
     pid = posix.posix_spawnp(argv[0], argv, posix.environ, file_actions=actions)
+    if feed is not None:
+        posix.close(fr)
+        try:
+            view = memoryview(feed)
+            while view:
+                view = view[posix.write(fw, view) :]
+        except OSError:  # it exited without reading them all
+            pass
+        posix.close(fw)
     out = b""
     if capture:
         posix.close(w)
@@ -173,24 +198,65 @@ def runtime_dirs():
 
 
 def off(why):
-    say("agentcoord: " + why + "; the commit guard is off for this commit")
+    say("agentcoord: " + why + "; the @WHAT@ guard is off for this @WHAT@")
     sys.exit(0)
+
+
+def read_stdin():
+    chunks = []
+    while True:
+        chunk = posix.read(0, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def names(out):
+    return [p.decode("utf-8", "surrogateescape").strip("\n") for p in out.split(b"\0")]
+
+
+def staged_paths():
+    status, out = spawn(["git", "diff", "--cached", "--name-only", "--no-renames", "-z"], True)
+    if status:
+        off("git diff --cached failed")
+    return names(out)
+
+
+def pushed_paths(refs):
+    # githooks(5) "pre-push": one line per ref, "<local ref> <local sha> <remote ref> <remote
+    # sha>". Every file the pushed commits change; without rename detection a rename is its
+    # old path and its new one, a delete its path.
+    paths = []
+    for line in refs.decode("ascii", "replace").splitlines():
+        words = line.split()
+        if len(words) != 4 or words[1].strip("0") == "":
+            continue  # malformed, or a deleted ref: no commits go
+        local, remote = words[1], words[3]
+        log = ["git", "log", "--format=", "--name-only", "--no-renames", "-z"]
+        status, out = 1, b""
+        if remote.strip("0"):
+            status, out = spawn(log + [remote + ".." + local], True)
+        if status:  # a new branch, or a remote commit we do not have: what no remote has
+            status, out = spawn(log + [local, "--not", "--remotes"], True)
+        if status:
+            off("git log of the pushed commits failed")
+        paths += names(out)
+    return paths
 
 
 def main():
     here = sys.argv[0].rpartition("/")[0] or "."
     chained = here + "/@CHAINED@"
+    refs = read_stdin() if HOOK == "pre-push" else None
     if posix.access(chained, posix.X_OK):
-        status = spawn([chained] + sys.argv[1:], False)[0]
+        status = spawn([chained] + sys.argv[1:], False, refs)[0]
         if status:
             sys.exit(status)
     if env("@ALLOW_ENV@") not in ("", "0"):
-        say("agentcoord: @ALLOW_ENV@ is set: committing without checking claims")
+        say("agentcoord: @ALLOW_ENV@ is set: @DOING@ without checking claims")
         return
-    status, out = spawn(["git", "diff", "--cached", "--name-only", "--no-renames", "-z"], True)
-    if status:
-        off("git diff --cached failed")
-    paths = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+    found = pushed_paths(refs) if HOOK == "pre-push" else staged_paths()
+    paths = list(dict.fromkeys(p for p in found if p))
     if not paths:
         return
     where = ""
@@ -202,9 +268,10 @@ def main():
         except OSError:
             continue
     q = _json.encode_basestring_ascii
+    push = "true" if HOOK == "pre-push" else "false"
     request = (
         '{"jsonrpc":"2.0","id":1,"method":"agentcoord/commit-check","params":{"cwd":%s,'
-        '"paths":[%s]}}\n' % (q(posix.getcwd()), ",".join(q(p) for p in paths))
+        '"push":%s,"paths":[%s]}}\n' % (q(posix.getcwd()), push, ",".join(q(p) for p in paths))
     )
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(TIMEOUT)
@@ -232,28 +299,52 @@ def main():
     if not isinstance(result, dict):
         error = reply.get("error") if isinstance(reply, dict) else None
         message = error.get("message") if isinstance(error, dict) else None
-        off("the daemon did not check the commit (%s)" % (message or "no answer"))
+        off("the daemon did not check the @WHAT@ (%s)" % (message or "no answer"))
     if result.get("ok", True):
         return
-    say(result.get("message") or "agentcoord: commit refused: staged files are claimed")
+    say(result.get("message") or "agentcoord: @WHAT@ refused: files are claimed")
     sys.exit(1)
 
 
 try:
     main()
-except Exception as exc:  # a broken guard must not stop every commit: fail open, loudly
-    off("the commit guard failed (%r)" % (exc,))
+except Exception as exc:  # a broken guard must not stop every @WHAT@: fail open, loudly
+    off("the @WHAT@ guard failed (%r)" % (exc,))
 """
 
 
-def hook_text(python: str) -> str:
-    """The pre-commit hook, run by ``python`` (a path; ``python3`` on PATH if it is gone)."""
+@dataclass(frozen=True)
+class Guard:
+    """One of the git guards: the hook it is, the line marking it as ours, the name the hook
+    it found there runs under, and how it speaks of what it guards."""
+
+    hook: str
+    marker: str
+    chained: str
+    what: str  # "commit", "push"
+    doing: str  # "committing", "pushing"
+    section: str  # its section of docs/claims.md
+
+
+COMMIT = Guard("pre-commit", MARKER, CHAINED, "commit", "committing", "Commit guard")
+PUSH = Guard(
+    "pre-push", PUSH_MARKER, "pre-push.agentcoord-chained", "push", "pushing", "Push guard"
+)
+GUARDS = (COMMIT, PUSH)
+
+
+def hook_text(python: str, guard: Guard = COMMIT) -> str:
+    """The guard's hook, run by ``python`` (a path; ``python3`` on PATH if it is gone)."""
     if "'" in python or "\n" in python:
         raise AgentCoordError(f"cannot use an interpreter path with a quote: {python!r}")
     return (
-        _TEMPLATE.replace("@MARKER@", MARKER)
+        _TEMPLATE.replace("@MARKER@", guard.marker)
         .replace("@ALLOW_ENV@", ALLOW_ENV)
-        .replace("@CHAINED@", CHAINED)
+        .replace("@CHAINED@", guard.chained)
+        .replace("@HOOK@", guard.hook)
+        .replace("@WHAT@", guard.what)
+        .replace("@DOING@", guard.doing)
+        .replace("@SECTION@", guard.section)
         .replace("@PYTHON@", _sh_quote(python))
     )
 
@@ -289,10 +380,10 @@ def hooks_dir(repo: Path) -> tuple[Path, bool]:
     return hooks, bool(configured) and not configured.startswith(("/", "~"))
 
 
-def _is_ours(path: Path) -> bool:
+def _is_ours(path: Path, marker: str) -> bool:
     try:
         with path.open("rb") as f:
-            return MARKER.encode() in f.read(512)
+            return marker.encode() in f.read(512)
     except OSError:
         return False
 
@@ -316,9 +407,9 @@ def _write_hook(path: Path, text: str) -> None:
     write_atomic(path, text, mode=0o755)
 
 
-def install_guard(repo: Path, python: str | None = None) -> GuardReport:
-    """Install the guard as ``repo``'s pre-commit hook; idempotent. A hook already there that
-    is not ours is moved to :data:`CHAINED` and run first by ours."""
+def install_guard(repo: Path, python: str | None = None, guard: Guard = COMMIT) -> GuardReport:
+    """Install ``guard`` as ``repo``'s hook of its name; idempotent. A hook already there that
+    is not ours is moved to its chained name and run first by ours."""
     where, inside = hooks_dir(repo)
     if inside:
         # A relative core.hooksPath is a directory of the worktree: the repository's own
@@ -330,10 +421,10 @@ def install_guard(repo: Path, python: str | None = None) -> GuardReport:
             "directory (or unset it) and run setup git again"
         )
     where.mkdir(parents=True, exist_ok=True)
-    hook, chained = where / "pre-commit", where / CHAINED
-    text = hook_text(python or default_python())
+    hook, chained = where / guard.hook, where / guard.chained
+    text = hook_text(python or default_python(), guard)
     kept = chained if _exists(chained) else None
-    if _is_ours(hook):
+    if _is_ours(hook, guard.marker):
         if hook.read_text() == text:
             return GuardReport(hook, "unchanged", kept)
         _write_hook(hook, text)
@@ -356,11 +447,11 @@ def install_guard(repo: Path, python: str | None = None) -> GuardReport:
     return GuardReport(hook, "installed", kept)
 
 
-def remove_guard(repo: Path) -> GuardReport:
-    """Remove the guard; the hook it chained, if any, becomes the pre-commit hook again."""
+def remove_guard(repo: Path, guard: Guard = COMMIT) -> GuardReport:
+    """Remove ``guard``; the hook it chained, if any, becomes that hook again."""
     where, _ = hooks_dir(repo)
-    hook, chained = where / "pre-commit", where / CHAINED
-    if not _is_ours(hook):
+    hook, chained = where / guard.hook, where / guard.chained
+    if not _is_ours(hook, guard.marker):
         return GuardReport(hook, "absent", chained if _exists(chained) else None)
     if _exists(chained):
         os.replace(chained, hook)

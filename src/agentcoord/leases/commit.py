@@ -34,6 +34,7 @@ class Blocker:
     key: str
     holder: Holder
     intent: str  # the claim's purpose and the holder's focus intent, those that are set
+    within: str = ""  # the folder or glob the claim names, when it is not the file itself
 
     def as_dict(self) -> dict[str, Any]:
         """The blocker as the commit check's result lists it."""
@@ -51,6 +52,8 @@ class Blocker:
             row["purpose"] = h.purpose
         if self.intent:
             row["intent"] = self.intent
+        if self.within:
+            row["within"] = self.within
         return row
 
 
@@ -77,21 +80,28 @@ def blockers(
     committer: Caller,
     intent_of: Callable[[str], str],
     aliases: Mapping[str, str] | None = None,
+    covered: Mapping[str, Iterable[str]] | None = None,
 ) -> list[Blocker]:
     """The write claims among ``live`` (key, holder) that cover a key of ``wanted`` (canonical
     key -> staged path) and are not the committer's own. ``aliases`` maps a stored legacy key
-    to its canonical one; ``intent_of`` gives an agent's focus intent, shown with the claim's
-    purpose."""
+    to its canonical one; ``covered`` maps a folder or glob claim's key to the staged paths it
+    covers (:mod:`agentcoord.leases.matcher`); ``intent_of`` gives an agent's focus intent,
+    shown with the claim's purpose."""
     aliases = aliases or {}
+    covered = covered or {}
     own = committer.agent if committer.kind != "anonymous" else None
     out: list[Blocker] = []
     for key, holder in live:
         if holder.mode != "write" or holder.agent == own:
             continue
+        why = why_held(holder.purpose, intent_of(holder.agent))
         path = wanted.get(key) or wanted.get(aliases.get(key, ""))
-        if path is None:
-            continue
-        out.append(Blocker(path, key, holder, why_held(holder.purpose, intent_of(holder.agent))))
+        if path is not None:
+            out.append(Blocker(path, key, holder, why))
+        within = split_file_key(key)[1]
+        for p in covered.get(key, ()):
+            if p != path:
+                out.append(Blocker(p, key, holder, why, within))
     out.sort(key=lambda b: (b.path, b.holder.agent))
     return out
 

@@ -36,6 +36,7 @@ __all__ = [
     "FILE_PREFIX",
     "FileKey",
     "clear_cache",
+    "resolve_claim_key",
     "resolve_file_key",
     "resolve_file_keys",
     "split_file_key",
@@ -226,11 +227,13 @@ def _repo_of(directory: str, now: float) -> _Repo | None:
 
 def _canonical(raw: str) -> FileKey | None:
     """``raw`` as an already canonical key's body (what check_claims shows, passed back to
-    release): a normalized git dir, ``//``, a normalized relative path."""
+    release): a normalized git dir, ``//``, a normalized relative path (a folder's with its
+    trailing ``/``)."""
     repo, sep, rel = raw.partition(SEPARATOR)
     if not sep or not repo.startswith("/") or not rel or rel.startswith("/"):
         return None
-    if os.path.normpath(repo) != repo or os.path.normpath(rel) != rel or rel.startswith(".."):
+    bare = rel[:-1] if rel.endswith("/") else rel
+    if os.path.normpath(repo) != repo or os.path.normpath(bare) != bare or bare.startswith(".."):
         return None
     if not os.path.isfile(os.path.join(repo, "HEAD")):
         return None  # a path with a doubled slash, not a repository's key
@@ -260,6 +263,53 @@ def resolve_file_key(path: str, cwd: str | None) -> FileKey:
     """The identity of ``path`` (with or without ``file:``, absolute or relative to ``cwd``).
     A canonical key comes back as itself (worktree and branch unknown: None)."""
     return _key_for(path, cwd, time.monotonic())
+
+
+def resolve_claim_key(path: str, cwd: str | None) -> FileKey:
+    """The identity of what a claim names (docs/claims.md "Folders and globs"): a file as
+    :func:`resolve_file_key` gives it, or a folder (a trailing ``/``, or an existing
+    directory) or a glob (``*``, ``?``, ``[`` in a name), whose literal leading directories are
+    resolved as a file's are and whose pattern part is kept: ``file:src/**/*.py`` from a
+    worktree is ``file:<common-dir>//src/**/*.py``. The repository's top level as a folder is
+    ``**``. A ``.`` or ``..`` after the first glob name cannot be resolved:
+    :class:`~agentcoord.errors.InvalidArguments`."""
+    from agentcoord.leases.matcher import GLOB_CHARS
+
+    raw = _strip_prefix(path)
+    canonical = _canonical(raw)
+    if canonical is not None:
+        return canonical
+    parts = raw.split("/")
+    first = next((k for k, p in enumerate(parts) if any(c in GLOB_CHARS for c in p)), None)
+    folder = raw.endswith(("/", "/.", "/..")) or raw in (".", "..")
+    if first is None and not folder:
+        absolute = _absolute(raw, cwd)
+        if absolute is None or not os.path.isdir(absolute):
+            return resolve_file_key(raw, cwd)
+        folder = True  # an existing directory named without its slash
+    if first is None:
+        literal, rest = raw, ""
+    else:
+        literal, rest = "/".join(parts[:first]), "/".join(p for p in parts[first:] if p)
+        if any(p in (".", "..") for p in rest.split("/")):
+            from agentcoord.errors import InvalidArguments
+
+            raise InvalidArguments(f"{path!r}: a glob may not have . or .. after its first glob")
+        if raw.endswith("/"):
+            rest += "/"
+    if not literal:
+        literal = "/" if raw.startswith("/") else "."
+    # Resolve a name inside the literal directory, then cut the name: the directory's key.
+    inside = resolve_file_key(os.path.join(literal, "_"), cwd)
+    base = inside.rel[:-1]  # "" at a worktree's top, else "<dir>/"
+    pattern = base + rest if rest else (base or "**/")
+    if pattern == "**/":
+        pattern = "**"
+    if inside.repo is None:
+        key = FILE_PREFIX + pattern
+    else:
+        key = f"{FILE_PREFIX}{inside.repo}{SEPARATOR}{pattern}"
+    return FileKey(key, inside.repo, pattern, inside.worktree, inside.branch)
 
 
 def resolve_file_keys(paths: Sequence[str], cwd: str | None) -> list[FileKey]:

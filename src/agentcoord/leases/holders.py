@@ -11,7 +11,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from agentcoord.leases.filekeys import FILE_PREFIX, FileKey, resolve_file_key
+from agentcoord.leases.filekeys import (
+    FILE_PREFIX,
+    FileKey,
+    resolve_claim_key,
+    resolve_file_key,
+)
 from agentcoord.leases.sites import Site
 from agentcoord.stores.kv import ProcKey, proc_key
 
@@ -35,11 +40,12 @@ def names_file(key: str) -> bool:
 
 
 def canonical_key(key: str, cwd: str | None) -> tuple[str, FileKey | None]:
-    """The key a claim is stored under: a file key resolved against ``cwd`` (the caller's) to
-    its canonical form, with its identity; any other key unchanged, with None."""
+    """The key a claim is stored under: a file key (a file, a folder or a glob) resolved
+    against ``cwd`` (the caller's) to its canonical form, with its identity; any other key
+    unchanged, with None."""
     if not names_file(key):
         return key, None
-    fk = resolve_file_key(key, cwd)
+    fk = resolve_claim_key(key, cwd)
     return fk.key, fk
 
 

@@ -18,17 +18,36 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.errors import DomainError
 from agentcoord.leases.commit import blockers, candidates, legacy_file_key
 from agentcoord.leases.editleases import AUTO_LEASE_PURPOSE, EditLeases, lease_step
-from agentcoord.leases.filekeys import FileKey, resolve_file_key, resolve_file_keys
+from agentcoord.leases.filekeys import (
+    FILE_PREFIX,
+    FileKey,
+    resolve_claim_key,
+    resolve_file_key,
+    resolve_file_keys,
+    split_file_key,
+)
+from agentcoord.leases.gate import RepoGates
 from agentcoord.leases.guard import Deny, decide_write
-from agentcoord.leases.holders import canonical_key, holder_process, holder_site
-from agentcoord.leases.refusal import commit_refusal, deny_text
+from agentcoord.leases.holders import (
+    canonical_key,
+    holder_process,
+    holder_site,
+    names_file,
+    prefix_key,
+)
+from agentcoord.leases.matcher import covers, is_pattern
+from agentcoord.leases.patterns import Overlap, PatternClaims, names_pattern
+from agentcoord.leases.refusal import commit_refusal, deny_text, stage_refusal, tree_refusal
 from agentcoord.leases.sites import ClaimSites, Site
+from agentcoord.leases.worktrees import changed_files, peers_in, risky_calls, theirs
 from agentcoord.stores.kv import Contention, Granted
 from agentcoord.stores.kv.keys import MAX_KEY_CHARS
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agentcoord.kernel.caller import Caller
-    from agentcoord.stores.kv import ClaimStore, FocusStore, Holder, Mode
+    from agentcoord.stores.kv import ClaimStore, FocusStore, Holder, Mode, ProcKey
 
 __all__ = ["Leases"]
 
@@ -46,6 +65,8 @@ class Leases:
         self.focus = focus
         self.edit_leases = edit_leases or EditLeases()
         self.sites = ClaimSites(claims)  # each live file claim's holder site, in this daemon
+        self.patterns = PatternClaims(claims)  # the live folder and glob claims, by repository
+        self.gates = RepoGates()  # overlap check and write, one repository's at a time
 
     def site(self, key: str, token: int | None) -> Site | None:
         """The worktree and branch the grant ``token`` on ``key`` was taken from, if known."""
@@ -64,14 +85,50 @@ class Leases:
         """Claim ``key`` for ``agent`` on behalf of ``caller``: a file key is resolved against
         the claimer's cwd, not whoever later writes (docs/claims.md "Claiming files"); the
         grant is bound to the caller's process and its site noted. The stored key, the file's
-        identity (None for other keys) and the store's answer."""
+        identity (None for other keys) and the store's answer: a file claim overlapping
+        another agent's claim on another key (a folder or glob, docs/claims.md "Folders and
+        globs") is refused with an :class:`Overlap`."""
         stored, fk = canonical_key(key, caller.cwd)
-        out = await self.claims.claim(
-            agent, stored, mode, ttl, purpose=purpose, proc=holder_process(caller)
-        )
-        if fk is not None and isinstance(out, Granted):
+        proc = holder_process(caller)
+        if fk is None:
+            out = await self.claims.claim(agent, stored, mode, ttl, purpose=purpose, proc=proc)
+            return stored, fk, out
+        out = await self._claim_file(agent, fk, mode, ttl, purpose, proc)
+        if isinstance(out, Granted):
             self.sites.note(stored, out.holder.token, holder_site(fk, caller.cwd))
         return stored, fk, out
+
+    async def _claim_file(
+        self, agent: str, fk: FileKey, mode: Mode, ttl: float, purpose: str, proc: ProcKey | None
+    ) -> Granted | Contention:
+        """Claim the file, folder or glob ``fk`` unless another agent's claim on another key
+        overlaps it. The check and the write pass the repository's gate (leases/gate.py):
+        alone for a folder or glob, shared for a file, so two overlapping claims in flight at
+        once are checked one after the other."""
+        async with self.gates.passing(fk.repo, alone=is_pattern(fk.rel)):
+            clash = self.patterns.clash(agent, fk, mode)
+            if clash is not None:
+                return clash
+            return await self.claims.claim(agent, fk.key, mode, ttl, purpose=purpose, proc=proc)
+
+    def listing(self, prefix: str, cwd: str | None, agent: str = "") -> list[tuple[str, Holder]]:
+        """The live claims ``check_claims`` lists for ``prefix`` (optionally one agent's): those
+        whose key starts with it, and for a file, folder or glob prefix also every claim whose
+        files overlap it (a folder over the file, a glob reaching into the folder)."""
+        rows = self.claims.check(prefix_key(prefix, cwd), agent)
+        if not names_file(prefix) or prefix == FILE_PREFIX:
+            return rows
+        fk = resolve_claim_key(prefix, cwd)
+        near = self.patterns.overlapping(fk.repo, fk.rel)
+        if is_pattern(fk.rel):
+            near += self.patterns.files_in(fk)
+        seen = {(key, h.token) for key, h in rows}
+        for key, h in near:
+            if (key, h.token) not in seen and (not agent or h.agent == agent):
+                seen.add((key, h.token))
+                rows.append((key, h))
+        rows.sort(key=lambda item: (item[0], item[1].token or 0))
+        return rows
 
     # ---- the write guard -------------------------------------------------------------------
 
@@ -84,10 +141,14 @@ class Leases:
         # One lookup of exactly this key, not a walk over every claim: the guard runs on every
         # edit (docs/claims.md "Benchmark").
         holders = self.claims.holders(fk.key)
+        # The folder and glob claims of the file's repository: few, kept apart (patterns.py).
+        covering = [kh for kh in self.patterns.covering(fk.repo, fk.rel) if kh[0] != fk.key]
         leasable = len(fk.key) <= MAX_KEY_CHARS
-        decision = decide_write(holders, writer.agent, writer.kind, leasable, self.edit_leases)
+        decision = decide_write(
+            holders, writer.agent, writer.kind, leasable, self.edit_leases, covering
+        )
         if isinstance(decision, Deny):
-            return self._deny(fk, decision.holder)
+            return self._deny(fk, decision.holder, decision.key)
         if decision is None:
             return None
         return await self._edit_lease(writer, cwd, fk, decision.mine)
@@ -107,14 +168,11 @@ class Leases:
                 return None
             except DomainError:
                 pass  # it lapsed or was replaced meanwhile: take a new one below
-        out = await self.claims.claim(
-            writer.agent,
-            fk.key,
-            "write",
-            quiet,
-            purpose=AUTO_LEASE_PURPOSE,
-            proc=holder_process(writer),
+        out = await self._claim_file(
+            writer.agent, fk, "write", quiet, AUTO_LEASE_PURPOSE, holder_process(writer)
         )
+        if isinstance(out, Overlap):
+            return self._deny(fk, out.holder, out.key)
         if isinstance(out, Contention):
             if out.holder.agent == writer.agent:
                 return None
@@ -122,10 +180,12 @@ class Leases:
         self.sites.note(fk.key, out.holder.token, holder_site(fk, cwd))
         return None
 
-    def _deny(self, fk: FileKey, holder: Holder) -> str:
-        return deny_text(
-            fk, holder, self.sites.get(fk.key, holder.token), self.intent_of(holder.agent)
-        )
+    def _deny(self, fk: FileKey, holder: Holder, key: str | None = None) -> str:
+        """The deny reason for ``fk``, held by ``holder`` on its own key or on the folder or
+        glob ``key``."""
+        within = split_file_key(key)[1] if key is not None and key != fk.key else None
+        site = self.sites.get(key or fk.key, holder.token)
+        return deny_text(fk, holder, site, self.intent_of(holder.agent), within)
 
     async def release_edit_leases(self, agent: str) -> None:
         """``agent``'s automatic edit leases go (its conversation ended); its explicit claims
@@ -137,34 +197,74 @@ class Leases:
                 except DomainError as exc:  # replaced or lapsed meanwhile
                     log.debug("edit lease on %s not released: %s", key, exc)
 
+    # ---- the working-tree guard -----------------------------------------------------------
+
+    async def guard_git(
+        self, caller: Caller, line: str, cwd: str, cwds: Mapping[str, str]
+    ) -> str | None:
+        """The working-tree guard for ``caller`` about to run the shell command ``line`` in
+        ``cwd``: the refusal when a git run in it moves a worktree another agent works in
+        (``cwds``: the live sessions' names to their cwds; or claims taken from it), or stages
+        everything there while that includes files others hold; else None (docs/claims.md
+        "Working-tree guard")."""
+        if "git" not in line:
+            return None  # the usual Bash command: nothing to parse
+        risky = await asyncio.to_thread(risky_calls, line, cwd)
+        for call, effect, tree in risky:
+            peers = peers_in(tree, caller.agent, cwds, self.claims, self.sites)
+            if not peers:
+                continue
+            if effect == "moves":
+                return tree_refusal(call, tree, peers, self.intent_of)
+            changed = await asyncio.to_thread(changed_files, tree.top)
+            if changed is None:
+                continue
+            held = theirs(changed, peers)
+            if held:
+                own = [p for p in changed if p not in held]
+                return stage_refusal(call, tree, held, own)
+        return None
+
     # ---- the commit check ------------------------------------------------------------------
 
-    async def check_commit(self, committer: Caller, cwd: str, paths: list[str]) -> dict[str, Any]:
+    async def check_commit(
+        self, committer: Caller, cwd: str, paths: list[str], push: bool = False
+    ) -> dict[str, Any]:
         """Which of ``paths`` (relative to the worktree ``cwd``) another agent holds a write
         claim on: ``{"ok", "checked", "agent", "blocked": [...], "message"}`` (docs/claims.md
-        "Commit guard")."""
+        "Commit guard"; for a push, the paths its commits change: "Push guard")."""
         live = [(key, h) for key, h in self.claims.check("") if h.mode == "write"]
         # Stored keys naming an absolute path (non-canonical, claimed before keys were) -> it.
         legacy = {key: path for key, _ in live if (path := legacy_file_key(key)) is not None}
 
-        def resolve() -> tuple[dict[str, str], dict[str, str]]:
+        # Folder and glob claims cover paths whose names no key ends in: with one live, every
+        # staged path is resolved (git is asked once per worktree).
+        globs = [(key, *split_file_key(key)) for key, _ in live if names_pattern(key)]
+
+        def resolve() -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
             # Resolving runs git (once per directory, cached): off the event loop.
             resolved = resolve_file_keys(list(legacy.values()), None)
             aliases = {key: fk.key for key, fk in zip(legacy, resolved, strict=True)}
             claimed = {aliases.get(key, key) for key, _ in live}
             wanted: dict[str, str] = {}
-            asked = candidates(paths, cwd, claimed)
+            covered: dict[str, list[str]] = {}
+            asked = paths if globs else candidates(paths, cwd, claimed)
             for path, fk in zip(asked, resolve_file_keys(asked, cwd), strict=True):
                 wanted.setdefault(fk.key, path)
-            return wanted, aliases
+                for key, repo, pattern in globs:
+                    if repo == fk.repo and covers(pattern, fk.rel):
+                        covered.setdefault(key, []).append(path)
+            return wanted, aliases, covered
 
         # No write claim at all (the usual case): nothing to resolve, no git to run.
-        wanted, aliases = await asyncio.to_thread(resolve) if paths and live else ({}, {})
-        found = blockers(live, wanted, committer, self.intent_of, aliases)
+        wanted, aliases, covered = (
+            await asyncio.to_thread(resolve) if paths and live else ({}, {}, {})
+        )
+        found = blockers(live, wanted, committer, self.intent_of, aliases, covered)
         return {
             "ok": not found,
             "checked": len(paths),
             "agent": committer.agent,
             "blocked": [b.as_dict() for b in found],
-            "message": commit_refusal(found, committer, time.time()) if found else "",
+            "message": commit_refusal(found, committer, time.time(), push) if found else "",
         }

@@ -94,6 +94,7 @@ class SessionWatch:
         self._forget = tuple(forget)
         self._waiters: dict[str, tuple[SessionKey, asyncio.Task[None]]] = {}
         self._deadlines: dict[str, float] = {}  # ended agent -> when it is removed (wall clock)
+        self._cwds: dict[str, str] = {}  # live session agent -> its cwd (spec.cwd)
         self._changed = asyncio.Event()
         # The watch, the retention timer and one waiter per live session.
         self._tasks = TaskSet("session watch")
@@ -157,6 +158,9 @@ class SessionWatch:
             return
         if phase == "Running" and key is not None:
             self._set_deadline(name, None)
+            cwd = (obj.get("spec") or {}).get("cwd")
+            if isinstance(cwd, str) and cwd:
+                self._cwds[name] = cwd
             current = self._waiters.get(name)
             if current is not None and current[0] == key:
                 return
@@ -167,7 +171,13 @@ class SessionWatch:
         self._stop_waiting(name)
         self._set_deadline(name, _ended_at(obj) + self._retention if phase == ENDED else None)
 
+    def live_cwds(self) -> dict[str, str]:
+        """The live session agents on this host and their cwds: the working-tree guard's
+        "who works in this worktree" (docs/claims.md "Working-tree guard")."""
+        return {name: cwd for name, cwd in self._cwds.items() if name in self._waiters}
+
     def _stop_waiting(self, name: str) -> None:
+        self._cwds.pop(name, None)
         current = self._waiters.pop(name, None)
         if current is not None:  # still waiting: a waiter that is ending is no longer listed
             current[1].cancel("the session agent changed")
@@ -180,6 +190,7 @@ class SessionWatch:
         current = self._waiters.get(name)
         if current is not None and current[1] is asyncio.current_task():
             del self._waiters[name]  # from here on a change of the Agent does not cancel us
+            self._cwds.pop(name, None)
         await self._end(name, key, "process exited")
 
     async def _end(self, name: str, key: SessionKey, reason: str) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from agentcoord import __version__
 from agentcoord.claude.push import CHANNEL_CAPS, PERMISSION_REQUEST, ChannelPush
 from agentcoord.errors import DomainError, IdentityMismatch, ProtocolError
-from agentcoord.gitguard.commitcheck import COMMIT_CHECK, check_commit, commit_params
+from agentcoord.gitguard.commitcheck import COMMIT_CHECK, check_commit, commit_params, is_push
 from agentcoord.identity.humanproof import attempt_of
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.jsoncodec import dumps
@@ -267,7 +267,8 @@ class McpCore:
             if session.caller.kind == "anonymous" and session.caller.via != "unix":
                 raise ProtocolError(ACCESS_DENIED, f"Access denied: {method} is unix-only")
             cwd, paths = commit_params(req.params)
-            return await check_commit(self._leases, session.caller, cwd, paths)
+            push = is_push(req.params)  # the pre-push guard asks the same question
+            return await check_commit(self._leases, session.caller, cwd, paths, push)
         if session.caller.kind == "anonymous":
             # Not an agent, not proven to be the human: nothing, not even the handshake, so
             # a client learns at once why (docs/security.md "Who a caller is").

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.errors import InvalidArguments
 from agentcoord.kernel.caller import Caller
-from agentcoord.leases.holders import canonical_key, own_site, prefix_key
+from agentcoord.leases.holders import canonical_key, own_site
+from agentcoord.leases.patterns import Overlap
 from agentcoord.leases.refusal import claim_text
 from agentcoord.leases.rows import claim_row, shown_key
 from agentcoord.leases.sites import Site
@@ -141,7 +142,9 @@ class ClaimTools:
         )
         model = for_model(caller)
         if isinstance(out, Contention):
-            held = self._row(key, out.holder)
+            # An overlapping claim on another key (a folder or glob, docs/claims.md "Folders
+            # and globs") is shown under its own key.
+            held = self._row(out.key if isinstance(out, Overlap) else key, out.holder)
             if model:
                 held = _model_row(held, own_site(caller.cwd) if fk is not None else None)
             return {"acquired": False, "holder": held}
@@ -201,8 +204,7 @@ class ClaimTools:
         read_only=True,
     )
     async def check_claims(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        prefix = prefix_key(args.get("prefix", ""), caller.cwd)
-        rows = self._leases.claims.check(prefix, args.get("holder", ""))
+        rows = self._leases.listing(args.get("prefix", ""), caller.cwd, args.get("holder", ""))
         limit = args.get("limit", 200)
         if for_model(caller):
             mine = own_site(caller.cwd)

@@ -9,10 +9,11 @@ from agentcoord.stores.kv._claimrules import (
     Contention,
     Holder,
     Mode,
+    compatible,
     parse_mode,
 )
 from agentcoord.stores.kv._procwatch import ProcKey, proc_key
-from agentcoord.stores.kv.claimstore import ClaimStore, Granted, NotHolder, StaleToken
+from agentcoord.stores.kv.claimstore import ClaimStore, Granted, KeyIndex, NotHolder, StaleToken
 from agentcoord.stores.kv.focus import Focus, FocusStore
 from agentcoord.stores.kv.keys import escape_key, unescape_key
 
@@ -25,10 +26,12 @@ __all__ = [
     "FocusStore",
     "Granted",
     "Holder",
+    "KeyIndex",
     "Mode",
     "NotHolder",
     "ProcKey",
     "StaleToken",
+    "compatible",
     "escape_key",
     "format_duration",
     "parse_duration",

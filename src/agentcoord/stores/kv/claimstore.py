@@ -57,6 +57,7 @@ __all__ = [
     "ClaimConflict",
     "ClaimStore",
     "Granted",
+    "KeyIndex",
     "NotHolder",
     "StaleToken",
 ]
@@ -105,6 +106,27 @@ class _Plan:
     released: tuple[tuple[Holder, ReleaseReason], ...] = ()
 
 
+class KeyIndex:
+    """The keys of the view that ``select`` picks (by original key), kept as the view changes:
+    a service that must find a few kinds of keys among thousands (the leases service's folder
+    and glob claims) reads them here instead of walking every claim. ``version`` grows when a
+    key comes or goes."""
+
+    def __init__(self, select: Callable[[str], bool]) -> None:
+        self.select = select
+        self.keys: dict[str, str] = {}  # escaped key -> original key
+        self.version = 0
+
+    def update(self, esc: str, record: ClaimRecord | None) -> None:
+        """The view installed ``record`` (None: the key is gone) under ``esc``."""
+        if record is not None and self.select(record.key):
+            if esc not in self.keys:
+                self.keys[esc] = record.key
+                self.version += 1
+        elif self.keys.pop(esc, None) is not None:
+            self.version += 1
+
+
 class ClaimStore:
     """Async context manager: the bucket, its watch-fed view, the reaper and process watch."""
 
@@ -144,6 +166,7 @@ class ClaimStore:
         # (wanting agent, key) -> (holder agent, when): recent contention, for "who waits
         # on whom"; cleared when the agent gets the key.
         self._contention: dict[tuple[str, str], tuple[str, float]] = {}
+        self._indexes: list[KeyIndex] = []
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -202,6 +225,15 @@ class ClaimStore:
 
     def held_by(self, agent: str) -> list[tuple[str, Holder]]:
         return self.check("", agent)
+
+    def index(self, select: Callable[[str], bool]) -> KeyIndex:
+        """A :class:`KeyIndex` of the keys ``select`` picks, filled from the view now and kept
+        up to date by every change the view installs."""
+        ix = KeyIndex(select)
+        for esc, record in self._records.items():
+            ix.update(esc, record)
+        self._indexes.append(ix)
+        return ix
 
     def holders(self, key: str) -> list[Holder]:
         """The live holders of exactly ``key``, oldest grant first: one lookup in the view,
@@ -451,6 +483,8 @@ class ClaimStore:
         if rev <= self._revs.get(esc, 0):
             return False
         self._revs[esc] = rev
+        for ix in self._indexes:
+            ix.update(esc, record)
         if record is None:
             self._records.pop(esc, None)
             self._forget_later(esc)
