@@ -4,7 +4,7 @@ and returns its table rows, latency samples and throughput-vs-concurrency curves
 Adding an area (the object store's writes, asks): write ``def area_x(ctx: Ctx) -> Area`` and
 list it in ``AREAS``. ``area_store`` and ``area_asks`` already measure their raw baselines and
 run ``bench/store.py`` / ``bench/ask.py``'s measurements once those exist (they do now); a
-module ``bench/store_report.py`` or ``bench/ask_report.py`` with ``report(ctx)`` overrides them.
+module ``store_report`` or ``ask_report`` in bench/ with ``report(ctx)`` overrides them.
 """
 
 from __future__ import annotations

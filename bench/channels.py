@@ -34,7 +34,7 @@ GOAL = f"<= {GOAL_P50_MS:g} ms"
 OURS, CORE, JETSTREAM = "send -> notification", "raw core pub/sub", "raw JetStream"
 
 # A process named ``claude`` whose child is the shim: the daemon resolves the shim's caller to a
-# session agent through it (DESIGN.md "Identity and trust").
+# session agent through it (docs/security.md "By transport").
 _STANDIN = "import subprocess, sys\nsys.exit(subprocess.call(sys.argv[1:]))\n"
 
 

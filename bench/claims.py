@@ -92,9 +92,9 @@ async def _daemon_pair(c: Mcp, key: str) -> float:
 
 
 async def release_only(kv: Any, c: Mcp, n: int, prefix: str = "ro") -> dict[str, list[float]]:
-    """Release alone, timed: the seed's ``release {resource_key}`` (no token) and the fenced
-    form (with the token) against raw ``kv.delete(last=rev)``; each key is claimed (or created)
-    untimed first, and the three alternate key by key so the machine's noise hits all alike."""
+    """Release alone, timed: ``release {resource_key}`` (no token) and the fenced form (with the
+    token) against raw ``kv.delete(last=rev)``; each key is claimed (or created) untimed first, and
+    the three alternate key by key so the machine's noise hits all alike."""
     raw: list[float] = []
     bare: list[float] = []
     fenced: list[float] = []

@@ -5,12 +5,12 @@
     bench/results.py [--json | --show]
 
 Claude Code hands a successful tool result to the model as its ``structuredContent`` JSON
-(FACTS.md "The real Claude Code, offline"), so that JSON's size is what a call costs in
-context. One real daemon, seven agents (stand-in ``claude`` sessions, each annotated), twenty
-claims, three channels, ten messages waiting in the measuring agent's inbox and two open human
-prompts; the first agent then makes each call once. Sizes are bytes of the compact JSON the
-daemon sends. ``BEFORE`` holds the same figures measured on the tree before results were
-shaped for the model (same script, same state), so the ratio column reads against it.
+(docs/claude-code.md "Results for the model"), so that JSON's size is what a call costs in context.
+One real daemon, seven agents (stand-in ``claude`` sessions, each annotated), twenty claims, three
+channels, ten messages waiting in the measuring agent's inbox and two open human prompts; the first
+agent then makes each call once. Sizes are bytes of the compact JSON the daemon sends. ``BEFORE``
+holds the same figures measured on the tree before results were shaped for the model (same script,
+same state), so the ratio column reads against it.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def area(ctx: Any) -> Any:
         for label, now in sizes.items()
     ]
     notes = [
-        "Bytes of the compact JSON a model gets (FACTS.md: Claude Code sends structuredContent, "
+        "Bytes of the compact JSON a model gets (Claude Code sends structuredContent, "
         "not the text): 7 agents, 20 claims, 3 channels, 10 messages waiting, 2 open prompts; "
         "the baseline is the same state measured at commit 7921778, before results were shaped "
         "for the model (bench/results.py BEFORE)."

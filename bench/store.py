@@ -250,8 +250,8 @@ async def listing(store: ObjectStore, raw: Raw, n: int) -> Listing:
     same list again, the decoded list and the baseline, in turn.
 
     The collector is frozen (``gc.freeze``, as the daemon does after start-up,
-    daemon/lifecycle.py) while timing, so the baseline's 10,000 decoded dicts pay no
-    collections over whatever the benchmark's process allocated before."""
+    daemon/run.py) while timing, so the baseline's 10,000 decoded dicts pay no collections over
+    whatever the benchmark's process allocated before."""
     have = len((await store.list("humanprompts"))[0])
     await asyncio.gather(
         *(

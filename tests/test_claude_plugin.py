@@ -138,10 +138,11 @@ def test_skill_names_only_real_tools_with_real_arguments() -> None:
 
 
 def test_skill_teaches_the_whole_protocol() -> None:
-    """The skill shows the calls of every step of the protocol (seed 003): check and claim
-    before editing, focus, heartbeat and renew, release, inbox, checkpoint and handoff,
-    escalation, and asking other agents; its claim example is a write claim of a file with a
-    ttl, its handoff passes every section of the handoff document."""
+    """The skill shows the calls of every step of the protocol
+    (docs/plugin.md "The coordination skill"): check and claim before editing, focus, heartbeat and
+    renew, release, inbox, checkpoint and handoff, escalation, and asking other agents; its claim
+    example is a write claim of a file with a ttl, its handoff passes every section of the handoff
+    document."""
     text = skill_text("coordination")
     calls = dict(skill_calls(text))
     wanted = {

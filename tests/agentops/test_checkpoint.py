@@ -92,7 +92,7 @@ def test_checkpoint_then_resume_restores_wip_byte_for_byte(
     assert again["ref"] == cp["ref"]  # content-addressed: same work, same ref
     assert again["checkpoints"] == 3  # and still appended to the history
     res = ok(call, "resume", task="dev-task", name="dev-2")
-    # "latest" is the last appended entry (seed 000)
+    # "latest" is the last appended entry
     assert res == {"agent": "dev-2", "resumed_from": cp["ref"], "task": "dev-task"}
     wait_for(
         lambda: (stored(d, "agents", "dev-2") or {}).get("status", {}).get("phase") == "Succeeded",

@@ -1,5 +1,5 @@
-"""Every background task belongs to a task group (docs/architecture.md "Tasks", STYLE.md 5):
-an AST scan of ``src/agentcoord`` finds any task created outside one.
+"""Every background task belongs to a task group (docs/architecture.md "Tasks"): an AST scan of
+``src/agentcoord`` finds any task created outside one.
 
 Refused: ``asyncio.create_task``, ``asyncio.ensure_future`` (or either imported bare), and
 ``<receiver>.create_task`` for any receiver but a task group: a name bound by ``async with

@@ -27,7 +27,8 @@ SERVER = "agent-coord"  # the MCP server name `agentcoord setup claude` register
 VERSION = (Path(__file__).parent / "CLAUDE_CODE_VERSION").read_text().strip()
 INSTALL = f"npm install -g --prefix /opt/claude-code-{VERSION} @anthropic-ai/claude-code@{VERSION}"
 
-# FACTS.md "The real Claude Code, offline": no telemetry, no updater, no side requests.
+# No telemetry, no updater, no side requests
+# (docs/claude-code.md "The real Claude Code in the tests").
 OFFLINE = {
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
@@ -101,7 +102,7 @@ class Run:
 
     def check(self) -> None:
         """Fail unless it exited 0 with a result that is no error (API errors come back with
-        exit 0 and ``is_error``: FACTS.md)."""
+        exit 0 and ``is_error``)."""
         assert self.returncode == 0, (self.returncode, self.result, self.stderr)
         assert not self.result.get("is_error"), (self.result, self.stderr)
 

@@ -1,12 +1,12 @@
 """A scripted stand-in for the Anthropic Messages API on loopback, for the real Claude Code.
 
 ``claude -p`` with ``ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`` sends only ``POST
-/v1/messages?beta=true`` with ``stream: true`` (FACTS.md "The real Claude Code, offline"; seen
-with 2.1.328, no side requests). The stand-in answers each request with the next turn of its
-script as the API's server-sent events (``message_start``, ``content_block_start``/``_delta``/
-``_stop``, ``message_delta`` with the ``stop_reason``, ``message_stop``; the Messages API's
-"Streaming Messages"), a non-streaming request with the same Message as JSON, and records every
-request, so a test asserts on what the binary sent the model: the system prompt, the tools
+/v1/messages?beta=true`` with ``stream: true`` (docs/claude-code.md; seen with 2.1.328, no side
+requests). The stand-in answers each request with the next turn of its script as the API's
+server-sent events (``message_start``, ``content_block_start``/``_delta``/ ``_stop``,
+``message_delta`` with the ``stop_reason``, ``message_stop``; the Messages API's "Streaming
+Messages"), a non-streaming request with the same Message as JSON, and records every request, so a
+test asserts on what the binary sent the model: the system prompt, the tools
 (``mcp__agent-coord__<tool>`` with ``ENABLE_TOOL_SEARCH=false``), the ``tool_result`` blocks
 (:func:`tool_results`) and the hooks' additional context (:func:`context_texts`).
 
@@ -132,7 +132,7 @@ def tool_results(req: Request) -> list[dict[str, Any]]:
 def context_texts(req: Request, event: str) -> list[str]:
     """The hook additional context of ``event`` in the request's messages, each from its label
     on: Claude Code 2.1.328 sends it as role-``system`` text labelled ``<Event> hook additional
-    context:``, for tool events ``<Event>:<tool name> hook additional context:`` (FACTS.md)."""
+    context:``, for tool events ``<Event>:<tool name> hook additional context:``."""
     label = re.compile(rf"(?:^|\n)({re.escape(event)}(?::\S+)? hook additional context:)")
     out = []
     for message in req.body.get("messages", []):

@@ -3,8 +3,8 @@ agent-coord channel to the model while idle, with no keystroke (docs/claude-code
 "Channels").
 
 Interactive, under tmux on a private socket, against the scripted model API. Channels need the
-two feature flags seeded in Claude Code's config (FACTS.md "The real Claude Code, offline"),
-which only tests do; the launcher's confirmation dialog is answered with Enter.
+two feature flags cached in Claude Code's config (docs/claude-code.md "Channels"), which only tests
+do; the launcher's confirmation dialog is answered with Enter.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ CONFIRM = "I am using this for local development"
 
 
 def _seed(config_dir: Path, project: Path, version: str) -> None:
-    """What an offline interactive session needs in ``.claude.json`` (FACTS.md): onboarding
-    done, the project trusted, the API key approved, and the channel flags cached."""
+    """What an offline interactive session needs in ``.claude.json`` (docs/claude-code.md):
+    onboarding done, the project trusted, the API key approved, and the channel flags cached."""
     path = config_dir / ".claude.json"
     data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     data.update(
@@ -115,7 +115,7 @@ def _channel_session(daemon: Daemon, claude: Claude, tmp_path: Path) -> Iterator
         TERM="xterm-256color",
     )
     # A permission dialog for every tool but agent-coord's (the mode a classifier cannot
-    # answer: FACTS.md).
+    # answer: docs/claude-code.md "Channels").
     launch = [sys.executable, "-m", "agentcoord", "claude", "--permission-mode", "default"]
     command = "cd {} && exec env -i {} {}".format(
         shlex.quote(str(claude.cwd)),

@@ -157,7 +157,7 @@ def test_ask_cold_starts_then_resumes_the_real_claude(
     """`ask` of a sleeping package agent cold-starts the real `claude -p` in bubblewrap and
     returns its model's answer (its whoami resolved as the agent); a second ask resumes the
     same linked session (`--resume`): its model request carries the first turn's exchange
-    before the new prompt (docs/ask-and-operator.md "Linked sessions")."""
+    before the new prompt (docs/ask-and-operator.md "send_message and ask")."""
     d, _ = runner_daemon
     model_api.script(ToolUse(WHOAMI, {}), _answer_with_identity, Text("second answer"))
     first = own_call(d, "ask", {"agent": "alpha", "text": "who are you?", "timeout_secs": 60})

@@ -47,7 +47,7 @@ def test_whoami_answers_the_sessions_agent(daemon: Daemon, claude: Claude) -> No
     run = claude.run("who am I?")
     run.check()
     first, second = run.requests
-    # -p sends nothing but streaming model requests (FACTS.md), MCP schemas in full.
+    # -p sends nothing but streaming model requests, MCP schemas in full (docs/claude-code.md).
     assert {(r.method, r.path, r.body.get("stream")) for r in run.requests} == {
         ("POST", "/v1/messages?beta=true", True)
     }
@@ -55,7 +55,7 @@ def test_whoami_answers_the_sessions_agent(daemon: Daemon, claude: Claude) -> No
     assert tool["input_schema"].get("properties", {}) == {}, tool
     (result,) = tool_results(second)
     assert not result.get("is_error"), result
-    me = json.loads(result["text"])  # structuredContent reaches the model (FACTS.md)
+    me = json.loads(result["text"])  # structuredContent reaches the model
     assert me["kind"] == "session"
     assert me["via"] == "unix"
     assert me["session"] == run.result["session_id"]
@@ -287,9 +287,9 @@ def _references(result: dict[str, Any]) -> list[str]:
 def test_with_tool_search_the_model_finds_and_loads_the_tools(
     daemon: Daemon, claude: Claude
 ) -> None:
-    """With Claude Code's default tool search (FACTS.md: MCP tools deferred), the model sees
-    agent-coord's tools by name only; a keyword search for claiming a file finds `claim`
-    first (its description is what matches), and whoami loaded by name works."""
+    """With Claude Code's default tool search (MCP tools deferred), the model sees agent-coord's
+    tools by name only; a keyword search for claiming a file finds `claim` first (its description is
+    what matches), and whoami loaded by name works."""
     del claude.env["ENABLE_TOOL_SEARCH"]
     claude.api.script(
         ToolUse("ToolSearch", {"query": "claim a file before editing", "max_results": 5}),

@@ -1,7 +1,6 @@
-"""A stop drains (STYLE.md 5, after uvicorn's ``Server.shutdown``): on SIGTERM the listeners stop
-accepting, the ``tools/call`` requests in flight on the unix socket and on HTTP ``/mcp`` finish,
-those longer than the drain are cut off with a reason, and the daemon still exits cleanly (exit 0,
-not killed)."""
+"""A stop drains (docs/architecture.md "Stopping"): on SIGTERM the listeners stop accepting, the
+``tools/call`` requests in flight on the unix socket and on HTTP ``/mcp`` finish, those longer than
+the drain are cut off with a reason, and the daemon still exits cleanly (exit 0, not killed)."""
 
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ def test_default_profile_is_created_and_listed(local_daemon: Any) -> None:
 def test_synthesized_mcp_config_lists_exactly_the_profile_servers(
     local_daemon: Any, visible_root: Path
 ) -> None:
-    """The runner gets exactly the profile's servers, resolved, plus the seed's env and flags."""
+    """The runner gets exactly the profile's servers, resolved, plus the runner env and flags."""
     d, hub, call = local_daemon(MCP_MERIDIAN_MCP_URL="http://127.0.0.1:9/mcp")
     shared = visible_root / "shared-lib"
     kubectl = kubectl_for(d)

@@ -256,8 +256,8 @@ async def _talk(
         "--verbose",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        # The stand-in writes its transcript under $CLAUDE_CONFIG_DIR/projects/<cwd> (FACTS.md
-        # "Claude Code on disk"): both in this test's own dir.
+        # The stand-in writes its transcript under $CLAUDE_CONFIG_DIR/projects/<cwd>
+        # (docs/localagents.md "Sessions"): both in this test's own dir.
         env={**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")},
         cwd=tmp_path,
     )

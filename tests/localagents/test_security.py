@@ -1,4 +1,4 @@
-"""Seed 001's security model through the real daemon: the feature flag, the package path
+"""Local dispatch's two checks through the real daemon: the feature flag, the package path
 re-derived from the live index (never from a record), safe ids, containment under the hub."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ HOSTILE = PATH_HOSTILE + SUBJECT_HOSTILE
 
 # (tool, the argument that carries an id or a path, other required arguments, values):
 # ids that become NATS subject tokens refuse both kinds; registry ids are names that become
-# file names in seed 001, so they must be path-safe (dots and spaces are fine there).
+# file names in a file-backed registry, so they must be path-safe (dots and spaces are fine there).
 TARGETS: list[tuple[str, str, dict[str, Any], list[str]]] = [
     ("send", "to", {"text": "hi"}, HOSTILE),
     ("send", "channel", {"text": "hi"}, HOSTILE),

@@ -1,4 +1,4 @@
-"""Only the human answers as the human (DESIGN.md "Identity and trust"): an agent that raised a
+"""Only the human answers as the human (docs/security.md "Who a caller is"): an agent that raised a
 prompt cannot answer it itself by detaching from its session (``setsid``), by speaking HTTP
 without the token, by running ``agentcoord answer`` under a session's or a runner's
 environment, or by naming the human in a tool's ``agent``/``from``. Each attempt is refused
@@ -29,7 +29,7 @@ from tests.security.test_impersonation import _args, _identity_tools
 from tests.tools.conftest import AgentProc, ToolFailed, cli, human_call
 from tests.tools.session_helpers import unix_request
 
-# What Claude Code puts in the environment of every command it runs (FACTS.md "MCP clients").
+# What Claude Code puts in the environment of every command it runs (docs/mcp.md).
 SESSION_ENV = {
     "CLAUDECODE": "1",
     "CLAUDE_CODE_SESSION_ID": "0b6c8f0e-5f4e-4d8e-9d3e-2f1c7a1b9e10",

@@ -1,9 +1,10 @@
-"""The self-approval attacks from inside a real sandboxed runner (DESIGN.md "Identity and
-trust", "Local agents and sessions"): a local agent cold-started by ``run_agent`` (the stand-in
-``claude -p`` of tests/fakes/claude_runner.py, in real bubblewrap) raises ``request_approval``
-and then tries to answer it itself: with a detached ``agentcoord answer``, a detached tokenless
-``curl`` to ``/mcp``, and ``answer_prompt`` through its own MCP server. That it cannot read
-``human.token`` or the NATS credentials is tests/localagents/test_sandbox_paths.py
+"""The self-approval attacks from inside a real sandboxed runner
+(docs/security.md "What is enforced for sandboxed runners"): a local agent cold-started by
+``run_agent`` (the stand-in ``claude -p`` of tests/fakes/claude_runner.py, in real bubblewrap)
+raises ``request_approval`` and then tries to answer it itself: with a detached ``agentcoord
+answer``, a detached tokenless ``curl`` to ``/mcp``, and ``answer_prompt`` through its own MCP
+server. That it cannot read ``human.token`` or the NATS credentials is
+tests/localagents/test_sandbox_paths.py
 ``test_a_runner_cannot_read_the_daemons_secrets_but_reaches_its_socket``."""
 
 from __future__ import annotations

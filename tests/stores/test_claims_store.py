@@ -104,7 +104,7 @@ async def test_two_stores_race_with_cas(natsd: NatsSupervisor, audit: Recorder) 
 
 
 async def test_release_rules_and_tokens(js: Any, audit: Recorder) -> None:
-    """Only the holder with its current token releases; others get the seed's text."""
+    """Only the holder with its current token releases; others get the documented text."""
     async with ClaimStore(js, audit) as store:
         g = await store.claim("a", "r", "write", 60)
         assert isinstance(g, Granted)
@@ -123,8 +123,8 @@ async def test_release_rules_and_tokens(js: Any, audit: Recorder) -> None:
 
 
 async def test_release_and_renew_without_token(js: Any, audit: Recorder) -> None:
-    """Without a token, release and renew act on the caller's own grant (seed 000 "release");
-    a token, when given, must be the current grant's, so an old one is refused."""
+    """Without a token, release and renew act on the caller's own grant (docs/claims.md "Tools"); a
+    token, when given, must be the current grant's, so an old one is refused."""
     async with ClaimStore(js, audit) as store:
         old = await store.claim("a", "r", "write", 60)
         new = await store.claim("a", "r", "write", 60)  # re-taken: a new grant, a new token

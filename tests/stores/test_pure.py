@@ -64,7 +64,7 @@ def test_parse_duration_go_forms(text: str, seconds: float) -> None:
     "text", ["", "5", "5x", "m", "1h 30m", "1h-5m", ".", "five minutes", "--1s"]
 )
 def test_parse_duration_rejects_bad_values(text: str) -> None:
-    """A malformed duration is an error, never a silent "no expiry" (seed 000 sharp edge)."""
+    """A malformed duration is an error, never a silent "no expiry" (docs/claims.md "Rules")."""
     with pytest.raises(InvalidArguments, match="invalid duration"):
         parse_duration(text)
 
@@ -99,7 +99,7 @@ def test_escape_is_injective(a: str, b: str) -> None:
 
 
 def test_escape_seed_collision_is_gone() -> None:
-    """The seed's colliding pair (file:a/b vs file_a/b) now gets two different KV keys."""
+    """A pair a lossy escape would collide (file:a/b vs file_a/b) gets two different KV keys."""
     assert escape_key("file:aion/web:src/auth.rs") != escape_key("file_aion/web_src/auth.rs")
     assert escape_key("file:aion/web:src/auth.rs") == "file=3Aaion/web=3Asrc/auth=2Ers"
 

@@ -75,8 +75,7 @@ def human_token(d: Daemon) -> str:
 async def human_sdk_client(d: Daemon, mode: str = "legacy") -> AsyncIterator[Client]:
     """The official MCP SDK client on the daemon's ``/mcp`` as the human: every request bears
     the human token (docs/security.md "Who a caller is"), through the httpx2 client the SDK
-    takes for headers (FACTS.md "MCP clients"), with the SDK's own timeouts (300 s reads, for
-    held streams)."""
+    takes for headers, with the SDK's own timeouts (300 s reads, for held streams)."""
     headers = {"authorization": f"Bearer {human_token(d)}"}
     timeout = httpx2.Timeout(30, read=300)
     async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:

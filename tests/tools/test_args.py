@@ -1,4 +1,4 @@
-"""Tool argument checking: the seed's required wording, types, arrays from comma strings."""
+"""Tool argument checking: the required wording, types, arrays from comma strings."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def test_a_message_reaches_an_idle_push_session_as_a_notification_exactly_once(
     once: the next hook injects nothing and the next notification is the next message."""
     a = _session(daemon, claude_bin, sessions, push=True)
     b = _session(daemon, claude_bin, sessions, push=True)
-    # Claude Code's probe first: -32601 keeps it on a protocol that has channels (FACTS.md).
+    # Claude Code's probe first: -32601 keeps it on a protocol that has channels (docs/mcp.md).
     assert a.reply("server/discover")["error"]["code"] == -32601
     caps = a.initialize()["capabilities"]
     assert set(caps["experimental"]) == {"claude/channel", "claude/channel/permission"}

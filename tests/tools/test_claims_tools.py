@@ -233,7 +233,7 @@ def test_clean_shutdown_keeps_queued_audit_events(daemon: Daemon, claude_bin: Pa
     assert [e["resource_key"] for e in events] == ["a"]
 
 
-# -- seed 000 "release {resource_key}": the caller's own claim, a token only fences it --------
+# -- "release {resource_key}": the caller's own claim, a token only fences it ----------------
 
 
 def test_release_and_renew_take_no_token_in_their_schemas(daemon: Daemon) -> None:
@@ -275,7 +275,7 @@ def test_release_without_token_drops_own_claim(daemon: Daemon, claude_bin: Path)
 def test_release_without_token_of_anothers_claim_fails_with_seed_text(
     daemon: Daemon, claude_bin: Path
 ) -> None:
-    """Without a token, releasing another agent's claim fails with seed 000's exact text."""
+    """Without a token, releasing another agent's claim fails with the documented text."""
     with holding(daemon, claude_bin, [("claim", {"resource_key": "shared.db"})]) as held:
         holder = _sc(held[0])["claim"]["agent"]
         out = session_call(

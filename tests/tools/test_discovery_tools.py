@@ -50,7 +50,7 @@ def test_annotate_find_and_list(daemon: Daemon, claude_bin: Path) -> None:
 
 
 def test_annotate_is_a_whole_record_write(daemon: Daemon, claude_bin: Path) -> None:
-    """A second annotate without files clears them (seed 000: send the full focus)."""
+    """A second annotate without files clears them (a whole-record write: docs/tools.md)."""
     out = session_call(
         daemon,
         claude_bin,

@@ -156,8 +156,7 @@ async def test_instant_answer_is_not_missed(daemon: Daemon, agents: Any) -> None
     """An answer published on prompts.<id>.reply the instant the prompt exists is received.
 
     A direct NATS client answers as soon as the prompts.new announcement (published right after
-    the record is created) arrives; the seed subscribed after creating the record and lost such
-    answers.
+    the record is created) arrives; a subscription made after the record would lose such answers.
     """
     from agentcoord.kernel import wire
     from agentcoord.proto.agent.v1 import agent_pb2 as pb

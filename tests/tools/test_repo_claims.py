@@ -338,7 +338,7 @@ def test_notebook_edits_are_guarded_and_reads_are_not(
 def test_non_file_keys_are_kept_as_given(
     wt: tuple[Path, Path], sessions: Callable[[Path], Session]
 ) -> None:
-    """symbol: and lock: keys, and bare names, are exact keys as in seed 000."""
+    """symbol: and lock: keys, and bare names, are exact keys (docs/claims.md "Claiming files")."""
     w1, w2 = wt
     a, b = sessions(w1), sessions(w2)
     for key in ("symbol:parse", "lock:migrations", "src/app.py"):

@@ -1,6 +1,6 @@
 """What the model reads is small: an agent's ``tools/list`` within its byte budget with every
-seed argument kept, and agents' results without the CLI's extra fields (docs/claude-code.md
-"Results for the model")."""
+documented argument kept, and agents' results without the CLI's extra fields
+(docs/claude-code.md "Results for the model")."""
 
 from __future__ import annotations
 
@@ -22,18 +22,16 @@ from tests.conftest import Daemon
 from tests.tools.conftest import AgentProc
 
 # The bytes of the compact JSON tools array an agent's tools/list sends (every page): 8 KB.
-# Every seed argument is listed with its type; an ``agent``/``from`` that can only name the
+# Every documented argument is listed with its type; an ``agent``/``from`` that can only name the
 # caller, options for programs, and tools a model does not need are accepted but not listed
 # (docs/claude-code.md "Results for the model").
 AGENT_LISTING_BUDGET = 8_192
 
-# Every argument each seed names for a tool: (type, required). Seed 001 lists its arguments
-# with types; seed 000 names them in its prose (arrays also take a comma-separated string, and
-# the acting agent is `agent` or `from`); seed 004 gives send_message(agent, text) and
-# ask(agent, text).
+# Every argument docs/tools.md "Every tool" names for a tool: (type, required); arrays also take a
+# comma-separated string, and the acting agent is `agent` or `from`.
 STR, ARR, INT, BOOL, NUM = "string", "array", "integer", "boolean", "number"
 SEED_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
-    # seed 000
+    # discovery, claims, messaging, handoff, prompts, lifecycle
     "list_agents": {
         "selector": (STR, False),
         "agent_type": (STR, False),
@@ -77,7 +75,7 @@ SEED_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
     "escalate": {"question": (STR, True), "timeout_secs": (NUM, False), "agent": (STR, False)},
     "checkpoint": {"task": (STR, False)},
     "resume": {"task": (STR, True)},
-    # seed 001
+    # the registry and dispatch
     "register_agent": {
         "agent_id": (STR, True),
         "agent_name": (STR, False),
@@ -107,7 +105,7 @@ SEED_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
         "wait": (BOOL, False),
         "file_path": (STR, False),
     },
-    # seed 004
+    # agent to agent
     "send_message": {"agent": (STR, True), "text": (STR, True)},
     "ask": {"agent": (STR, True), "text": (STR, True)},
 }
@@ -155,8 +153,8 @@ def test_agent_tools_list_within_budget() -> None:
 
 @pytest.mark.unit
 def test_every_seed_argument_is_listed_with_its_type() -> None:
-    """Each seed tool lists each seed argument, with a type that takes the seed's, required as
-    the seed has it."""
+    """Each documented tool lists each documented argument, with a type that takes the documented
+    one, required as documented."""
     tools = {t["name"]: t for t in _agent_listing()}
     for name, arguments in SEED_ARGUMENTS.items():
         assert name in tools, name
@@ -235,7 +233,7 @@ def test_short_time_is_iso_to_the_second() -> None:
 
 def test_an_agent_reads_no_pids_internal_ids_or_raw_times(agents: Any) -> None:
     """Through the real daemon an agent's whoami, claims, inbox and channels carry no pids,
-    acquisition times, internal labels or sender keys, and times to the second; the seed's
+    acquisition times, internal labels or sender keys, and times to the second; the documented
     fields are all there."""
     a, b = agents("a"), agents("b")
     who = a.call("whoami")

@@ -1,5 +1,4 @@
-"""Agent to agent, and the daemon as operator (seed 004, seed 000 "Lifecycle";
-docs/ask-and-operator.md).
+"""Agent to agent, and the daemon as operator (docs/ask-and-operator.md).
 
 :mod:`.rules` (pure: depth, cycles, rules, linked sessions, reconcile decisions),
 :mod:`.checkpoints` (git WIP bundles, content-addressed blobs), :mod:`.controller` (Agent

@@ -1,4 +1,5 @@
-"""Asks that wait in interactive sessions' inboxes (seed 004 ``ask``).
+"""Asks that wait in interactive sessions' inboxes
+(docs/ask-and-operator.md "send_message and ask").
 
 An interactive session the daemon did not start cannot be prompted from outside: the text
 lands in its durable inbox and ``ask`` waits, up to a timeout, for the session to answer with

@@ -1,4 +1,4 @@
-"""Pure rules of agent-to-agent calls and of the Agent controller (seed 004, seed 000).
+"""Pure rules of agent-to-agent calls and of the Agent controller (docs/ask-and-operator.md).
 
 Values in, values out: turn depth and cycles, who may message whom, how a message is
 attributed, which linked session a message runs in, and what the controller does with an
@@ -33,7 +33,7 @@ __all__ = [
     "workspace_of",
 ]
 
-MAX_DEPTH = 4  # seed 004: a call that would exceed depth 4 fails
+MAX_DEPTH = 4  # a call that would exceed depth 4 fails (docs/ask-and-operator.md)
 TOO_DEEP = "too many agents in a row"
 WORKSPACE_LABEL = "fastverk.savvifi.com/workspace"
 ROLES_ANNOTATION = "fastverk.savvifi.com/roles"
@@ -120,7 +120,8 @@ def may_message(
     target_workspace: str,
     role: str,
 ) -> None:
-    """Seed 004 "Rules": same workspace, and the caller's owner holds at least operator."""
+    """Same workspace, and the caller's owner holds at least operator
+    (docs/ask-and-operator.md "send_message and ask")."""
     if caller == target:
         raise InvalidArguments("an agent cannot message itself")
     if caller_workspace != target_workspace:
@@ -133,7 +134,8 @@ def may_message(
 
 @dataclass
 class LinkedSession:
-    """A session on the target that runs messages from one agent (seed 004 "Linked sessions")."""
+    """A session on the target that runs messages from one agent
+    (docs/ask-and-operator.md "send_message and ask")."""
 
     name: str  # "From A", "From A (2)"
     session_id: str

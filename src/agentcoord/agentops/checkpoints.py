@@ -2,9 +2,9 @@
 
 A bundle is a deterministic tar (``meta.json``, ``wip.bundle``, ``transcripts/<id>.jsonl``)
 stored at ``<state>/checkpoints/sha256/<hex>``; its ref is ``sha256:<hex>``, so the same work
-checkpointed twice is stored once (DESIGN.md "Planes": large blobs on disk, the CR holds the
-ref). The WIP commit is what ``git stash create`` makes, built with a private index so that
-untracked files are kept too (``stash -u``); restoring reads its tree into a fresh worktree and
+checkpointed twice is stored once (docs/architecture.md "Planes": large blobs on disk, the object
+holds the ref). The WIP commit is what ``git stash create`` makes, built with a private index so
+that untracked files are kept too (``stash -u``); restoring reads its tree into a fresh worktree and
 moves HEAD back to the base, so the files come back byte for byte as uncommitted work.
 
 Synchronous on purpose: the daemon calls these through ``asyncio.to_thread``; the one async
@@ -14,8 +14,8 @@ Retention (docs/reliability.md "State retention"): each agent keeps its newest `
 bundles, and all bundles together stay under ``max_bytes``, oldest removed first. Never removed:
 the newest bundle of each agent, the last checkpoint of each AgentTask (what ``resume`` takes),
 any Agent's ``spec.resumeFrom``, and an unreferenced bundle younger than a grace period
-(stored, its task entry not yet written). The entries in ``status.checkpoints`` stay (seed
-000: the list is append-only); loading a removed ref says it was removed by retention.
+(stored, its task entry not yet written). The entries in ``status.checkpoints`` stay (the list is
+append-only); loading a removed ref says it was removed by retention.
 """
 
 from __future__ import annotations

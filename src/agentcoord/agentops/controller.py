@@ -1,5 +1,4 @@
-"""The Agent controller: the daemon as operator (seed 000 "Lifecycle"; docs/ask-and-operator.md
-"The operator").
+"""The Agent controller: the daemon as operator (docs/ask-and-operator.md "The operator").
 
 Managed Agent objects (label ``fastverk.savvifi.com/managed-by=agentcoord``) are reconciled
 into sandboxed runner processes: a new Agent with an objective (its owner AgentTask) or a

@@ -1,5 +1,5 @@
-"""spawn_subagent, cancel, checkpoint, resume, merge (seed 000 "Lifecycle", "Checkpoint and
-resume", "merge"), with the seed's sharp edges fixed (docs/ask-and-operator.md):
+"""spawn_subagent, cancel, checkpoint, resume, merge (docs/ask-and-operator.md "The operator",
+"checkpoint, resume, merge"), with no silent edges:
 
 - re-spawning an existing name with a different profile is an error, not a silent no-op;
 - cancel waits for the controller to stop the runner and reports it;
@@ -148,7 +148,8 @@ def _repo_path(repo: str) -> Path:
 
 
 def _how(caller: Caller) -> dict[str, Any]:
-    """A human's cancel is a human decision: the audit says how it came (DESIGN.md "Humans")."""
+    """A human's cancel is a human decision: the audit says how it came
+    (docs/security.md "Every human decision is audited")."""
     return decision_fields(caller) if caller.kind == "human" else {}
 
 
@@ -230,13 +231,14 @@ async def _may_cancel(ops: AgentOps, caller: Caller, target: dict[str, Any], kin
 
 
 async def _may_act(ops: AgentOps, caller: Caller, target: dict[str, Any]) -> None:
-    """Acting on another agent takes what messaging it takes (seed 004 "Rules")."""
+    """Acting on another agent takes what messaging it takes
+    (docs/ask-and-operator.md "send_message and ask")."""
     if target["metadata"]["name"] != caller.agent:
         await ops.check_rules(caller, target)
 
 
 async def _control(ops: AgentOps, me: str, name: str, what: str) -> None:
-    """Best effort (seed 000): a CONTROL message so a live runner can drain."""
+    """Best effort: a CONTROL message so a live runner can drain."""
     m = ops.messaging
     if m is None:
         return

@@ -1,4 +1,5 @@
-"""send_message and ask (seed 004): rules, attribution, and the two ways a message is run.
+"""send_message and ask (docs/ask-and-operator.md): rules, attribution, and the two ways a message
+is run.
 
 A daemon-run agent (a managed Agent, or a local package agent) gets the message as a turn in
 its linked session "From <caller>" (:meth:`AgentController.message`): started cold, or

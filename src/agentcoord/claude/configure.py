@@ -4,7 +4,7 @@ rules that keep a session's file tools out of the daemon's state dir, in Claude 
 Edits are surgical: only our own entries (server ``agent-coord``; hook commands starting with
 ``agentcoord hook``, and http hooks marked with our header; the state dir's ``permissions.deny``
 rules) are added or removed, everything else in the user's files is kept, writes are atomic,
-and running it twice changes nothing (FACTS.md "Claude Code on disk").
+and running it twice changes nothing (docs/claude-code.md "Claude Code").
 
 Hooks (docs/claude-code.md "Hooks"): every event but SessionStart is a ``type: "http"`` hook
 posting to the daemon's loopback port (no process per tool call); PreToolUse only on the tools

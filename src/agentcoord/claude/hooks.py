@@ -2,7 +2,7 @@
 
 :class:`Hooks` is built with the services its handlers read (claims deny writes, messaging
 injects inbox messages, the directory ends sessions); outputs follow Claude Code's hook JSON
-(FACTS.md "Hooks").
+(docs/claude-code.md "Hooks").
 """
 
 from __future__ import annotations
@@ -163,7 +163,8 @@ async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
     return "\n".join(lines)
 
 
-# Claude Code's file-writing tools and the input field naming their file (FACTS.md "Hooks").
+# Claude Code's file-writing tools and the input field naming their file
+# (docs/claims.md "Claiming files").
 _WRITE_TOOLS = {
     "Write": "file_path",
     "Edit": "file_path",

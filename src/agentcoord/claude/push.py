@@ -1,14 +1,14 @@
 """Claude Code channels: inbox messages pushed into a live session, and its permission dialogs
-relayed to the human (docs/claude-code.md "Channels"; DESIGN.md "Claude Code integration").
+relayed to the human (docs/claude-code.md "Channels").
 
 A session whose MCP server (our shim) declares ``experimental["claude/channel"]`` may be sent
 ``notifications/claude/channel`` ``{content, meta}``, and an idle session takes it to the model
-at once (FACTS.md "The real Claude Code, offline"). Claude Code says nothing about whether it
-was started with channels on (its ``initialize`` is the same either way), so push is opt-in:
-``agentcoord claude`` sets :data:`PUSH_ENV` in the environment Claude Code hands the shim, and
-the daemon reads it from the shim's process. It only opts into push, never says who the caller
-is (that still comes from the peer's ancestry, DESIGN.md "Identity and trust"). A session
-without it keeps getting its messages from the hooks.
+at once (docs/claude-code.md "Channels"). Claude Code says nothing about whether it was started with
+channels on (its ``initialize`` is the same either way), so push is opt-in: ``agentcoord claude``
+sets :data:`PUSH_ENV` in the environment Claude Code hands the shim, and the daemon reads it from
+the shim's process. It only opts into push, never says who the caller is (that still comes from the
+peer's ancestry, docs/security.md "By transport"). A session without it keeps getting its messages
+from the hooks.
 
 Exactly once across channel and hooks: both read the agent's one durable consumer
 (:class:`~agentcoord.stores.messagebus.MessageBus`), which returns each message once. The push
@@ -63,7 +63,8 @@ PUSH_ENV = "AGENTCOORD_CHANNELS"  # set by ``agentcoord claude``; "1" opts the s
 CHANNEL = "notifications/claude/channel"
 PERMISSION_REQUEST = "notifications/claude/channel/permission_request"
 PERMISSION = "notifications/claude/channel/permission"
-# What the initialize result declares to a push session (FACTS.md: channels, then the relay).
+# What the initialize result declares to a push session: channels, then the relay
+# (docs/claude-code.md "Channels").
 CHANNEL_CAPS: dict[str, Any] = {"claude/channel": {}, "claude/channel/permission": {}}
 # A relayed permission dialog is a "choice" HumanPrompt between allow and deny: the kinds the
 # HumanPrompt schema takes (stores/objects/kinds.py), rendered as a choice by the console and
@@ -97,7 +98,7 @@ def opted_in(pid: int | None) -> bool:
 
 
 # Claude Code's remote feature flags for channels and for the permission relay; offline (no
-# telemetry) they read false unless the disk cache is honoured (FACTS.md).
+# telemetry) they read false unless the disk cache is honoured (docs/claude-code.md "Channels").
 CHANNEL_FLAGS = ("tengu_harbor", "tengu_harbor_permissions")
 _TELEMETRY_OFF = ("DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
 _GB_DISK_CACHE = "CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF"

@@ -99,7 +99,7 @@ def _claude(args: list[str]) -> int:
     off = channels_off(env, config if isinstance(config, dict) else {})
     if off is None:
         # The variable only opts this session into push; who it is still comes from its
-        # processes (DESIGN.md "Identity and trust").
+        # processes (docs/security.md "By transport").
         env[PUSH_ENV] = "1"
     else:
         print(f"agentcoord: channels are off: {off}; messages arrive with hooks", file=sys.stderr)
@@ -336,7 +336,7 @@ def _main_full(args: list[str]) -> int:
             from agentcoord.cli.views import refuse_agent_process
             from agentcoord.stores.objects.serve import kubeconfig_for
 
-            # It carries the human's client credential (DESIGN.md "Identity and trust").
+            # It carries the human's client credential (docs/security.md "Who a caller is").
             refuse_agent_process("print a kubeconfig", os.environ)
             if ns.write is None:
                 sys.stdout.write(kubeconfig_for(cfg))

@@ -257,7 +257,7 @@ def human_http(cfg: Config) -> tuple[str, str]:
 
 def refuse_agent_process(what: str, environ: Mapping[str, str]) -> None:
     """Refuse to hand the human's credential to a process carrying agent markers: such a
-    process is never the human (DESIGN.md "Identity and trust")."""
+    process is never the human (docs/security.md "Who a caller is")."""
     markers = agent_markers(environ)
     if markers:
         raise IdentityError(marked_refusal(markers, what))

@@ -1,7 +1,8 @@
 """A minimal blocking JSON-RPC client for the daemon's unix socket (used by the CLI).
 
-The human's commands present the human token first (``agentcoord/login``, DESIGN.md "Identity
-and trust"); both lines go out in one write, and the daemon takes the login before the request.
+The human's commands present the human token first (``agentcoord/login``,
+docs/security.md "Who a caller is"); both lines go out in one write, and the daemon takes the login
+before the request.
 """
 
 from __future__ import annotations

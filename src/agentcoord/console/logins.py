@@ -6,7 +6,7 @@ it prints carries only that code, which is good once and for a short while, so a
 history keeps nothing that logs in again. The code is traded for a session cookie whose value
 is an expiry and an HMAC of it keyed by the human token: it survives a daemon restart (the same
 token), ends at its expiry or when the token is replaced, and is not the token. Pure apart from
-the clock and the random source (STYLE.md 3).
+the clock and the random source (docs/architecture.md "Pure rules, thin I/O").
 """
 
 from __future__ import annotations

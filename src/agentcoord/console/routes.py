@@ -42,9 +42,9 @@ _LOGIN_PAGE = b"""<!doctype html><meta charset="utf-8"><title>agentcoord</title>
 <h1>agentcoord console</h1><p>Run <code>agentcoord console</code> in a terminal and open the
 login link it prints.</p></body>"""
 
-# What a browser pointed at the daemon's bare address sees (DESIGN.md "Humans": the console
-# is served on the daemon's HTTP port). It never carries the token: the login link comes from
-# the CLI, which reads the 0600 token file.
+# What a browser pointed at the daemon's bare address sees (the console is served on the daemon's
+# HTTP port: docs/security.md "Console login"). It never carries the token: the login link comes
+# from the CLI, which reads the 0600 token file.
 _ROOT_PAGE = b"""<!doctype html><meta charset="utf-8"><title>agentcoord daemon</title>
 <body style="font-family:system-ui;background:#0f1115;color:#d7dbe3;padding:40px;max-width:46em">
 <h1>agentcoord</h1>

@@ -413,7 +413,7 @@ async def _listeners(
             inherited=inherited,
         )
     )
-    stack.callback(http.stop_accepting)  # at stop both listeners drain at once (STYLE.md 5)
+    stack.callback(http.stop_accepting)  # at stop both listeners drain at once
     # Last: clients take http.addr to mean "the daemon serves", the unix socket included.
     write_private(cfg.http_addr_file, addr + "\n", durable=False)
     stack.callback(_unlink, cfg.http_addr_file)

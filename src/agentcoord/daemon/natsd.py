@@ -5,8 +5,8 @@ drained into our log; it dies with the daemon (PR_SET_PDEATHSIG, set before exec
 ``setpriv --pdeathsig KILL``: :func:`~agentcoord.kernel.childexec.exec_prefix`, never by Python
 code between fork and exec in this threaded process) so a SIGKILLed daemon leaves no orphan
 holding the JetStream store; if it dies on its own it is restarted on the same port with
-backoff, so clients reconnect to the same URL (STYLE.md 7). Its drain, watch and heal tasks
-live in the supervisor's task set (docs/architecture.md "Tasks").
+backoff, so clients reconnect to the same URL (docs/architecture.md "Child processes"). Its drain,
+watch and heal tasks live in the supervisor's task set (docs/architecture.md "Tasks").
 
 A store nats-server could not write (a full disk) stays refused by nats-server until it
 restarts, even once space is back: the supervisor reads that from the server's own log line

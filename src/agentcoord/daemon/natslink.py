@@ -24,10 +24,10 @@ __all__ = ["NatsLink", "js_timeout"]
 log = logging.getLogger(__name__)
 
 # A dead node drops the TCP connection at once; a lost host does not, so ping often enough to
-# notice within ~15 s and move to another seed (the default is minutes).
+# notice within ~15 s and move to another seed server (the default is minutes).
 _EXTERNAL_PING_INTERVAL = 5
 _EXTERNAL_MAX_PINGS = 2
-# Tries per seed before a first connect gives up and says why (a wrong password included);
+# Tries per seed server before a first connect gives up and says why (a wrong password included);
 # reconnects later are unlimited. Cancelling nats-py's connect is not reliable (its
 # wait_for can swallow the cancellation), so the attempts are bounded instead of timed.
 _EXTERNAL_FIRST_ATTEMPTS = 20

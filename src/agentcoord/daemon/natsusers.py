@@ -1,4 +1,5 @@
-"""Per-agent NATS users with subject permissions (DESIGN.md "Identity and trust").
+"""Per-agent NATS users with subject permissions
+(docs/messaging.md "Direct NATS access (per-agent users)").
 
 An agent that connects to NATS directly gets its own user that may subscribe only to its inbox
 and status, the broadcast subject, the channels it takes part in and its private reply prefix,

@@ -2,7 +2,7 @@
 AsyncExitStack (:mod:`.compose`), says READY, and waits in a TaskGroup for the stop.
 
 Stop runs the stack backwards (the listeners stop accepting first), under a deadline, logging
-rather than raising cleanup failures (STYLE.md 5, 6).
+rather than raising cleanup failures (docs/architecture.md "Stopping").
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def prepare_dirs(cfg: Config) -> None:
     for path in (cfg.state_dir, cfg.runtime_dir):
         try:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:  # one line naming the path (STYLE.md 6), not a traceback
+        except OSError as exc:  # one line naming the path, not a traceback
             raise ConfigError(f"cannot create {path}: {exc.strerror or exc}") from None
         info = path.stat()
         if info.st_uid != os.getuid():
@@ -97,7 +97,7 @@ def _install_signals(stop: asyncio.Event) -> None:
         nonlocal interrupts
         interrupts += 1
         if interrupts > 1:
-            os._exit(130)  # a second Ctrl-C forces exit (STYLE.md 6)
+            os._exit(130)  # a second Ctrl-C forces exit (docs/architecture.md "Stopping")
         stop.set()
 
     loop.add_signal_handler(signal.SIGTERM, on_term)
@@ -203,7 +203,7 @@ async def _stop_start(
     A part may swallow its cancel (nats-py's first connect does), so a start that has not
     ended :data:`_START_CANCEL_S` after it was cancelled is abandoned: what it opened is
     closed, within its own bound, and the process exits 0, as a stop does (start-up never
-    hangs, STYLE.md 6)."""
+    hangs: docs/architecture.md "Stopping")."""
     await stop.wait()
     stopped.set()
     start.cancel("stop requested during start-up")

@@ -32,7 +32,7 @@ class Services:
     """What one running daemon is made of (each entry: who owns what, docs/architecture.md)."""
 
     config: Config  # as configured (the HTTP address bound is in DaemonStatus)
-    identity: IdentityResolver  # who calls, from the transport (DESIGN.md "Identity and trust")
+    identity: IdentityResolver  # who calls, from the transport (docs/security.md "By transport")
     nats: NatsLink  # the embedded or external NATS server and our client
     store: ObjectBackend  # SQLite or Kubernetes objects (docs/store.md)
     audit: AuditLog  # the AGENT_EVENTS stream (docs/claims.md "How it works")

@@ -3,8 +3,8 @@
 ``<state>/format.json`` = ``{"format": N, "written_by": "<version>"}``. A state dir without it
 but with content was made by 0.1.0, which recorded nothing: format 0. Each migration takes a
 dir from format N to N+1 and runs once, under the daemon's dir lock, before any part opens the
-state. A format newer than this code knows is refused rather than misread (DESIGN.md "Object
-store": the state dir carries a format version and migrates older ones).
+state. A format newer than this code knows is refused rather than misread
+(docs/reliability.md "Downgrades").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pure rules that turn a peer's process ancestry into a caller (DESIGN.md "Identity and trust").
+"""Pure rules that turn a peer's process ancestry into a caller (docs/security.md "By transport").
 
 The walk takes values (:class:`ProcInfo` rows, nearest first, the runners, the session kinds)
 and returns a decision, so it is unit-tested without processes;

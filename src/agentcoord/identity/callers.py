@@ -1,11 +1,11 @@
-"""Caller identity by transport (DESIGN.md "Identity and trust").
+"""Caller identity by transport (docs/security.md "By transport").
 
 unix socket: SO_PEERCRED -> the peer's ancestry -> a runner the daemon started, or a process one
 of the session kinds recognises (an interactive session of an agent CLI, such as ``claude``:
 :mod:`agentcoord.identity.kinds`). HTTP: a bearer token, else the loopback peer's pid, then the
 same walk. Other uids are refused. Nothing a caller *says* is used to decide who it is.
 
-Being the human takes proof, not the absence of an agent (DESIGN.md "Identity and trust"): a
+Being the human takes proof, not the absence of an agent (docs/security.md "Who a caller is"): a
 process whose ancestry reaches no agent may be an agent's detached (``setsid``) child, so it is
 ``anonymous`` and refused until it presents the human token (``agentcoord/login`` on the
 socket, the bearer header over HTTP), and even then never the human when its environment

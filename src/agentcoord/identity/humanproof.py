@@ -1,5 +1,5 @@
-"""What it takes to be the human (DESIGN.md "Identity and trust": "Being the human takes proof,
-not the absence of an agent").
+"""What it takes to be the human (docs/security.md "Who a caller is": being the human takes proof,
+not the absence of an agent).
 
 Pure values shared by the daemon (which decides) and the CLI (which presents the proof and
 refuses to print the human's credentials to an agent): the environment markers that betray an

@@ -337,7 +337,7 @@ class PsutilProbe:
         except psutil.Error:
             return out
         while proc is not None and len(out) < self._max_depth:
-            # Only the peer's own environment matters (CLAUDE_CODE_SESSION_ID, DESIGN.md).
+            # Only the peer's own environment matters (CLAUDE_CODE_SESSION_ID: docs/mcp.md).
             info = self._info(proc, with_env=not out)
             if info is None:
                 break

@@ -1,6 +1,6 @@
 """Who is calling: the identity the daemon derived from the transport.
 
-A :class:`Caller` is never built from tool arguments; see DESIGN.md "Identity and trust".
+A :class:`Caller` is never built from tool arguments; see docs/security.md "Who a caller is".
 ``anonymous`` is a same-uid process that maps to no agent and has not (yet) proved it is the
 human: it may only log in (unix socket) and is refused everything else.
 """
@@ -17,8 +17,8 @@ Via = Literal["unix", "http-token", "http-peer", "console", "internal"]
 
 ANONYMOUS = "anonymous"
 
-# How a human decision came, by transport (DESIGN.md "Humans"): the CLI speaks to the unix
-# socket, MCP clients to /mcp with the token, the console to its own routes.
+# How a human decision came, by transport (docs/security.md "Every human decision is audited"): the
+# CLI speaks to the unix socket, MCP clients to /mcp with the token, the console to its own routes.
 _HOW: dict[str, str] = {"unix": "cli", "http-token": "mcp", "console": "console"}
 
 
@@ -35,7 +35,7 @@ class Caller:
     session_pid: int | None = None  # the session's CLI process (``claude``) the peer descends from
     session_kind: str | None = None  # which agent CLI the session is (``claude``: identity/kinds)
     cwd: str | None = None
-    depth: int = 0  # turn depth (seed 004): 0 for a person, runner turns carry theirs
+    depth: int = 0  # turn depth (docs/ask-and-operator.md): 0 for a person, runners carry theirs
     chain: tuple[str, ...] = ()  # agents whose turns led to a runner's (cycles)
     exe: str | None = None  # the peer's executable, for the audit of human decisions
     markers: tuple[str, ...] = ()  # agent environment markers of an anonymous peer

@@ -45,7 +45,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_AUTO_EDIT_LEASES": "auto_edit_leases",
     "AGENTCOORD_EDIT_LEASE_QUIET": "edit_lease_quiet",
     "AGENTCOORD_CONSOLE_LOGIN_TTL": "console_login_ttl",
-    # --- local agents (docs/localagents.md "Configuration"): seed 001's names first, ours win
+    # --- local agents (docs/localagents.md "Configuration"): AgentiBridge's names first, ours win
     # when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
     "AGENTIHUB_DIR": "agentihub_dir",
@@ -124,7 +124,7 @@ class Config:
     # at about half the claim throughput (bench/REPORT.md).
     nats_sync: str = "2m"
     # Seconds an ended session agent (its claude process exited) is kept, with its inbox and
-    # focus, before it is removed (DESIGN.md "Identity and trust", docs/localagents.md).
+    # focus, before it is removed (docs/localagents.md "Session lifetime").
     session_retention: int = 24 * 3600
     # Automatic edit leases (docs/claims.md "Claiming files"): a session's first edit of a file
     # takes a write claim on it, renewed by each later edit, released when the session ends or
@@ -149,7 +149,7 @@ class Config:
     notify_socket: str | None = None
     watchdog_interval: float | None = None
     listen_fds: tuple[tuple[int, str], ...] = ()
-    # --- local agents (docs/localagents.md "Configuration", seed 001); off by default ---
+    # --- local agents (docs/localagents.md "Configuration"); off by default ---
     local_agents_enabled: bool = False
     agentihub_dir: Path | None = None  # None: sibling-directory discovery at start
     local_session_ttl: int = 3600  # seconds a session stays "online" after its last activity
@@ -240,7 +240,7 @@ def parse_http_addr(addr: str) -> tuple[str, int]:
     if not 0 <= port <= 65535:
         raise ConfigError(f"http port {port} is out of range")
     if not ip.is_loopback:
-        # DESIGN.md "Identity and trust": never bound off loopback by default.
+        # Never bound off loopback (docs/security.md "By transport").
         raise ConfigError(f"http address {addr!r} is not a loopback address")
     return host, port
 

@@ -1,7 +1,7 @@
 """Go-style durations (``90s``, ``5m``, ``1h30m``, ``1.5h``, ``250ms``) as a pure function.
 
-Seed 000's sharp edge: only single-unit values parsed and anything else silently meant "no
-expiry". Here every Go ``time.ParseDuration`` form parses and anything else is an error.
+Every Go ``time.ParseDuration`` form parses and anything else is an error, never a silent "no
+expiry" (docs/claims.md "Rules", docs/tools.md "Conventions").
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ each have a deadline for the whole of it, not per read, so a peer that sends a b
 then cannot hold a connection; with :class:`ConnLimits`, each local user (the peer's uid) may
 hold only so many connections (docs/security.md "Limits").
 
-Stopping follows uvicorn's ``Server.shutdown`` (STYLE.md 5): stop accepting and close idle
-keep-alive connections, let the requests being answered finish under a bound, then cancel
+Stopping follows uvicorn's ``Server.shutdown`` (docs/architecture.md "Stopping"): stop accepting and
+close idle keep-alive connections, let the requests being answered finish under a bound, then cancel
 what is left (streams, and requests past the bound, which get a 503 saying why).
 """
 

@@ -1,5 +1,5 @@
-"""An existing NATS server or cluster instead of the embedded one (docs/one-host-to-many.md,
-DESIGN.md "Scale past one machine").
+"""An existing NATS server or cluster instead of the embedded one
+(docs/one-host-to-many.md "What runs where").
 
 ``nats_url`` holds one or more comma-separated seed URLs; the client learns the rest of a
 cluster from the servers. Credentials are one of: user/password (in the URL or the config), an

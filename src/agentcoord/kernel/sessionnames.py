@@ -1,5 +1,5 @@
-"""How a session agent is named: one pure rule for every directory (DESIGN.md "Identity and
-trust": a session's name is readable, ``<dir>-<n>``).
+"""How a session agent is named: one pure rule for every directory (a session's name is
+readable, ``<dir>-<n>``: docs/security.md "By transport").
 
 A session's kind says what its name reads as (Claude Code: the basename of its cwd,
 :mod:`agentcoord.identity.kinds`); this module makes that a name no other Agent has: lower-case

@@ -4,7 +4,7 @@
 Every time the CLI, the console and the audit text show goes through :func:`human_time`, so a
 claim's expiry, an event's moment and a prompt's age read alike everywhere: ``2026-12-02
 14:03:07 CET``. Machine output (``--json``, ``structuredContent``) keeps its own ISO strings and
-epoch numbers. Pure (STYLE.md 3).
+epoch numbers. Pure (docs/architecture.md "Pure rules, thin I/O").
 """
 
 from __future__ import annotations

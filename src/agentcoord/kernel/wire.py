@@ -1,6 +1,6 @@
 """The agent.v1 wire format as values: build, encode and decode ``ChannelMessage`` (pure).
 
-Every byte on an agentcoord subject is an ``agent.v1`` protobuf (DESIGN.md "NATS layout");
+Every byte on an agentcoord subject is an ``agent.v1`` protobuf (docs/messaging.md "Wire format");
 tools see plain dicts, rendered by :func:`message_view`.
 """
 
@@ -48,8 +48,8 @@ def _names_by_value() -> dict[int, str]:
 def parse_kind(value: str) -> int:
     """``text``/``MESSAGE_TEXT``/``TEXT`` -> the enum value; anything else is an error.
 
-    The seed silently fell back to text on an unknown kind; here it is an error
-    (docs/messaging.md "Tools": unknown kinds are errors).
+    An unknown kind is an error, never a silent fallback to text (docs/messaging.md "Tools": unknown
+    kinds are errors).
     """
     key = value.strip().lower().removeprefix("message_")
     names = _kind_names()

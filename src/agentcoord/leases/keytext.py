@@ -7,7 +7,8 @@ A file claim's key is stored as ``file:<git common dir>//<path>``
 directory of its main worktree) and the path in it, and, where known, the holder's worktree (when
 it is not the main one) and branch: ``app:src/app.py (worktree app-fix, branch fix)``. A file
 outside git is its absolute path; any other key is shown as it is.
-Scripts keep the real key (``--json``, ``structuredContent``). Pure (STYLE.md 3).
+Scripts keep the real key (``--json``, ``structuredContent``). Pure
+(docs/architecture.md "Pure rules, thin I/O").
 """
 
 from __future__ import annotations

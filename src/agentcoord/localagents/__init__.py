@@ -1,5 +1,5 @@
-"""Local agents (seed 001): the AgentiHub package index, the Claude session probe, registered
-HTTP agents, and dispatch (HTTP jobs, sandboxed cold starts).
+"""Local agents (docs/localagents.md): the AgentiHub package index, the Claude session probe,
+registered HTTP agents, and dispatch (HTTP jobs, sandboxed cold starts).
 
 The discovery tools owned elsewhere call the pure functions re-exported here:
 :func:`merged_records` (``list_agents``), :func:`effective_status`, :func:`find_by_capability`

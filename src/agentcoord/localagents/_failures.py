@@ -1,4 +1,5 @@
-"""Dispatch failures: an ``isError`` result whose text is seed 001's JSON (with ``retry``)."""
+"""Dispatch failures: an ``isError`` result whose text is JSON with ``retry``
+(docs/localagents.md "Tools")."""
 
 from __future__ import annotations
 

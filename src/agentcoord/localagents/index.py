@@ -1,8 +1,8 @@
 """The live AgentiHub package index: ``<hub>/agents/<id>/package/CLAUDE.md`` (+ ``command.yml``).
 
-Held in memory, never persisted (seed 001: local agents are computed, not stored). A full scan
-at start, then watchfiles (inotify via Rust ``notify``) keeps it live: each change re-reads only
-the package it touched, so a new ``CLAUDE.md`` shows within tens of milliseconds.
+Held in memory, never persisted (docs/localagents.md "Local agents: packages and sessions"). A full
+scan at start, then watchfiles (inotify via Rust ``notify``) keeps it live: each change re-reads
+only the package it touched, so a new ``CLAUDE.md`` shows within tens of milliseconds.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 An async context manager entered on the daemon's exit stack. It owns the package watcher and
 the background tasks of ``wait=false`` local jobs (cancelled, and their runners killed, on exit).
-Routing follows seed 001 "Routing"; the security model ("both checks mandatory") is enforced
-in :meth:`LocalAgents._local_package`.
+Routing follows docs/localagents.md "Routing"; both checks of local dispatch are enforced in
+:meth:`LocalAgents._local_package`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ __all__ = ["MAX_DEPTH", "LocalAgents"]
 
 log = logging.getLogger(__name__)
 
-MAX_DEPTH = 4  # seed 004: more agents in a row than this is refused
+MAX_DEPTH = 4  # more agents in a row than this is refused (docs/ask-and-operator.md)
 DISABLED = "local agents are disabled (set AGENTIBRIDGE_LOCAL_AGENTS_ENABLED=true)"
 
 
@@ -344,7 +344,7 @@ class LocalAgents:
 
     # -- dispatch ----------------------------------------------------------------------------
     async def run_agent(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        """``run_agent``: route by id (seed 001 ``route_to_agent``)."""
+        """``run_agent``: route by id (docs/localagents.md "Routing")."""
         agent_id = args["agent_id"]
         if not is_safe_agent_id(agent_id):
             raise InvalidArguments(f"`agent_id` {agent_id!r} is not a single safe path component")
@@ -375,7 +375,7 @@ class LocalAgents:
             raise DispatchFailed("too many agents in a row", retry=False, agent_id=agent_id)
         record = self.records.get(agent_id)
         if record is None or record.transport == "local":
-            # Local branch first: liveness never gates a cold start (seed 001 "Routing" 2).
+            # Local branch first: liveness never gates a cold start (docs/localagents.md "Routing").
             if record is None and not self.enabled:
                 raise NotFound(f"no agent {agent_id!r} ({DISABLED})")
             package = self._local_package(agent_id)
@@ -391,7 +391,7 @@ class LocalAgents:
         }
 
     def _local_package(self, agent_id: str) -> Path:
-        """Both checks of seed 001's security model; the path never comes from a record."""
+        """Both checks of local dispatch; the path never comes from a record."""
         if not self.enabled:
             raise DispatchFailed(DISABLED, retry=False, agent_id=agent_id)
         if self.hub is None:

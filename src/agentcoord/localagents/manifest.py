@@ -1,4 +1,5 @@
-"""A package's ``command.yml``: name, description and capability tags (seed 001 "Capability Tags").
+"""A package's ``command.yml``: name, description and capability tags
+(docs/localagents.md "Capability tags").
 
 Best-effort by contract: a missing, unreadable or malformed manifest leaves the agent
 discoverable with its base tags (``local``, ``agent:<id>``) and never breaks discovery.

@@ -1,7 +1,8 @@
 """Pure rules over agent records: effective status, the registered + local merge, routing.
 
-Values in, values out (STYLE.md 3). The discovery tools (``list_agents``, ``get_agent``,
-``find_agents(capability=...)``) and the dispatch tools call these; seed 001 "Routing".
+Values in, values out (docs/architecture.md "Pure rules, thin I/O"). The discovery tools
+(``list_agents``, ``get_agent``, ``find_agents(capability=...)``) and the dispatch tools call these;
+docs/localagents.md "Routing".
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def registered_view(record: AgentRecord, now: float) -> dict[str, Any]:
 def local_records(
     packages: Iterable[Package], sessions: Sequence[LiveSession], ttl: float, now: float
 ) -> list[dict[str, Any]]:
-    """AgentRecord-shaped dicts for indexed packages (seed 001: ``transport="local"``)."""
+    """AgentRecord-shaped dicts for indexed packages (``transport="local"``:
+    docs/localagents.md "Records")."""
     out: list[dict[str, Any]] = []
     for pkg in packages:
         status, session = package_status(pkg.path_text, sessions, ttl, now) if sessions else _IDLE

@@ -1,4 +1,5 @@
-"""Where packages live, and the path checks of seed 001's security model.
+"""Where packages live, and the path checks of local dispatch
+(docs/localagents.md "Local dispatch").
 
 Pure functions over paths (they read the filesystem, never write it). The directory a runner is
 started in always comes from :func:`package_dir`, never from a record someone persisted.
@@ -15,7 +16,7 @@ _MAX_ID = 128
 
 
 def is_safe_agent_id(agent_id: str) -> bool:
-    """A single, traversal-free path component (seed 001: rejects ``.``, ``..``, ``/``, ``\\``)."""
+    """A single, traversal-free path component (rejects ``.``, ``..``, ``/``, ``\\``)."""
     return (
         bool(agent_id)
         and len(agent_id) <= _MAX_ID
@@ -32,7 +33,7 @@ def resolve_agentihub_dir(configured: Path | None, start: Path | None = None) ->
     """The AgentiHub root: the configured one, else the nearest ancestor of ``start`` (this
     module's location by default) that has a sibling ``agentihub/agents/`` directory.
 
-    Empty means unset and nothing is guessed beyond that walk (seed 001 "Configuration").
+    Empty means unset and nothing is guessed beyond that walk (docs/localagents.md "Configuration").
     """
     if configured is not None and str(configured):
         return configured.expanduser()
@@ -47,7 +48,7 @@ def resolve_agentihub_dir(configured: Path | None, start: Path | None = None) ->
 def package_dir(hub: Path, agent_id: str) -> Path | None:
     """``<hub>/agents/<id>/package`` when it is a real package inside the hub, else None.
 
-    Both checks of seed 001: a safe single component, a ``CLAUDE.md`` present, and (symlinks
+    Both checks of local dispatch: a safe single component, a ``CLAUDE.md`` present, and (symlinks
     resolved) the package is a descendant of the resolved hub root.
     """
     if not is_safe_agent_id(agent_id):

@@ -1,6 +1,6 @@
 """AgentProfile -> how a runner is launched: command line, environment and MCP config (pure).
 
-Seed 000 "Getting the tools": the profile lists MCP servers by bare name; the runner gets
+docs/profiles.md "Getting the tools": the profile lists MCP servers by bare name; the runner gets
 ``AGENT_ID``, ``AGENT_INBOX_SUBJECT``, ``AGENT_STATUS_SUBJECT`` and ``MCP_SERVERS`` (the list
 joined with spaces); each name resolves through ``MCP_<NAME>_URL`` (upcased, dashes to
 underscores); ``agent-coord`` resolves by default to this daemon through the stdio shim, so the
@@ -148,7 +148,7 @@ def profile_from_object(obj: Mapping[str, Any], defaults: Profile) -> Profile:
 
 
 def server_env_name(server: str) -> str:
-    """``agent-coord`` -> ``MCP_AGENT_COORD_URL`` (seed 000 "Getting the tools")."""
+    """``agent-coord`` -> ``MCP_AGENT_COORD_URL`` (docs/profiles.md "Getting the tools")."""
     return f"MCP_{server.upper().replace('-', '_').replace('.', '_')}_URL"
 
 
@@ -199,7 +199,8 @@ def resolve_servers(
 
 
 def runner_env(agent: str, profile: Profile) -> dict[str, str]:
-    """The seed's runner environment, plus the profile's own ``spec.env``."""
+    """The runner's environment (docs/profiles.md "Getting the tools"), plus the profile's own
+    ``spec.env``."""
     return {
         **dict(profile.env),
         "AGENT_ID": agent,
@@ -234,14 +235,14 @@ def backend_argv(
     prompt: str | None = None,
     session_args: Sequence[str] = (),
 ) -> list[str]:
-    """``claude -p`` with the profile's flags (FACTS.md "Headless").
+    """``claude -p`` with the profile's flags (docs/profiles.md "Profiles").
 
     Without ``prompt``: stream-json both ways, turns arrive on stdin (docs/profiles.md). With
     one: a single prompt on the command line answered as one result JSON (the operator's
     per-turn runners); ``session_args`` is ``--resume ID`` or ``--session-id UUID``.
     """
     allowed = list(profile.allowed_tools)
-    for server in profile.mcp_servers:  # listing a server grants its tools (seed 000)
+    for server in profile.mcp_servers:  # listing a server grants its tools (docs/profiles.md)
         if f"mcp__{server}" not in allowed:
             allowed.append(f"mcp__{server}")
     if prompt is None:

@@ -255,7 +255,7 @@ def _spawn(
         for path in plan.writable:
             path.mkdir(parents=True, exist_ok=True)
     # The runtime and state dirs are masked inside; the runner's shim needs only the socket,
-    # and the runner its MCP config from the job dir (sandbox.py, DESIGN.md "Local agents").
+    # and the runner its MCP config from the job dir (docs/localagents.md "The sandbox").
     _must_exist(plan.argv[0], env.get("PATH"))
     argv = exec_prefix(limits)
     argv += sandbox.argv(
@@ -444,7 +444,8 @@ def with_session(
     spec: RunnerSpec, *, resume: str | None = None, session_id: str | None = None
 ) -> RunnerSpec:
     """``spec`` whose command continues a session (``--resume ID``) or starts a named one
-    (``--session-id UUID``), as a linked session or a resumed agent needs (FACTS.md)."""
+    (``--session-id UUID``), as a linked session or a resumed agent needs
+    (docs/profiles.md "The launch API (for spawn, ask, resume)")."""
     import dataclasses
 
     if resume and session_id:

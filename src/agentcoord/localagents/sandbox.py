@@ -1,10 +1,10 @@
 """The sandbox seam for runners: bubblewrap on Linux, else a weaker mode that says so.
 
-bubblewrap (FACTS.md "Sandbox", DESIGN.md "Local agents"): read-only root, private /dev, /proc
-and /tmp, writable package dir and ``~/.claude``, every namespace unshared but the network, a new
-session, die-with-parent, no capabilities. What the private /tmp would hide but the runner needs
-(its executable, the interpreter, ``sys.prefix`` and site-packages, agentcoord's own import root)
-is bound back read-only wherever it is installed; the daemon's secrets (state dir, runtime dir,
+bubblewrap (docs/localagents.md "The sandbox"): read-only root, private /dev, /proc and /tmp,
+writable package dir and ``~/.claude``, every namespace unshared but the network, a new session,
+die-with-parent, no capabilities. What the private /tmp would hide but the runner needs (its
+executable, the interpreter, ``sys.prefix`` and site-packages, agentcoord's own import root) is
+bound back read-only wherever it is installed; the daemon's secrets (state dir, runtime dir,
 credential files) are masked, and only the unix socket is bound back.
 
 In both modes the runner's rlimits and its death signal (PR_SET_PDEATHSIG, SIGKILL: it dies
@@ -122,8 +122,8 @@ def daemon_secrets(cfg: Config) -> tuple[Path, ...]:
     """What no runner may read: the state dir (``human.token``, ``tokens.json``, the NATS
     users in ``nats/nats.conf``, the object API's CA and keys), the runtime dir (all but the
     socket, bound back per runner), the config file (it may hold a NATS password) and the
-    credential files of an external NATS or API server (DESIGN.md "Identity and trust":
-    sandboxed runners cannot read the daemon's state dir)."""
+    credential files of an external NATS or API server
+    (docs/security.md "What is enforced for sandboxed runners")."""
     paths = [cfg.state_dir, cfg.runtime_dir, cfg.config_file]
     paths += [cfg.nats_creds, cfg.nats_nkey_seed, cfg.nats_tls_key]
     # kubeconfigs: this daemon's (``agentcoord kubeconfig --write``, the owner's client key)

@@ -1,7 +1,7 @@
 """Session agents end with their ``claude`` process, and go after a retention.
 
-DESIGN.md "Identity and trust": a session's Agent follows its Claude session; when its process
-exits the Agent ends (phase ``Ended``, ``status.endedAt``, ``status.reason``), and ended
+docs/localagents.md "Session lifetime": a session's Agent follows its Claude session; when its
+process exits the Agent ends (phase ``Ended``, ``status.endedAt``, ``status.reason``), and ended
 sessions are kept for a retention period (``session_retention``, default 24 h), then removed
 with their inbox and focus. :class:`SessionWatch` does that, event driven:
 
@@ -108,7 +108,8 @@ class SessionWatch:
 
     async def __aexit__(self, *exc: object) -> None:
         try:
-            # Cancels every task and waits; one that failed was logged when it did (STYLE.md 5).
+            # Cancels every task and waits; one that failed was logged when it did
+            # (docs/architecture.md "Stopping").
             await self._tasks.__aexit__(None, None, None)
         finally:
             self._waiters.clear()

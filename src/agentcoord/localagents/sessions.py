@@ -1,9 +1,10 @@
-"""Live Claude Code sessions and the online/idle status of packages (seed 001 "Liveness").
+"""Live Claude Code sessions and the online/idle status of packages
+(docs/localagents.md "Local agents: packages and sessions").
 
-Sources (FACTS.md "Claude Code on disk and as a process"): ``claude`` processes and their cwd
-(psutil), ``~/.claude/sessions/<pid>.json`` ({pid, sessionId, cwd, startedAt, updatedAt}) and
-the newest transcript under ``~/.claude/projects/<cwd, non-alphanumerics as '-'>/``. The probe
-is the I/O shell; :func:`package_status` is the pure rule.
+Sources (docs/localagents.md "Sessions"): ``claude`` processes and their cwd (psutil),
+``~/.claude/sessions/<pid>.json`` ({pid, sessionId, cwd, startedAt, updatedAt}) and the newest
+transcript under ``~/.claude/projects/<cwd, non-alphanumerics as '-'>/``. The probe is the I/O
+shell; :func:`package_status` is the pure rule.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def package_status(
 ) -> tuple[str, LiveSession | None]:
     """``online`` when a live session works inside ``package`` within ``ttl``, else ``idle``.
 
-    Never ``offline``: a local agent is always callable by a cold start (seed 001).
+    Never ``offline``: a local agent is always callable by a cold start.
     """
     root = str(package)
     best: LiveSession | None = None

@@ -1,9 +1,9 @@
-"""The MCP server core, written by us (DESIGN.md): methods, sessions, tool dispatch.
+"""The MCP server core, written by us (docs/mcp.md): methods, sessions, tool dispatch.
 
 Transport-free: a transport decodes bytes with :mod:`agentcoord.kernel.jsonrpc`, resolves the
 caller, and hands each decoded payload to :meth:`McpCore.handle_payload`. Every request with an
 id is answered, before ``initialize`` too, because the SDK and recent Claude Code probe with
-``server/discover`` and wait 30 s on silence (FACTS.md "MCP clients").
+``server/discover`` and wait 30 s on silence (docs/mcp.md "Protocol versions").
 
 What one caller can make the daemon hold is bounded (:class:`McpLimits`, docs/security.md
 "Limits"): a batch has at most ``max_batch`` messages; a reply (a batch's replies together) over
@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 ACCESS_DENIED = -32001  # JSON-RPC server error: the caller may not use this daemon
 REPLY_TOO_LARGE = -32003  # JSON-RPC server error: the answer is over the reply size limit
 
-# Baseline 2025-03-26 (seed 000); newer revisions accepted (FACTS.md "MCP clients").
+# Baseline 2025-03-26; newer revisions accepted (docs/mcp.md "Protocol versions").
 SUPPORTED_PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26")
 LATEST_PROTOCOL = SUPPORTED_PROTOCOLS[0]
 SERVER_NAME = "agent-coord"
@@ -271,7 +271,7 @@ class McpCore:
             return await check_commit(self._leases, session.caller, cwd, paths, push)
         if session.caller.kind == "anonymous":
             # Not an agent, not proven to be the human: nothing, not even the handshake, so
-            # a client learns at once why (DESIGN.md "Identity and trust").
+            # a client learns at once why (docs/security.md "Who a caller is").
             self._identity.refused_anonymous(session.caller, method, req.params)
             raise ProtocolError(ACCESS_DENIED, f"Access denied: {self._identity.not_identified}")
         if method == "initialize":
@@ -301,7 +301,7 @@ class McpCore:
         session.client_info = info if isinstance(info, dict) else {}
         capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
         # Channels ride the 2025 protocols: server/discover (2026-07-28) is answered -32601
-        # below, which keeps Claude Code on them (FACTS.md "The real Claude Code, offline").
+        # below, which keeps Claude Code on them (docs/mcp.md "Protocol versions").
         session.channels = self.push is not None and self.push.eligible(session)
         if session.channels:
             capabilities["experimental"] = dict(CHANNEL_CAPS)
@@ -324,7 +324,7 @@ class McpCore:
 
     def _tools_list(self, params: dict[str, Any], caller: Caller) -> dict[str, Any]:
         # Human-only tools are listed to the human alone: they would cost every agent tokens
-        # and invite it to try (DESIGN.md "Identity and trust").
+        # and invite it to try (docs/security.md "Who a caller is").
         tools = self._registry.listed_for(caller.kind)
         cursor = params.get("cursor")
         start = 0

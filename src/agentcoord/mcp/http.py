@@ -3,9 +3,9 @@ Claude Code's http hooks at ``/hooks/<event>``.
 
 Transport rules (MCP 2025-03-26 .. 2025-11-25, "Streamable HTTP"): POST carries one message or a
 batch; notifications-only bodies get 202; ``initialize`` issues ``Mcp-Session-Id`` (an unknown
-id is 404, a missing one is tolerated because some clients never echo it, FACTS.md); GET is 405
-(we offer no server-initiated stream); DELETE ends a session; a foreign Origin/Host is 403; an
-unknown ``MCP-Protocol-Version`` is 400; bodies over the limit are 413.
+id is 404, a missing one is tolerated because some clients never echo it: docs/mcp.md "Transports");
+GET is 405 (we offer no server-initiated stream); DELETE ends a session; a foreign Origin/Host is
+403; an unknown ``MCP-Protocol-Version`` is 400; bodies over the limit are 413.
 
 Hooks (docs/claude-code.md "Hooks"): Claude Code POSTs the hook's JSON input and reads a 2xx
 body as the hook's output, an empty one as "no output"; a non-2xx answer, a timeout or a refused

@@ -1,9 +1,9 @@
 """The unix-socket MCP transport: newline JSON, one MCP session per connection.
 
 The socket is created 0600 inside a 0700 runtime dir; each connection's caller is resolved once
-from SO_PEERCRED (DESIGN.md "Identity and trust"). Requests on one connection run concurrently
-(a blocking ``ask`` must not stall a ``ping``), replies are written whole, one write each.
-A peer that maps to no agent is anonymous until an ``agentcoord/login`` with the human token.
+from SO_PEERCRED (docs/security.md "By transport"). Requests on one connection run concurrently (a
+blocking ``ask`` must not stall a ``ping``), replies are written whole, one write each. A peer that
+maps to no agent is anonymous until an ``agentcoord/login`` with the human token.
 
 What a connection can make the daemon hold is bounded (docs/security.md "Limits"): at most
 ``max_inflight`` of its requests run at once, and its replies wait, unwritten, while more than
@@ -11,10 +11,10 @@ What a connection can make the daemon hold is bounded (docs/security.md "Limits"
 read until it drains, so a client that sends and never reads is held back by its own socket
 buffer (backpressure), not by the daemon's memory.
 
-Stopping drains, as uvicorn's ``Server.shutdown`` does (STYLE.md 5): the listener closes and no
-connection reads another request; the requests in flight get ``DRAIN_TIMEOUT`` to be answered;
-those still running then (a long ``ask``, an ``inbox`` wait) are cancelled and answered with a
-"daemon is stopping" error; then the connections close.
+Stopping drains, as uvicorn's ``Server.shutdown`` does (docs/architecture.md "Stopping"): the
+listener closes and no connection reads another request; the requests in flight get
+``DRAIN_TIMEOUT`` to be answered; those still running then (a long ``ask``, an ``inbox`` wait) are
+cancelled and answered with a "daemon is stopping" error; then the connections close.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = ["UnixListener"]
 
 log = logging.getLogger(__name__)
 
-LOGIN = "agentcoord/login"  # the human's proof on this transport (DESIGN.md "Identity and trust")
+LOGIN = "agentcoord/login"  # the human's proof on this transport (docs/security.md)
 # JSON-RPC 2.0 reserves -32000..-32099 for server errors: the request was cut off by a stop.
 STOPPING = -32002
 # In-flight requests get this long to finish at stop; the HTTP port drains alongside, and both

@@ -1,5 +1,5 @@
 """Messaging: inboxes, channels, handoff offers and human prompts, over NATS and the object
-store (DESIGN.md "Layout"; docs/messaging.md "Where things live").
+store (docs/messaging.md "Where things live").
 
 :mod:`.service` (:class:`Messaging`, the one service), :mod:`.sending` (direct messages,
 channel posts, broadcasts, inbox reads), :mod:`.channels` (open, close, expiry, routing to the

@@ -1,7 +1,7 @@
 """Answers to HumanPrompts: parse the human's text and check it against the response schema.
 
-Pure functions (STYLE.md 3). Schemas are full JSON Schema 2020-12, checked by the
-``jsonschema`` package (imported when a prompt needs it, not at daemon start).
+Pure functions (docs/architecture.md "Pure rules, thin I/O"). Schemas are full JSON Schema 2020-12,
+checked by the ``jsonschema`` package (imported when a prompt needs it, not at daemon start).
 """
 
 from __future__ import annotations

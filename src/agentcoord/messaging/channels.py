@@ -1,5 +1,5 @@
 """Channels: open, join, close, expiry, and routing that follows the participants
-(seed 000 "Messaging"; docs/messaging.md "Channels").
+(docs/messaging.md "Channels").
 
 An AgentChannel's participants are its record's (the object's ``spec.participants``, so a
 ``kubectl patch`` counts). Routing a channel to an agent is two grants: the channel subject on
@@ -100,8 +100,8 @@ class Channels:
         queue_unknown: bool = False,
     ) -> dict[str, Any]:
         """Open (or reopen) ``name`` for ``me`` and ``participants``; ``add`` adds newcomers
-        to an existing channel (reopening is idempotent, seed 000). A participant no agent
-        has is refused unless ``queue_unknown`` (docs/messaging.md "Recipients")."""
+        to an existing channel (reopening is idempotent). A participant no agent has is refused
+        unless ``queue_unknown`` (docs/messaging.md "Recipients")."""
         name = check_channel_name(name)
         wanted = [check_agent_id(a) for a in participants]
         if not wanted:

@@ -1,11 +1,10 @@
-"""Handoff offers: the offer -> accept/reject handshake (seed 000, seed 003).
+"""Handoff offers: the offer -> accept/reject handshake (docs/messaging.md "Handoff").
 
-The offer is an OFFER ``ChannelMessage`` carrying a ``HandoffContext`` (seed 003's handoff
-document), stored in the successor's durable inbox, so a successor that is not reading yet still
-finds it. The offerer listens on its own inbox subject *before* publishing, and blocks for the
-ACCEPT/REJECT with the offer's correlation id, or its deadline. On accept the daemon writes the
-successor's AgentTask with its lineage (the operator's half, which the seed left out) and emits
-HANDED_OFF.
+The offer is an OFFER ``ChannelMessage`` carrying a ``HandoffContext`` (the handoff document),
+stored in the successor's durable inbox, so a successor that is not reading yet still finds it. The
+offerer listens on its own inbox subject *before* publishing, and blocks for the ACCEPT/REJECT with
+the offer's correlation id, or its deadline. On accept the daemon writes the successor's AgentTask
+with its lineage (the operator's half of a handoff) and emits HANDED_OFF.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""Questions for the human: ask, answer, and the reply subject between them (seed 000
-"Handoff, merge, escalate"; DESIGN.md "Humans").
+"""Questions for the human: ask, answer, and the reply subject between them
+(docs/messaging.md "Human prompts").
 
-A question is a HumanPrompt record plus a reply subject ``prompts.<id>.reply``. The seed
-subscribed *after* creating the record, so an instant answer was missed; here the subscription
-exists before the record does, and a timed-out wait re-reads the record, so an answer is never
-lost between the two. An unanswered prompt stays open (``answered: false``). Only the human
-(CLI ``agentcoord answer``, the console) may answer; answers are checked against the prompt's
-response schema, and each is one ``HUMAN_ANSWERED`` audit event.
+A question is a HumanPrompt record plus a reply subject ``prompts.<id>.reply``. Subscribing *after*
+creating the record would miss an instant answer (core NATS keeps none); the subscription exists
+before the record does, and a timed-out wait re-reads the record, so an answer is never lost between
+the two. An unanswered prompt stays open (``answered: false``). Only the human (CLI ``agentcoord
+answer``, the console) may answer; answers are checked against the prompt's response schema, and
+each is one ``HUMAN_ANSWERED`` audit event.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class HumanPrompts:
         async def on_reply(raw: Any) -> None:
             replies.put_nowait(raw)
 
-        # Subscribe BEFORE the record exists (seed 000's race: an instant answer was lost).
+        # Subscribe BEFORE the record exists: after it, an instant answer would be lost.
         sub = await self._nc.subscribe(reply_subject(rec.id), cb=on_reply)
         self._waiting.add(rec.id)
         try:
@@ -175,7 +175,7 @@ class HumanPrompts:
     async def answer(self, prompt_id: str, text: str, human: Caller) -> dict[str, Any]:
         """Record a human's answer, audit it, and wake the waiting agent (the CLI, the tool,
         the console). Every human decision is one audit event saying how it came and from
-        which process (DESIGN.md "Humans")."""
+        which process (docs/security.md "Every human decision is audited")."""
         if human.kind != "human":
             raise IdentityError(ONLY_THE_HUMAN)
         by = human.agent

@@ -1,8 +1,8 @@
-"""Direct messages, channel posts, broadcasts and inbox reads (seed 000 "Messaging").
+"""Direct messages, channel posts, broadcasts and inbox reads (docs/messaging.md "Tools").
 
 Bytes are agent.v1 ``ChannelMessage`` protobufs on NATS; inboxes and channels are durable on
-JetStream (:mod:`agentcoord.stores.messagebus`). Unlike the seed, a direct send says honestly
-whether a live reader took the message (``delivered``) or it waits in the inbox (``queued``).
+JetStream (:mod:`agentcoord.stores.messagebus`). A direct send says honestly whether a live reader
+took the message (``delivered``) or it waits in the inbox (``queued``).
 """
 
 from __future__ import annotations
@@ -43,9 +43,8 @@ class Sending:
         *,
         queue_unknown: bool = False,
     ) -> dict[str, Any]:
-        """Into ``to``'s durable inbox; ``key`` de-duplicates retries (seed 000's
-        idempotency). A name no agent has is refused unless ``queue_unknown``
-        (docs/messaging.md "Recipients")."""
+        """Into ``to``'s durable inbox; ``key`` de-duplicates retries (docs/messaging.md "Tools"). A
+        name no agent has is refused unless ``queue_unknown`` (docs/messaging.md "Recipients")."""
         check_agent_id(to)
         unknown = False
         if queue_unknown:

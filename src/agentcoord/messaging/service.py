@@ -99,8 +99,8 @@ class Messaging:
         await self._bus.__aexit__(*exc)
 
     def emit(self, event: str, agent: str, **data: Any) -> None:
-        """Best-effort audit event into AGENT_EVENTS (seed 000 "Durable state": a failed
-        append is logged by the audit log, never a tool error)."""
+        """Best-effort audit event into AGENT_EVENTS (docs/claims.md "How it works": a failed append
+        is logged by the audit log, never a tool error)."""
         self._audit.emit(event, agent, **data)
 
     async def credentials(self, agent: str) -> dict[str, Any]:

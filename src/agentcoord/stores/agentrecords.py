@@ -1,10 +1,10 @@
 """Registered agents and dispatch jobs as records, behind small Protocols.
 
-Seed 001's :class:`AgentRecord` shape, and an :class:`AgentTaskRecord` per job. Both persist
-through a Protocol: the daemon keeps them as Agent and AgentTask objects, read from their spec
-and status (:mod:`agentcoord.stores.objects.repository`, docs/store.md "Records are objects").
-:class:`JsonFileRecords` (one 0600 JSON file each) is what a :class:`LocalAgents` built without
-records uses, as a unit test does.
+The registry's :class:`AgentRecord` shape (docs/localagents.md "Records"), and an
+:class:`AgentTaskRecord` per job. Both persist through a Protocol: the daemon keeps them as Agent
+and AgentTask objects, read from their spec and status (:mod:`agentcoord.stores.objects.repository`,
+docs/store.md "Records are objects"). :class:`JsonFileRecords` (one 0600 JSON file each) is what a
+:class:`LocalAgents` built without records uses, as a unit test does.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class AgentRecord:
-    """A registered agent (seed 001 "AgentRecord Schema")."""
+    """A registered agent (docs/localagents.md "Records")."""
 
     agent_id: str
     agent_name: str = ""

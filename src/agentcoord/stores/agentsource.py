@@ -1,4 +1,4 @@
-"""The seam ``list_agents``/``get_agent`` read Agent rows through (seed 000 "Discovery").
+"""The seam ``list_agents``/``get_agent`` read Agent rows through (docs/tools.md "Discovery").
 
 :class:`AgentSource` is what the tools need; :class:`StoreAgents` serves it from the object
 store's Agent objects.
@@ -15,7 +15,7 @@ __all__ = ["AgentSource", "StoreAgents", "agent_row"]
 
 
 class AgentSource(Protocol):
-    """Agent rows in seed 000's condensed shape: ``{name, profile, pool, phase, labels}``."""
+    """Agent rows in the condensed shape: ``{name, profile, pool, phase, labels}``."""
 
     async def list_agents(self) -> list[dict[str, Any]]:
         """Every known agent, by name."""
@@ -27,7 +27,7 @@ class AgentSource(Protocol):
 
 
 def agent_row(obj: dict[str, Any]) -> dict[str, Any]:
-    """Seed 000's condensed row of an Agent object; phase reads Unknown until status is set."""
+    """The condensed row of an Agent object; phase reads Unknown until status is set."""
     spec, status, meta = obj.get("spec", {}), obj.get("status", {}), obj["metadata"]
     row = {
         "name": meta["name"],

@@ -1,9 +1,10 @@
-"""The audit trail: JetStream stream ``AGENT_EVENTS`` on ``events.>`` (DESIGN.md "Planes").
+"""The audit trail: JetStream stream ``AGENT_EVENTS`` on ``events.>``
+(docs/architecture.md "Planes").
 
-Appending is best-effort, as seed 000 says ("a failed agent-events append is logged, never
-surfaced as a tool error, because the coordination action itself already happened"): tools
-enqueue an event and return; a writer task publishes in batches and logs failures. On a clean
-shutdown the queue is drained before the NATS client closes, so nothing queued is silently lost.
+Appending is best-effort (docs/claims.md "How it works": a failed append is logged, never a tool
+error, because the coordination action it records has already happened): tools enqueue an event and
+return; a writer task publishes in batches and logs failures. On a clean shutdown the queue is
+drained before the NATS client closes, so nothing queued is silently lost.
 
 Subjects are ``events.<TYPE>.<agent>`` (agent escaped like a KV key), so queries by type and
 agent filter on the server.

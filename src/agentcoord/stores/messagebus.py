@@ -1,4 +1,4 @@
-"""Durable per-agent inboxes on JetStream (DESIGN.md "Planes": messages ride NATS).
+"""Durable per-agent inboxes on JetStream (docs/architecture.md "Planes": messages ride NATS).
 
 One stream, ``AGENT_MESSAGES``, holds ``agents.*.inbox``, ``agents.broadcast`` and
 ``channels.>`` (limits retention, so channel history stays readable). Each agent has one durable

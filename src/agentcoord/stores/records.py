@@ -1,4 +1,4 @@
-"""Record seams for AgentChannel, HumanPrompt and AgentTask (DESIGN.md "Planes").
+"""Record seams for AgentChannel, HumanPrompt and AgentTask (docs/architecture.md "Planes").
 
 These records are objects of the Kubernetes-compatible object store: each record is read from
 its object's spec and status (:mod:`agentcoord.stores.objects.repository`, docs/store.md
@@ -40,7 +40,7 @@ class AlreadyAnswered(StateConflict):
 
 @dataclass
 class ChannelRecord:
-    """An AgentChannel: the durable half of a conversation (seed 000 "Durable state")."""
+    """An AgentChannel: the durable half of a conversation (docs/messaging.md "Channels")."""
 
     name: str
     subject: str

@@ -1,14 +1,15 @@
 """One line of text for one audit event: what ``agentcoord audit``, ``agentcoord tail``, the
-``audit`` tool and the console all show (DESIGN.md "Humans": the renderings of an event are one).
+``audit`` tool and the console all show (docs/security.md "Every human decision is audited": an
+event is rendered one way).
 
 Times are written by :func:`agentcoord.kernel.timetext.human_time` and claim keys by
 :func:`agentcoord.leases.keytext.display_key`, as everywhere else people read them
 (docs/architecture.md "Times and keys shown to people").
 
-Pure (STYLE.md 3). It takes an event in any of the shapes it travels in: as stored and
-streamed (``{"type", "agent", "ts": epoch seconds, "data": {...}}``, plus ``subject`` on the
-live stream) or as queried (:meth:`agentcoord.stores.audit.Event.as_dict`: ISO ``ts``, ``seq``, and
-the data's keys at the top level).
+Pure (docs/architecture.md "Pure rules, thin I/O"). It takes an event in any of the shapes it
+travels in: as stored and streamed (``{"type", "agent", "ts": epoch seconds, "data": {...}}``, plus
+``subject`` on the live stream) or as queried (:meth:`agentcoord.stores.audit.Event.as_dict`: ISO
+``ts``, ``seq``, and the data's keys at the top level).
 """
 
 from __future__ import annotations

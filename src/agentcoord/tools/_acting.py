@@ -1,4 +1,4 @@
-"""Shared checks for tools that act as the caller (DESIGN.md "Identity and trust")."""
+"""Shared checks for tools that act as the caller (docs/tools.md "Conventions")."""
 
 from __future__ import annotations
 

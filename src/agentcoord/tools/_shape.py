@@ -1,10 +1,10 @@
 """Results shaped for the model (docs/claude-code.md "Results for the model").
 
 Claude Code hands a successful result to the model as its ``structuredContent`` JSON, never
-the text rendering (FACTS.md "The real Claude Code, offline"), so every field an agent gets
-costs context. An agent's result keeps every field its seed documents and what it needs to act
-on; the human's (the CLI's tables and ``--json``, the console) keeps everything: the tools
-shape by the caller's kind, so the CLI passes nothing extra. Pure functions over values.
+the text rendering (docs/claude-code.md "Results for the model"), so every field an agent gets costs
+context. An agent's result keeps every field docs/tools.md names and what it needs to act on; the
+human's (the CLI's tables and ``--json``, the console) keeps everything: the tools shape by the
+caller's kind, so the CLI passes nothing extra. Pure functions over values.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _empty(value: Any) -> bool:
 
 def compact(row: dict[str, Any], keep: Iterable[str] = ()) -> dict[str, Any]:
     """``row`` without its empty fields (None, False, "", [], {}; a 0 stays), except those in
-    ``keep`` (a seed's documented fields stay even when empty: they are the contract)."""
+    ``keep`` (the documented fields stay even when empty: they are the contract)."""
     kept = set(keep)
     return {k: v for k, v in row.items() if k in kept or not _empty(v)}
 

@@ -1,5 +1,5 @@
-"""Agent-to-agent tools (seed 004): send_message, ask, and reply (an interactive session's
-answer to an ask that reached its inbox). Depth, cycles and rules are the daemon's
+"""Agent-to-agent tools (docs/ask-and-operator.md): send_message, ask, and reply (an interactive
+session's answer to an ask that reached its inbox). Depth, cycles and rules are the daemon's
 (:mod:`agentcoord.agentops`); the caller is whoever the transport says it is."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Agent registry and dispatch tools (seed 001): register/deregister/heartbeat an HTTP agent,
-discover local packages, run an agent by id, dispatch by capability.
+"""Agent registry and dispatch tools (docs/localagents.md "Tools"): register/deregister/heartbeat an
+HTTP agent, discover local packages, run an agent by id, dispatch by capability.
 
 ``list_agents``/``get_agent``/``find_agents`` live with the discovery tools, which call
 :class:`agentcoord.localagents.LocalAgents` (``merged``, ``get``) and the pure functions of
@@ -33,13 +33,13 @@ _JOB = {
 
 
 def _json_arg(args: dict[str, Any], key: str, kind: type) -> Any:
-    """Seed 001 passes ``capabilities``/``metadata`` as JSON text; accept that or the value."""
+    """``capabilities``/``metadata`` may come as JSON text; accept that or the value."""
     value = args.get(key)
     if isinstance(value, str):
         try:
             value = json.loads(value) if value.strip() else kind()
         except ValueError:
-            if kind is list:  # a comma-separated list is accepted too (DESIGN.md)
+            if kind is list:  # a comma-separated list too (docs/tools.md "Conventions")
                 return [v.strip() for v in value.split(",") if v.strip()]
             raise InvalidArguments(f"`{key}` is not valid JSON") from None
     if value is None:

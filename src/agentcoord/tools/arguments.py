@@ -2,8 +2,8 @@
 
 A pure function: the schema subset we publish (object of string/integer/number/boolean/array/
 object properties, ``required``, ``enum``, ``minimum``/``maximum``, ``maxLength``) is checked and
-coerced here, with the seed's wording for a missing argument (`` `<key>` is required``).
-Arrays also accept a comma-separated string (seed 000, "Tool reference").
+coerced here, with one wording for a missing argument (`` `<key>` is required``). Arrays also accept
+a comma-separated string (docs/tools.md "Conventions").
 
 Every string is bounded (docs/security.md "Input at the boundary"): a property without its own
 ``maxLength`` takes :data:`MAX_CHARS`, so no name, key or id an agent sends reaches a NATS

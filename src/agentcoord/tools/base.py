@@ -72,14 +72,13 @@ class Tool:
 
 
 # Limits the argument checker enforces (tools/arguments.py) whose breach is an error naming the
-# limit: the model reads them only when it hits one, not in every tools/list (DESIGN.md "The
-# tool surface": the whole listing should cost few tokens).
+# limit: the model reads them only when it hits one, not in every tools/list
+# (docs/tools.md "Conventions": the whole listing should cost few tokens).
 _CHECK_ONLY = frozenset({"maxLength", "minimum", "maximum"})
 
 # A property the checker accepts and the listing leaves out: an ``agent``/``from`` that can
-# only name the caller itself (tools/_acting.py), on tools whose seed does not list it, costs
-# every request its bytes and tells the model nothing (docs/claude-code.md "Results for the
-# model").
+# only name the caller itself (tools/_acting.py), on tools whose reference omits it, costs every
+# request its bytes and tells the model nothing (docs/claude-code.md "Results for the model").
 UNLISTED = "x-unlisted"
 
 

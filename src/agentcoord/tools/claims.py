@@ -45,11 +45,10 @@ def _with_canonical_key(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _model_row(row: dict[str, Any], mine: Site | None = None) -> dict[str, Any]:
-    """A claim row as a model reads it (docs/claude-code.md "Results for the model"): seed
-    000's resource_key, agent, mode, ttl and expires_at (to the second), then the token, purpose
-    and a file's path and repository, and the holder's worktree and branch when known and not
-    ``mine`` (the reader's own); not when it was acquired (ttl and expires_at say how long it
-    holds)."""
+    """A claim row as a model reads it (docs/claude-code.md "Results for the model"): the documented
+    resource_key, agent, mode, ttl and expires_at (to the second), then the token, purpose and a
+    file's path and repository, and the holder's worktree and branch when known and not ``mine``
+    (the reader's own); not when it was acquired (ttl and expires_at say how long it holds)."""
     out = compact(row, keep=("resource_key", "agent", "mode", "ttl", "expires_at"))
     out.pop("acquired_at", None)
     out["expires_at"] = short_time(row["expires_at"])
@@ -150,7 +149,7 @@ class ClaimTools:
                 held = _model_row(held, own_site(caller.cwd) if fk is not None else None)
             return {"acquired": False, "holder": held}
         granted = self._row(key, out.holder)
-        if model:  # the token once, beside revision, as seed 000's claim result puts it
+        if model:  # the token once, beside revision (docs/claims.md "Tools")
             granted = _model_row(granted, own_site(caller.cwd) if fk is not None else None)
             del granted["token"]
         return {
@@ -166,8 +165,8 @@ class ClaimTools:
     )
     async def release(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         args = _with_canonical_key(caller, args)  # a file key as claim stored it
-        # Seed 000 "release": `release {resource_key}` drops the caller's own claim; a token,
-        # when given, fences it (docs/claims.md "Tools").
+        # `release {resource_key}` drops the caller's own claim; a token, when given, fences it
+        # (docs/claims.md "Tools").
         agent = acting_agent(caller, args)
         released = await self._leases.claims.release(agent, args["resource_key"], args.get("token"))
         return {"released": released}

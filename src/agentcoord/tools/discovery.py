@@ -1,5 +1,5 @@
-"""Discovery tools (seed 000 "Discovery", "Annotation"): annotate, find_agents, list_agents,
-get_agent. Focus lives in the ``agent-focus`` KV view; agent rows come from an
+"""Discovery tools (docs/tools.md "Discovery"): annotate, find_agents, list_agents, get_agent. Focus
+lives in the ``agent-focus`` KV view; agent rows come from an
 :class:`~agentcoord.stores.agentsource.AgentSource`."""
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ _INTERNAL_LABELS = frozenset({PROC_LABEL, SESSION_LABEL})
 
 
 def _model_agent(row: dict[str, Any]) -> dict[str, Any]:
-    """A session agent's row as a model reads it: seed 000's fields (name, profile, pool,
-    phase, focus, labels) always, the focus without its empty parts, no internal labels."""
-    if "labels" not in row or "transport" in row:  # seed 001's records are their own contract
+    """A session agent's row as a model reads it: the condensed fields (name, profile, pool, phase,
+    focus, labels) always, the focus without its empty parts, no internal labels."""
+    if "labels" not in row or "transport" in row:  # registry records are their own contract
         return row
     out = compact(row, keep=("name", "profile", "pool", "phase", "focus", "labels"))
     out["labels"] = {k: v for k, v in row["labels"].items() if k not in _INTERNAL_LABELS}
@@ -53,8 +53,8 @@ def _model_agent(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _model_match(match: dict[str, Any]) -> dict[str, Any]:
-    """A find_agents match as a model reads it: seed 000's agent, intent, concepts and files
-    always; symbols when there are some; the rank is the order, not a score."""
+    """A find_agents match as a model reads it: its agent, intent, concepts and files always;
+    symbols when there are some; the rank is the order, not a score."""
     out = compact(match, keep=("agent", "intent", "concepts", "files"))
     out.pop("score", None)
     return out
@@ -87,7 +87,7 @@ def _render_list(r: dict[str, Any]) -> str:
         return "no agents"
     lines = []
     for a in r["agents"]:
-        if "transport" in a:  # a registered or local agent (seed 001 row)
+        if "transport" in a:  # a registered or local agent (docs/localagents.md "Records")
             caps = ", ".join(a.get("capabilities", [])) or "-"
             lines.append(f"{a['name']}  {a['phase']}  {a['transport']}  [{caps}]")
         else:
@@ -116,7 +116,7 @@ class DiscoveryTools:
     )
     async def annotate(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         agent = acting_agent(caller, args)
-        # Whole-record write (seed 000): fields left out are cleared.
+        # Whole-record write (docs/tools.md "Discovery"): fields left out are cleared.
         await self._focus.annotate(
             agent,
             args.get("intent", ""),
@@ -133,7 +133,8 @@ class DiscoveryTools:
         read_only=True,
     )
     async def find_agents(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        """Seed 000 (``query`` over focus) and seed 001 (``capability`` routing) in one tool."""
+        """``query`` over focus and ``capability`` routing in one tool
+        (docs/tools.md "Discovery")."""
         query, capability = args.get("query", ""), args.get("capability", "")
         if not query and not capability:
             raise InvalidArguments("`query` or `capability` is required")
@@ -163,8 +164,8 @@ class DiscoveryTools:
         read_only=True,
     )
     async def list_agents(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        """Session agents (seed 000 rows) merged with registered and local agents (seed 001
-        rows, with ``effective_status``); agent_type/capability filters only match the latter."""
+        """Session agents (condensed rows) merged with registered and local agents (registry
+        records, with ``effective_status``); agent_type/capability filters only match the latter."""
         selector, phase = args.get("selector", ""), args.get("status", "")
         agent_type, capability = args.get("agent_type", ""), args.get("capability", "")
         limit = args.get("limit", 100)
@@ -213,6 +214,6 @@ class DiscoveryTools:
             return {"found": True, "agent": _model_agent(shown) if for_model(caller) else shown}
         await self._local_agents.refresh_sessions()
         record = self._local_agents.get(name)
-        if record is not None:  # seed 001: registered first, then a computed local agent
+        if record is not None:  # registered first, then a computed local agent
             return {"found": True, "agent": {"name": record["agent_id"], **record}}
-        return {"found": False}  # seed 000: a missing agent is not an error
+        return {"found": False}  # a missing agent is not an error (docs/tools.md "Discovery")

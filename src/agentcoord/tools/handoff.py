@@ -1,5 +1,5 @@
-"""handoff and answer_handoff: the offer -> accept/reject handshake (seed 000, seed 003), as
-tools over :class:`agentcoord.messaging.offers.Handoffs`."""
+"""handoff and answer_handoff: the offer -> accept/reject handshake (docs/messaging.md "Handoff"),
+as tools over :class:`agentcoord.messaging.offers.Handoffs`."""
 
 from __future__ import annotations
 

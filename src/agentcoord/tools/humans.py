@@ -5,7 +5,7 @@ An agent's listing has ``escalate`` alone, with ``approval``, ``choices`` and ``
 its options; the three tools of those names still answer (docs/messaging.md "Human prompts").
 
 ``answer_prompt`` is the human's alone (:data:`HUMAN_ONLY`): it is left out of an agent's
-``tools/list`` and refused if called anyway (DESIGN.md "Humans").
+``tools/list`` and refused if called anyway (docs/security.md "Who a caller is").
 """
 
 from __future__ import annotations

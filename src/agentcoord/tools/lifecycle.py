@@ -1,6 +1,6 @@
-"""Lifecycle tools (seed 000): spawn_subagent, cancel, checkpoint, resume, merge. The daemon is
-the operator: these write objects, the controller (:mod:`agentcoord.agentops.controller`)
-turns them into runner processes."""
+"""Lifecycle tools (docs/ask-and-operator.md "The operator"): spawn_subagent, cancel, checkpoint,
+resume, merge. The daemon is the operator: these write objects, the controller
+(:mod:`agentcoord.agentops.controller`) turns them into runner processes."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Messaging tools: send, inbox, broadcast, open_channel, list_channels, close_channel,
-nats_credentials (seed 000 "Messaging"): arguments in, results rendered, the work in
+nats_credentials (docs/messaging.md "Tools"): arguments in, results rendered, the work in
 :mod:`agentcoord.messaging`.
 
-Unlike the seed, ``send`` says honestly whether a live reader took the message (``delivered``)
-or it waits in the inbox (``queued``), and an unknown kind is an error.
+``send`` says honestly whether a live reader took the message (``delivered``) or it waits in the
+inbox (``queued``), and an unknown kind is an error.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_json_patch_operations() -> None:
 
 
 def test_json_patch_add_to_missing_array_fails() -> None:
-    """add to /status/checkpoints/- without the array is an error (the seed's documented edge)."""
+    """add to /status/checkpoints/- without the array is an error (JSON patch needs the parent)."""
     with pytest.raises(Invalid, match="missing path"):
         json_patch({"status": {}}, [{"op": "add", "path": "/status/checkpoints/-", "value": 1}])
 

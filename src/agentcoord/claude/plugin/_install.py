@@ -53,7 +53,7 @@ class PluginReport:
 def plugin_home(env: Mapping[str, str]) -> Path:
     """Where the generated marketplace lives: ``$XDG_DATA_HOME/agentcoord/claude-plugin``.
     Not the state dir: a sandboxed runner cannot read that, and its sessions load the plugin
-    too when it is enabled in user settings (DESIGN.md "Local agents and sessions")."""
+    too when it is enabled in user settings (docs/plugin.md "What it installs")."""
     home = Path(env.get("HOME") or os.path.expanduser("~"))
     return (
         Path(env.get("XDG_DATA_HOME") or home / ".local" / "share") / "agentcoord" / "claude-plugin"

@@ -1,5 +1,5 @@
 """Pure claim rules: modes, who may share a key, what a grant or release does, and when an
-automatic release is due (seed 000 "claim"; seed 003 "Lock Rules", "Heartbeat Pattern").
+automatic release is due (docs/claims.md "Rules").
 
 Everything here takes values and returns values; :mod:`.claims` does the NATS I/O.
 """
@@ -43,7 +43,7 @@ ReleaseReason = Literal["released", "expired", "holder-exited", "heartbeat-lost"
 
 
 class NotHolder(NotAllowed):
-    """Releasing or renewing a claim that someone else holds (seed 000's wording)."""
+    """Releasing or renewing a claim that someone else holds (docs/claims.md "Tools")."""
 
 
 class StaleToken(StateConflict):
@@ -52,9 +52,10 @@ class StaleToken(StateConflict):
 
 @dataclass(frozen=True)
 class ClaimPolicy:
-    """Limits of the claim plane; seed 003: heartbeat every 30 s, silence for 2 min releases."""
+    """Limits of the claim plane: heartbeat every 30 s, silence for 2 min releases
+    (docs/claims.md "Rules")."""
 
-    default_ttl: float = 300.0  # seed 003: short-lived locks, 5 minutes, renewable
+    default_ttl: float = 300.0  # short-lived, 5 minutes, renewable (docs/claims.md "Rules")
     max_ttl: float = 2 * 3600.0  # one grant or renewal may not ask for more
     max_age: float = 8 * 3600.0  # hard limit on a claim's life, renewals included
     heartbeat_grace: float = 120.0
@@ -179,7 +180,8 @@ def _compact(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def wire_ttl(seconds: float) -> int:
-    """TTLs are whole seconds >= 1 on the wire (FACTS.md "NATS"): round up, never to zero."""
+    """TTLs are whole seconds >= 1 on the wire (docs/claims.md "How it works"): round up, never to
+    zero."""
     return max(1, math.ceil(seconds - 1e-6))
 
 
@@ -252,9 +254,9 @@ def release(
     policy: ClaimPolicy,
 ) -> tuple[ClaimRecord | None, Holder] | None:
     """The record without ``agent``'s live grant on ``key`` (None when empty) and that grant;
-    None when ``agent`` holds nothing live there (seed 000 "release": ``{"released": false}``).
-    Someone else's claim raises seed 000's error. ``token``, when given, must be the grant's
-    own: an agent that lost the lease and took it again is not released by its old token."""
+    None when ``agent`` holds nothing live there (``{"released": false}``: docs/claims.md "Tools").
+    Someone else's claim raises :class:`NotHolder`. ``token``, when given, must be the grant's own:
+    an agent that lost the lease and took it again is not released by its old token."""
     live = _live(cur, now, policy)
     mine = next((h for h in live if h.agent == agent), None)  # grant() keeps one per agent
     if mine is None or cur is None:
@@ -295,7 +297,7 @@ def beat(
     cur: ClaimRecord | None, agent: str, now: float, policy: ClaimPolicy
 ) -> ClaimRecord | None:
     """The record with each of ``agent``'s live grants renewed by its ttl and marked as
-    heartbeating (seed 003), or None when nothing changes."""
+    heartbeating (docs/claims.md "Rules"), or None when nothing changes."""
     if cur is None:
         return None
     holders = tuple(

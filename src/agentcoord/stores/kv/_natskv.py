@@ -3,8 +3,8 @@
 nats-py 2.16's ``KeyValue.create`` re-checks a failed create with ``get``, which does not know
 the server-placed ``Nats-Marker-Reason`` markers (nats-server >= 2.11): for as long as the
 marker of an expired key lives, ``create`` keeps failing with "wrong last sequence" although
-the key is gone (FACTS.md "NATS"). :func:`create` re-reads the last message itself and, when it
-is a delete/purge/limit marker, compare-and-sets on the marker's sequence.
+the key is gone (docs/claims.md "How it works"). :func:`create` re-reads the last message itself
+and, when it is a delete/purge/limit marker, compare-and-sets on the marker's sequence.
 
 Writes go through ``js.publish`` with ``Nats-Expected-Last-Subject-Sequence`` so every write is
 a CAS and carries its own per-message TTL (``update()`` cannot set one).

@@ -1,4 +1,4 @@
-"""Claims (leases) on the NATS KV bucket ``agent-claims`` (DESIGN.md "NATS layout"; docs/claims.md).
+"""Claims (leases) on the NATS KV bucket ``agent-claims`` (docs/claims.md "How it works").
 
 One KV entry per resource key (escaped reversibly, :mod:`._keys`) holds the key's holders
 (:class:`._rules.ClaimRecord`). Every write is a compare-and-set on the entry's revision, so two
@@ -320,7 +320,7 @@ class ClaimStore:
         return sorted(out, key=lambda row: row[3])
 
     async def release(self, agent: str, key: str, token: int | None = None) -> bool:
-        """Drop ``agent``'s grant on ``key`` (seed 000 "release"); False when nothing was held.
+        """Drop ``agent``'s grant on ``key`` (docs/claims.md "Tools"); False when nothing was held.
         ``token``, when given, must be that grant's (:class:`StaleToken` otherwise)."""
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:
@@ -347,7 +347,8 @@ class ClaimStore:
         return await self._mutate(escape_key(key), plan)  # type: ignore[no-any-return]
 
     async def heartbeat(self, agent: str) -> list[str]:
-        """Renew every claim ``agent`` holds and mark it as a heartbeating holder (seed 003)."""
+        """Renew every claim ``agent`` holds and mark it as a heartbeating holder
+        (docs/claims.md "Rules")."""
         self._heartbeats[agent] = self._clock()
 
         def plan(cur: ClaimRecord | None, now: float) -> _Plan:

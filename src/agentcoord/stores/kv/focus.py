@@ -1,10 +1,10 @@
-"""Agent focus (seed 000 ``annotate``/``find_agents``) on the NATS KV bucket ``agent-focus``.
+"""Agent focus (``annotate``/``find_agents``: docs/tools.md "Discovery") on the NATS KV bucket
+``agent-focus``.
 
-``annotate`` is a whole-record write (fields left out are cleared, as the seed says). An
-in-memory view fed by a KV watch answers ``find_agents``: the query is lowercased and split on
-whitespace; a record matches when any term is a substring of its intent, files, symbols or
-concepts. Unlike the seed, results are ranked (exact tag hits over substrings, tags over
-free text, more terms over fewer, then most recent) and bounded.
+``annotate`` is a whole-record write (fields left out are cleared). An in-memory view fed by a KV
+watch answers ``find_agents``: the query is lowercased and split on whitespace; a record matches
+when any term is a substring of its intent, files, symbols or concepts. Results are ranked (exact
+tag hits over substrings, tags over free text, more terms over fewer, then most recent) and bounded.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Reversible escaping of resource keys into the NATS KV key charset.
 
-Seed 000 mapped everything outside ``[-/_=.a-zA-Z0-9]`` to ``_``, so ``file:a/b`` and
-``file_a/b`` shared one lease. Here ``[A-Za-z0-9_/-]`` pass through and every other byte of the
-UTF-8 encoding (``=`` and ``.`` included) becomes ``=XX`` (upper-case hex). The mapping is
-injective, so two different keys never share a lease, and :func:`unescape_key` inverts it.
-Escaping ``.`` also means no empty subject tokens, so every non-empty key is a valid KV key.
+Mapping everything outside ``[-/_=.a-zA-Z0-9]`` to ``_`` would let ``file:a/b`` and ``file_a/b``
+share one lease (docs/claims.md "Rules"). Here ``[A-Za-z0-9_/-]`` pass through and every other byte
+of the UTF-8 encoding (``=`` and ``.`` included) becomes ``=XX`` (upper-case hex). The mapping is
+injective, so two different keys never share a lease, and :func:`unescape_key` inverts it. Escaping
+``.`` also means no empty subject tokens, so every non-empty key is a valid KV key.
 """
 
 from __future__ import annotations

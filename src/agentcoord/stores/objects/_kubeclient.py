@@ -1,5 +1,6 @@
 """The boundary with lightkube: its errors become the store's typed errors (:func:`translate`,
-the one mapping, STYLE.md 9), our parsed selectors become its operators, its objects dicts.
+the one mapping, docs/architecture.md "Errors"), our parsed selectors become its operators, its
+objects dicts.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The SQLite file of the object store, driven from one dedicated thread.
 
-Every call is one hop to that thread (FACTS.md: a hop costs ~100-200 us, so the writer sends
-whole batches). Tables: ``objects`` (current state), ``events`` (the log; its rowid is the
-resourceVersion), ``meta`` (compaction point, counter); ``PRAGMA user_version`` is the schema
+Every call is one hop to that thread (docs/store.md "Storage": a hop costs ~100-200 us, so the
+writer sends whole batches). Tables: ``objects`` (current state), ``events`` (the log; its rowid is
+the resourceVersion), ``meta`` (compaction point, counter); ``PRAGMA user_version`` is the schema
 version. WAL with ``synchronous=NORMAL``: a process crash loses nothing committed.
 """
 

@@ -9,7 +9,7 @@ without an id (no ``CLAUDE_CODE_SESSION_ID``, no ``~/.claude/sessions/<pid>.json
 label of its ``claude`` process (pid and start time): without it such a session came back
 under a new name and lost its claims and inbox.
 
-A session's Agent follows its ``claude`` process (DESIGN.md "Identity and trust"): it ends
+A session's Agent follows its ``claude`` process (docs/localagents.md "Session lifetime"): it ends
 (phase ``Ended``, ``status.endedAt``, ``status.reason``) when the process exits or Claude Code
 runs the SessionEnd hook, and contact from a new process of the same session id
 (``claude --resume``) brings the same Agent back to Running. An Agent that never took part

@@ -3,7 +3,8 @@
 kubectl's first calls are ``/version``, ``/api``, ``/apis`` and ``/apis/<g>/<v>``. ``apply``
 (and ``create``/``replace`` with validation) need ``/openapi/v3`` and a per-group document whose
 PATCH operations carry ``x-kubernetes-group-version-kind`` and list ``fieldValidation``; then
-kubectl leaves validation to the server with ``fieldValidation=Strict`` (FACTS.md).
+kubectl leaves validation to the server with ``fieldValidation=Strict``
+(docs/store.md "HTTP API and TLS").
 """
 
 from __future__ import annotations

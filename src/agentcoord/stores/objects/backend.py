@@ -1,4 +1,4 @@
-"""The seam the daemon reads and writes objects through (STYLE.md 4).
+"""The seam the daemon reads and writes objects through (docs/architecture.md "Seams").
 
 Two implementations: :class:`~agentcoord.stores.objects.store.ObjectStore` (SQLite in the
 daemon, the default) and :class:`~agentcoord.stores.objects.kube.KubeObjectStore` (a real

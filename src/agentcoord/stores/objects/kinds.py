@@ -3,7 +3,7 @@
 Each kind's spec and status are declared once, as the dataclasses below (:mod:`typed`): the
 OpenAPI v3 schema (validation, ``/openapi/v3``, ``kubectl explain``, the CRDs) and the wire
 codec the records use (:mod:`recordcodec`) are derived from them (docs/store.md "Declaring a
-kind"). Fields follow the seeds (docs/store.md): AgentProfile (backend, mcpServers); Agent
+kind"). Fields: AgentProfile (backend, mcpServers); Agent
 (profile, pool, ownerRef, resumeFrom, lineage.mergedFrom, status.phase/focus); AgentTask
 (objective, assignedAgentRef, status.checkpoints[]); AgentChannel (participants minItems 1,
 subject, ttl, phase Pending/Open/Closed/Expired); HumanPrompt (kind, meridianSpec, response

@@ -7,11 +7,11 @@ its slot table and its kind's typed spec and status. Every read decodes the obje
 the store's memory (the SQLite cache or the Kubernetes mirror), so a ``kubectl patch`` of spec
 is what the daemon reads next.
 
-Writes are compare-and-set on ``metadata.resourceVersion`` (STYLE.md 8): a change is a
-function of the current record; a 409 re-reads the object and applies the function again, up
-to :data:`CAS_TRIES` times, then fails with a :class:`Conflict` that says so. A write replaces
-only the fields its codec owns, so other writers' fields (an AgentTask's checkpoints, a spec
-field the record does not map) are kept. ``put`` (the upsert of the local-agent Protocols)
+Writes are compare-and-set on ``metadata.resourceVersion`` (docs/store.md "Records are objects"): a
+change is a function of the current record; a 409 re-reads the object and applies the function
+again, up to :data:`CAS_TRIES` times, then fails with a :class:`Conflict` that says so. A write
+replaces only the fields its codec owns, so other writers' fields (an AgentTask's checkpoints, a
+spec field the record does not map) are kept. ``put`` (the upsert of the local-agent Protocols)
 writes only the fields the caller changed since it read the record, so a concurrent kubectl
 change to another field is not undone.
 

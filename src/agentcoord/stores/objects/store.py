@@ -3,9 +3,9 @@
 Writes queue to one writer task. It takes every queued write (up to ``max_batch``), decides
 each against the current state plus the batch's earlier writes (:mod:`rules`), and commits the
 whole batch in one ``BEGIN IMMEDIATE`` transaction on a dedicated SQLite thread: one thread hop
-per batch, not four awaits per write (FACTS.md: aiosqlite caps near 2.2k tx/s that way; bench/
-store.py measures both). Only after the commit does the batch reach the in-memory cache and the
-watchers, so nobody sees a write that could still be lost.
+per batch, not four awaits per write (docs/store.md "Storage": aiosqlite caps near 2.2k tx/s that
+way; bench/store.py measures both). Only after the commit does the batch reach the in-memory cache
+and the watchers, so nobody sees a write that could still be lost.
 
 The file itself is :mod:`._sqlite`; the cache and its indexes :mod:`._cache`.
 """

@@ -80,7 +80,7 @@ class LiveCells:
     """Cells the daemon's own views supply for objects of its namespace.
 
     An Agent's focus is what it published with ``annotate``; it lives in the ``agent-focus``
-    KV view, not on the object (DESIGN.md "Planes": focus is churn and stays out of the
+    KV view, not on the object (docs/architecture.md "Planes": focus is churn and stays out of the
     object store), and ``agentcoord agents`` reads it there. The Table reads the same view,
     so there is one source of truth. Sources are given at construction; for names a source
     does not know (its view not filled yet) and for other namespaces, the column's path is used.

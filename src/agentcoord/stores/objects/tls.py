@@ -1,9 +1,9 @@
 """A private CA for the kubectl-facing API: server and client certificates, and a kubeconfig.
 
-kubectl sends no credentials over plain http and has no unix-socket transport (FACTS.md), so
-the API speaks TLS on loopback and requires a client certificate signed by this CA (mutual
-TLS: only holders of the 0600 key files under the state dir get in). Files are made once and
-reused, so a printed kubeconfig stays valid across daemon restarts.
+kubectl sends no credentials over plain http and has no unix-socket transport
+(docs/store.md "HTTP API and TLS"), so the API speaks TLS on loopback and requires a client
+certificate signed by this CA (mutual TLS: only holders of the 0600 key files under the state dir
+get in). Files are made once and reused, so a printed kubeconfig stays valid across daemon restarts.
 """
 
 from __future__ import annotations

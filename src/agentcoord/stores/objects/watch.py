@@ -1,7 +1,8 @@
 """Watchers: a bounded queue per watcher, fed by the store after each commit.
 
-A watcher that falls ``maxsize`` events behind is cut off (kine, STYLE.md 8): its stream ends
-with :class:`Expired` and the client must list again. The store never blocks on a watcher.
+A watcher that falls ``maxsize`` events behind is cut off (as in kine; docs/store.md "Semantics"):
+its stream ends with :class:`Expired` and the client must list again. The store never blocks on a
+watcher.
 """
 
 from __future__ import annotations
