@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.kernel.caller import Caller
 
 if TYPE_CHECKING:
+    from agentcoord.approvals import Approvals
     from agentcoord.claude.push import ChannelPush
     from agentcoord.kernel.directory import AgentDirectory
     from agentcoord.leases.leasing import Leases
@@ -29,6 +30,7 @@ __all__ = [
     "HookHandlers",
     "Hooks",
     "additional_context",
+    "allow_permission",
     "deny_tool",
 ]
 
@@ -48,6 +50,7 @@ class HookDeps:
     directory: AgentDirectory
     sessions: SessionWatch
     push: ChannelPush | None = None  # channel sessions (docs/claude-code.md "Channels")
+    approvals: Approvals | None = None  # standing approvals (docs/approvals.md)
 
 
 _EVENT_NAMES = {
@@ -57,6 +60,8 @@ _EVENT_NAMES = {
     "pre-tool-use": "PreToolUse",
     "stop": "Stop",
     "session-end": "SessionEnd",
+    "permission-request": "PermissionRequest",
+    "notification": "Notification",
 }
 
 # SessionEnd reasons after which the same claude process goes on (a new conversation in it):
@@ -74,6 +79,17 @@ def deny_tool(reason: str) -> dict[str, Any]:
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
             "permissionDecisionReason": reason,
+        }
+    }
+
+
+def allow_permission() -> dict[str, Any]:
+    """A PermissionRequest hook's answer that runs the tool with no dialog (Claude Code's
+    hooks reference, "PermissionRequest decision control")."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow"},
         }
     }
 
@@ -252,8 +268,21 @@ async def _end_session(
     return None
 
 
+async def _standing_approval(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """PermissionRequest: allow the call when a standing approval of the human's covers it
+    and the session's own deny and ask rules do not (docs/approvals.md); else no decision,
+    and Claude Code asks as it would have."""
+    if deps.approvals is None or caller.kind == "human":
+        return None
+    decided = await deps.approvals.decide(caller, payload)
+    return None if decided is None else {"allow": decided.approval.get("id")}
+
+
 def default_handlers() -> HookHandlers:
     return {
+        "permission-request": [_standing_approval],
         "session-end": [_end_session],
         "session-start": [_identify],
         "pre-tool-use": [_guard_writes],
@@ -291,8 +320,10 @@ class Hooks:
                 continue
             if "deny" in fragment:
                 return deny_tool(str(fragment["deny"]))
+            if "allow" in fragment and name == "PermissionRequest":
+                return allow_permission()
             if fragment.get("context"):
                 texts.append(str(fragment["context"]))
-        if texts and name != "PreToolUse" and name != "Stop":
+        if texts and name not in ("PreToolUse", "Stop", "PermissionRequest", "Notification"):
             return additional_context(name, "\n\n".join(texts))
         return None

@@ -222,6 +222,25 @@ def _main_full(args: list[str]) -> int:
     p_answer.add_argument("prompt", help="prompt id (from agentcoord prompts)")
     p_answer.add_argument("text", nargs="+", help="the answer (yes/no, a choice, JSON, text)")
     p_answer.add_argument("--json", action="store_true", help="the answer_prompt result")
+    p_allow = sub.add_parser(
+        "allow",
+        help="answer a permission question once for every session: allow PATTERN, --list, --revoke",
+    )
+    _common(p_allow)
+    p_allow.add_argument(
+        "pattern",
+        nargs="?",
+        help="a Claude Code permission rule: 'Bash(npm test:*)', 'Edit(src/**)'",
+    )
+    where = p_allow.add_mutually_exclusive_group()
+    where.add_argument("--repo", metavar="DIR", help="only sessions in this repository")
+    where.add_argument("--session", metavar="NAME", help="only this session (agentcoord agents)")
+    p_allow.add_argument(
+        "--for", dest="duration", metavar="DURATION", help="how long it stands (default 1h)"
+    )
+    p_allow.add_argument("--list", action="store_true", help="list the standing approvals")
+    p_allow.add_argument("--revoke", metavar="ID", help="revoke an approval")
+    p_allow.add_argument("--json", action="store_true", help="machine-readable output")
     p_version = sub.add_parser("version", help="print the version")
     p_version.add_argument("--json", action="store_true", help="machine-readable output")
     p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
@@ -311,6 +330,19 @@ def _main_full(args: list[str]) -> int:
             from agentcoord.cli.views import run_view
 
             return run_view(cfg, ns.command, _view_args(ns), ns.json)
+        if ns.command == "allow":
+            from agentcoord.cli.allow import allow
+
+            return allow(
+                cfg,
+                ns.pattern,
+                repo=ns.repo,
+                session=ns.session,
+                duration=ns.duration,
+                list_them=ns.list,
+                revoke=ns.revoke,
+                as_json=ns.json,
+            )
         if ns.command == "tail":
             from agentcoord.cli.views import tail
 

@@ -39,11 +39,13 @@ from agentcoord.stores.objects.tables import LiveCells
 
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
+    from agentcoord.approvals import Approvals
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
     from agentcoord.mcp.unix import UnixListener
     from agentcoord.messaging import Messaging, Recipients
+    from agentcoord.stores.agentsource import StoreAgents
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.objects.backend import ObjectBackend
 
@@ -168,6 +170,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     from agentcoord.messaging import Messaging, NoAgentUsers, Recipients
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
+    from agentcoord.stores.kv.approvalstore import ApprovalStore
 
     nc = nats.client
     js = nc.jetstream(timeout=js_timeout(cfg))
@@ -236,6 +239,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         )
         local_t = tg.create_task(stack.enter_async_context(local_agents))
         messaging_t = tg.create_task(stack.enter_async_context(messaging))
+        approvals_t = tg.create_task(stack.enter_async_context(ApprovalStore(js, replicas=r)))
     claims, focus = claims_t.result(), focus_t.result()
     local, messaging = local_t.result(), messaging_t.result()
     phases.mark("claims, focus, audit, local agents, messaging")
@@ -272,7 +276,20 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         local_agents=local,
         operator=operator,
         sessions=sessions,
+        approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns)),
     )
+
+
+def _approvals(cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents) -> Approvals:
+    """Standing approvals (docs/approvals.md): a session scope must name a known agent."""
+    from pathlib import Path
+
+    from agentcoord.approvals import Approvals
+
+    async def exists(name: str) -> bool:
+        return await agents.get_agent(name) is not None
+
+    return Approvals(kv, audit, home=Path.home(), claude_dir=cfg.claude_dir, agent_exists=exists)
 
 
 async def _operator(
@@ -365,6 +382,7 @@ async def _listeners(
             directory=s.identity.directory,
             sessions=s.sessions,
             push=push,
+            approvals=s.approvals,
         )
     )
     core = McpCore(
@@ -376,6 +394,7 @@ async def _listeners(
         leases=s.leases,
         push=push,
         limits=McpLimits.from_config(cfg),
+        approvals=s.approvals,
     )
     sections = ConsoleSections(
         claims=s.claims,
