@@ -26,6 +26,7 @@ RANKS = {
     "identity": 2,
     "text": 2,
     "approvals": 2,
+    "activity": 2,
     "tools": 3,  # adapters: MCP tools, listeners, Claude Code and git, the console, clients
     "mcp": 3,
     "claude": 3,

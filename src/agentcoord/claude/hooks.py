@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.kernel.caller import Caller
 
 if TYPE_CHECKING:
+    from agentcoord.activity import SessionActivity
     from agentcoord.approvals import Approvals
     from agentcoord.claude.push import ChannelPush
     from agentcoord.kernel.directory import AgentDirectory
@@ -51,6 +52,7 @@ class HookDeps:
     sessions: SessionWatch
     push: ChannelPush | None = None  # channel sessions (docs/claude-code.md "Channels")
     approvals: Approvals | None = None  # standing approvals (docs/approvals.md)
+    activity: SessionActivity | None = None  # every session's state (docs/activity.md)
 
 
 _EVENT_NAMES = {
@@ -309,6 +311,19 @@ class Hooks:
             # A session that runs hooks is a real one (a health check runs none): keep it at
             # its end.
             await self._deps.directory.mark_used(caller.agent)
+        output = await self._answer(caller, event, name, payload)
+        activity = self._deps.activity
+        if activity is not None:
+            allowed = output is not None and name == "PermissionRequest"
+            try:
+                await activity.hook(caller, name, payload, allowed=allowed)
+            except Exception:  # the session's state is for people; never block the session
+                log.exception("hook %s: session state not updated", event)
+        return output
+
+    async def _answer(
+        self, caller: Caller, event: str, name: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None:
         texts: list[str] = []
         for handler in self._handlers.get(event, []):
             try:

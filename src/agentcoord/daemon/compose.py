@@ -250,13 +250,19 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     operator = await _operator(cfg, stack, store, identity, local, messaging, recipients, audit)
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
+    from agentcoord.activity import SessionActivity
+    from agentcoord.activity.notices import parse_quiet_hours
     from agentcoord.console.desktop import DesktopNotifier
 
-    await stack.enter_async_context(DesktopNotifier(nc))
+    # Every session's state (docs/activity.md); a new wait is a desktop notice too.
+    activity = SessionActivity(cfg.claude_dir, audit)
+    quiet = parse_quiet_hours(cfg.notify_quiet_hours)
+    desktop = await stack.enter_async_context(DesktopNotifier(nc, quiet_hours=quiet))
+    activity.listen(desktop.session_waiting)
     # Session agents end with their claude process; ended ones go after the retention.
     from agentcoord.localagents.session_end import SessionWatch
 
-    forget = (messaging.drop_inbox, focus.forget)
+    forget = (messaging.drop_inbox, focus.forget, activity.forget)
     sessions = await stack.enter_async_context(
         SessionWatch(store, directory, ns, retention=cfg.session_retention, forget=forget)
     )
@@ -271,12 +277,13 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         # Claims, the write guard, edit leases, the commit check (docs/claims.md "The leases
         # service"): its holders' sites live as long as this daemon.
         leases=Leases(claims, focus, EditLeases.from_config(cfg)),
-        agents=StoreAgents(store, ns),
+        agents=StoreAgents(store, ns, states=activity),
         messaging=messaging,
         local_agents=local,
         operator=operator,
         sessions=sessions,
         approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns)),
+        activity=activity,
     )
 
 
@@ -383,6 +390,7 @@ async def _listeners(
             sessions=s.sessions,
             push=push,
             approvals=s.approvals,
+            activity=s.activity,
         )
     )
     core = McpCore(

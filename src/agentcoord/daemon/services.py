@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from agentcoord.activity import SessionActivity
     from agentcoord.agentops import AgentOps
     from agentcoord.approvals import Approvals
     from agentcoord.daemon.natslink import NatsLink
@@ -46,3 +47,4 @@ class Services:
     operator: AgentOps  # the Agent controller, ask and send_message (docs/ask-and-operator.md)
     sessions: SessionWatch  # session agents' end and retention (docs/localagents.md)
     approvals: Approvals  # the human's standing approvals (docs/approvals.md)
+    activity: SessionActivity  # every session's state, live (docs/activity.md)

@@ -45,6 +45,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_AUTO_EDIT_LEASES": "auto_edit_leases",
     "AGENTCOORD_EDIT_LEASE_QUIET": "edit_lease_quiet",
     "AGENTCOORD_CONSOLE_LOGIN_TTL": "console_login_ttl",
+    "AGENTCOORD_NOTIFY_QUIET_HOURS": "notify_quiet_hours",
     # --- local agents (docs/localagents.md "Configuration"): seed 001's names first, ours win
     # when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
@@ -134,6 +135,9 @@ class Config:
     # Seconds a console login code from `agentcoord console` stays good (it is good once);
     # docs/security.md "Console login".
     console_login_ttl: int = 120
+    # Local hours with no desktop notices, "HH:MM-HH:MM" (may cross midnight); "" never
+    # quiet (docs/activity.md "Desktop notices").
+    notify_quiet_hours: str = ""
     config_file: Path | None = None
     # Where the runtime dir goes without $XDG_RUNTIME_DIR: <first>/$UID/agentcoord when that
     # is the user's dir, else <second>/agentcoord-$UID (docs/daemon.md "Finding the daemon");
