@@ -214,6 +214,10 @@ def _main_full(args: list[str]) -> int:
             p_view.add_argument("--limit", type=int, default=100)
         if view == "claims":
             p_view.add_argument("prefix", nargs="?", default="", help="key prefix")
+    p_top = sub.add_parser(
+        "top", help="live terminal view: who waits on you, agents, claims, approvals (keys act)"
+    )
+    _common(p_top)
     p_tail = sub.add_parser("tail", help="follow the audit log live")
     _common(p_tail)
     p_tail.add_argument("--json", action="store_true", help="one JSON event per line")
@@ -343,6 +347,10 @@ def _main_full(args: list[str]) -> int:
                 revoke=ns.revoke,
                 as_json=ns.json,
             )
+        if ns.command == "top":
+            from agentcoord.cli.top import run_top
+
+            return run_top(cfg)
         if ns.command == "tail":
             from agentcoord.cli.views import tail
 
