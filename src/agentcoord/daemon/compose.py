@@ -412,6 +412,7 @@ async def _listeners(
         messaging=s.messaging,
         audit=s.audit,
         site=_claim_site(s),
+        approvals=s.approvals,
     )
     # The console's sessions are signed with the human token (docs/security.md "Console
     # login"), the one _services wrote; unreadable, a random key: no console login works.
