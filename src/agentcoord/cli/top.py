@@ -24,6 +24,7 @@ from agentcoord.cli.topview import (
     WaitRow,
     agent_rows,
     approval_rows,
+    budget_line,
     claim_rows,
     fetch,
     waiting_rows,
@@ -166,9 +167,11 @@ class TopApp(App[None]):
         self._fill("claims", [(f"{r[0]}\0{r[1]}", r) for r in claim_rows(snap, now)])
         self._fill("approvals", [(r[0], r) for r in approval_rows(snap)])
         live = sum(1 for a in snap.agents if a.get("phase") != "Ended")
+        budgets = budget_line(snap.budgets)
         self._status(
             f"{live} agents, {len(self._waits)} waiting on you, {len(snap.claims)} claims, "
             f"{len(snap.approvals)} standing approvals (read {time.strftime('%H:%M:%S')})"
+            + (f"\nbudgets: {budgets}" if budgets else "")
         )
 
     def _fill(self, table_id: str, rows: list[tuple[str, tuple[str, ...]]]) -> None:

@@ -23,6 +23,7 @@ __all__ = [
     "WaitRow",
     "agent_rows",
     "approval_rows",
+    "budget_line",
     "claim_rows",
     "fetch",
     "waiting_rows",
@@ -37,6 +38,7 @@ class Snapshot:
     prompts: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
     approvals: list[dict[str, Any]] = field(default_factory=list)
+    budgets: dict[str, Any] = field(default_factory=dict)
     at: float = 0.0
 
 
@@ -161,6 +163,23 @@ def approval_rows(snap: Snapshot) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
+def budget_line(budgets: dict[str, Any]) -> str:
+    """``sessions 3/10 · agents 1/4 · spend $0.12/$5.00``; a ceiling reached is marked ``!``."""
+    parts = []
+    for name, key, fmt in (
+        ("sessions", "sessions", str),
+        ("agents", "agents", str),
+        ("spend", "spend_usd", lambda v: f"${float(v):.2f}"),
+    ):
+        v = budgets.get(key)
+        if not isinstance(v, dict):
+            continue
+        used, ceiling = v.get("used", 0), v.get("ceiling", 0)
+        mark = "!" if ceiling and used >= ceiling else ""
+        parts.append(f"{name} {fmt(used)}" + (f"/{fmt(ceiling)}{mark}" if ceiling else ""))
+    return " · ".join(parts)
+
+
 def fetch(cfg: Any) -> Snapshot:
     """One snapshot, read as the human over the unix socket (blocking: run it in a thread)."""
     from agentcoord.cli.allow import METHOD
@@ -173,10 +192,12 @@ def fetch(cfg: Any) -> Snapshot:
     claims, _ = call_tool(cfg, "check_claims", {})
     token = read_human_token(cfg.state_dir)
     approvals = call_unix(cfg.socket_path, METHOD, {"op": "list"}, token=token)
+    budgets = call_unix(cfg.socket_path, "agentcoord/budgets", {}, token=token)
     return Snapshot(
         agents=list(agents.get("agents", [])),
         prompts=list(prompts.get("prompts", [])),
         claims=list(claims.get("claims", [])),
         approvals=list(approvals.get("approvals", [])),
+        budgets=dict(budgets),
         at=time.time(),
     )

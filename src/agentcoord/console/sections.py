@@ -17,6 +17,7 @@ from agentcoord.text.events import render_event
 
 if TYPE_CHECKING:
     from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.kernel.caller import Caller
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging
@@ -50,6 +51,7 @@ class ConsoleSections:
         audit: AuditLog,
         site: SiteLookup = _no_site,
         approvals: Approvals | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self._claims = claims
         self._site = site
@@ -59,7 +61,9 @@ class ConsoleSections:
         self._messaging = messaging
         self._audit = audit
         self._approvals = approvals
+        self._budgets = budgets
         self.providers: dict[str, Section] = {
+            "budgets": self.budgets,
             "approvals": self.approvals,
             "claims": self.claims,
             "agents": self.agents,
@@ -174,6 +178,10 @@ class ConsoleSections:
     async def channels(self) -> list[dict[str, Any]]:
         now = time.time()
         return [c.view(now) for c in await self._messaging.all_channels()]
+
+    async def budgets(self) -> dict[str, Any]:
+        """Each ceiling and what is used of it (docs/budgets.md)."""
+        return {} if self._budgets is None else await self._budgets.report()
 
     async def approvals(self) -> list[dict[str, Any]]:
         """The standing approvals (docs/approvals.md), with their times as people read them."""

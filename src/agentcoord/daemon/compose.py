@@ -40,6 +40,7 @@ from agentcoord.stores.objects.tables import LiveCells
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
     from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
@@ -247,7 +248,14 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # The Agent controller (adopts or reaps runners first), ask and send_message
     # (docs/ask-and-operator.md): entered after local agents and messaging, so it stops its
     # runners first.
-    operator = await _operator(cfg, stack, store, identity, local, messaging, recipients, audit)
+    from agentcoord.budgets import Budgets, Ceilings
+
+    # Ceilings on sessions, started agents and spend (docs/budgets.md).
+    ceilings = Ceilings(cfg.max_sessions, cfg.max_agents, cfg.max_spend_usd)
+    budgets = Budgets(ceilings, store, audit, ns)
+    operator = await _operator(
+        cfg, stack, store, identity, local, messaging, recipients, audit, budgets
+    )
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
     from agentcoord.activity import SessionActivity
@@ -284,6 +292,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         sessions=sessions,
         approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns)),
         activity=activity,
+        budgets=budgets,
     )
 
 
@@ -308,6 +317,7 @@ async def _operator(
     messaging: Messaging,
     recipients: Recipients,
     audit: AuditLog,
+    budgets: Budgets,
 ) -> AgentOps:
     """The operator (docs/ask-and-operator.md "The operator")."""
     from agentcoord.agentops import AgentController, AgentOps
@@ -336,6 +346,7 @@ async def _operator(
         recipients=recipients,
         local_agents=local,
         bundle_retention=kept,
+        budgets=budgets,
     )
     if (cfg.state_dir / "checkpoints").is_dir():  # limits changed since, or older state
         await prune(store, cfg.kube_namespace, cfg.state_dir, kept)
@@ -403,6 +414,7 @@ async def _listeners(
         push=push,
         limits=McpLimits.from_config(cfg),
         approvals=s.approvals,
+        budgets=s.budgets,
     )
     sections = ConsoleSections(
         claims=s.claims,
@@ -413,6 +425,7 @@ async def _listeners(
         audit=s.audit,
         site=_claim_site(s),
         approvals=s.approvals,
+        budgets=s.budgets,
     )
     # The console's sessions are signed with the human token (docs/security.md "Console
     # login"), the one _services wrote; unreadable, a random key: no console login works.

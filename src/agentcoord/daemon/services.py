@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from agentcoord.activity import SessionActivity
     from agentcoord.agentops import AgentOps
     from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.daemon.natslink import NatsLink
     from agentcoord.identity.callers import IdentityResolver
     from agentcoord.kernel.config import Config
@@ -48,3 +49,4 @@ class Services:
     sessions: SessionWatch  # session agents' end and retention (docs/localagents.md)
     approvals: Approvals  # the human's standing approvals (docs/approvals.md)
     activity: SessionActivity  # every session's state, live (docs/activity.md)
+    budgets: Budgets  # ceilings on sessions, started agents and spend (docs/budgets.md)

@@ -48,6 +48,7 @@ from agentcoord.tools.registry import READ_ONLY_META, ToolRegistry
 
 if TYPE_CHECKING:
     from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.claude.hooks import Hooks
     from agentcoord.identity.callers import IdentityResolver
     from agentcoord.kernel.config import Config
@@ -68,6 +69,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 APPROVALS = "agentcoord/approvals"  # vendor method: the human's standing approvals
+BUDGETS = "agentcoord/budgets"  # vendor method: each ceiling and what is used of it
 ACCESS_DENIED = -32001  # JSON-RPC server error: the caller may not use this daemon
 REPLY_TOO_LARGE = -32003  # JSON-RPC server error: the answer is over the reply size limit
 
@@ -164,6 +166,7 @@ class McpCore:
         push: ChannelPush | None = None,
         limits: McpLimits | None = None,
         approvals: Approvals | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.limits = limits or McpLimits()
         self.slots = CallerSlots(self.limits.max_caller_running)
@@ -174,6 +177,7 @@ class McpCore:
         self._page_size = max(1, page_size)
         self._leases = leases  # answers agentcoord/commit-check (gitguard/commitcheck.py)
         self._approvals = approvals  # answers agentcoord/approvals (docs/approvals.md)
+        self._budgets = budgets  # answers agentcoord/budgets (docs/budgets.md)
         # Pushes inbox messages into channel sessions; entered by the unix listener, the one
         # transport that can write unasked.
         self.push = push
@@ -289,6 +293,8 @@ class McpCore:
             return self._status.status()
         if method == APPROVALS and self._approvals is not None:  # ``agentcoord allow``
             return await self._approvals_call(session.caller, req.params)
+        if method == BUDGETS and self._budgets is not None:  # ``top`` shows the ceilings
+            return await self._budgets.report()
         if method == "agentcoord/hook":  # vendor method for ``agentcoord hook EVENT``
             event = req.params.get("event")
             payload = req.params.get("payload")
