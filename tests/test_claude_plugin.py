@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -25,19 +25,10 @@ from agentcoord.claude.plugin import (
     write_plugin,
 )
 from agentcoord.claude.plugin._install import bare
+from agentcoord.daemon.services import Services
+from agentcoord.daemon.toolset import families
 from agentcoord.errors import ConfigError
-from agentcoord.tools import (
-    a2a,
-    agents,
-    claims,
-    discovery,
-    handoff,
-    humans,
-    identity,
-    lifecycle,
-    messaging,
-)
-from agentcoord.tools.base import Tool
+from agentcoord.tools.base import Tool, tools_of
 
 pytestmark = pytest.mark.unit
 
@@ -59,18 +50,7 @@ class _Unused:
 def _tools() -> dict[str, Tool]:
     """Every tool the daemon registers (daemon/toolset.py), built without a daemon."""
     u: Any = _Unused()
-    built = [
-        *identity.tools(),
-        *discovery.tools(u, u, u),
-        *claims.tools(u, u),
-        *agents.tools(u),
-        *messaging.tools(u),
-        *handoff.tools(u),
-        *humans.tools(u),
-        *a2a.tools(u),
-        *lifecycle.tools(u),
-    ]
-    return {t.name: t for t in built}
+    return {t.name: t for family in families(cast(Services, u)) for t in tools_of(family)}
 
 
 # A call as the skill writes it: `name(arg=..., ...)` in backticks.

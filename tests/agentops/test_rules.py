@@ -27,7 +27,7 @@ from agentcoord.agentops.callrules import (
     role_of,
     workspace_of,
 )
-from agentcoord.errors import ToolError
+from agentcoord.errors import NotAllowed
 
 pytestmark = pytest.mark.unit
 
@@ -84,7 +84,7 @@ def test_workspace_and_role_rules() -> None:
     prof = {"metadata": {"labels": {"fastverk.savvifi.com/workspace": "red"}}}
     assert workspace_of(prof) == "red"
     assert workspace_of(None) == "default"
-    with pytest.raises(ToolError, match="workspace"):
+    with pytest.raises(NotAllowed, match="workspace"):
         may_message(
             caller="a", caller_workspace="red", target="b", target_workspace="blue", role="owner"
         )
@@ -93,7 +93,7 @@ def test_workspace_and_role_rules() -> None:
     }
     assert role_of("al", viewer, "al") == "viewer"
     assert role_of("al", {"metadata": {}}, "al") == "owner"
-    with pytest.raises(ToolError, match="operator role"):
+    with pytest.raises(NotAllowed, match="operator role"):
         may_message(
             caller="a", caller_workspace="x", target="b", target_workspace="x", role="viewer"
         )

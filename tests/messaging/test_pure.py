@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import Unavailable
 from agentcoord.messaging import NoAgentUsers, Offer, OfferBook
 from agentcoord.messaging.access import credentials_view
 
@@ -35,7 +35,7 @@ def test_pending_lists_only_open_offers() -> None:
 async def test_no_agent_users_refuses_credentials_and_grants_nothing() -> None:
     """With an external NATS there is no login to hand out; a channel grant is a no-op."""
     access = NoAgentUsers()
-    with pytest.raises(ToolError, match="need the embedded NATS server"):
+    with pytest.raises(Unavailable, match="need the embedded NATS server"):
         await access.credentials("a")
     await access.allow("a", ["channels.x"])  # nothing to grant, and no error
 

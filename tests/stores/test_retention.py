@@ -23,7 +23,7 @@ from agentcoord.agentops.checkpoints import (
     prune_plan,
     references,
 )
-from agentcoord.errors import ConfigError, ToolError
+from agentcoord.errors import ConfigError, DomainError
 from agentcoord.kernel.config import load_config
 from agentcoord.kernel.wire import make_message
 from agentcoord.stores.audit import AuditLog
@@ -295,7 +295,7 @@ def test_daemon_keeps_newest_bundles_and_never_the_latest(
 
 
 def _load_error(d: Daemon, ref: str) -> str:
-    with pytest.raises(ToolError) as err:
+    with pytest.raises(DomainError) as err:
         load_bundle(d.state_dir, ref)
     return str(err.value)
 

@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from agentcoord.daemon.services import Services
-from agentcoord.daemon.toolset import READ_ONLY, build_registry
+from agentcoord.daemon.toolset import build_registry
 from agentcoord.errors import InvalidArguments
 from agentcoord.tools._shape import compact, short_time
 from agentcoord.tools.arguments import check_arguments
@@ -113,11 +113,22 @@ SEED_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
 }
 
 
-class _Unused:
-    """Stands for every service: the tool builders only close over their services (and read
-    the messaging service's parts), they call none while building."""
+# The tools that only read (each declared with read_only=True).
+READ_ONLY = {
+    "whoami",
+    "list_agents",
+    "get_agent",
+    "find_agents",
+    "check_claims",
+    "list_channels",
+    "list_profiles",
+    "discover_local_agents",
+}
 
-    handoffs = humans = None
+
+class _Unused:
+    """Stands for every service: a tool family keeps its services and calls none while it is
+    built."""
 
     def __getattr__(self, name: str) -> _Unused:
         return _Unused()
@@ -313,7 +324,7 @@ def test_only_the_reading_tools_are_marked_read_only() -> None:
     registry = build_registry(cast(Services, _Unused()))
     full = [t.listing(full=True) for t in registry.listed_for("human")]
     marked = {t["name"] for t in full if t.get("annotations", {}).get("readOnlyHint")}
-    assert marked == set(READ_ONLY)
-    assert set(registry.read_only_names()) == set(READ_ONLY)
+    assert marked == READ_ONLY
+    assert set(registry.read_only_names()) == READ_ONLY
     assert not marked & {"claim", "release", "send", "inbox", "annotate", "ask", "cancel"}
     assert all("annotations" not in t for t in _agent_listing())

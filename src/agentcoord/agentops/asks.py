@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.agentops.callrules import TurnPlace
 from agentcoord.agentops.turns import ActiveTurns
-from agentcoord.errors import NotFound, ToolError
+from agentcoord.errors import NotAllowed, NotFound, StateConflict
 from agentcoord.kernel import wire
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 
@@ -105,8 +105,8 @@ class InboxAsks:
         if pending is None:
             raise NotFound(f"no open ask {ask_id} (answered already, or its asker gave up)")
         if pending.target != me:
-            raise ToolError(f"ask {ask_id} is addressed to {pending.target}, not {me}")
+            raise NotAllowed(f"ask {ask_id} is addressed to {pending.target}, not {me}")
         if pending.answer.done():
-            raise ToolError(f"ask {ask_id} was answered already")
+            raise StateConflict(f"ask {ask_id} was answered already")
         pending.answer.set_result(text)
         return {"replied": True, "ask": ask_id, "to": pending.from_agent}

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import InvalidArguments, NotAllowed
 
 __all__ = [
     "MAX_DEPTH",
@@ -40,11 +40,11 @@ ROLES_ANNOTATION = "fastverk.savvifi.com/roles"
 _ROLE_RANK = {"viewer": 0, "operator": 1, "owner": 2}
 
 
-class TooDeep(ToolError):
+class TooDeep(NotAllowed):
     """The turn would be deeper than :data:`MAX_DEPTH`."""
 
 
-class Cycle(ToolError):
+class Cycle(NotAllowed):
     """The target already takes part in the calling chain (A asks B asks A)."""
 
 
@@ -122,13 +122,13 @@ def may_message(
 ) -> None:
     """Seed 004 "Rules": same workspace, and the caller's owner holds at least operator."""
     if caller == target:
-        raise ToolError("an agent cannot message itself")
+        raise InvalidArguments("an agent cannot message itself")
     if caller_workspace != target_workspace:
-        raise ToolError(
+        raise NotAllowed(
             f"{target} is in workspace {target_workspace!r}, not yours ({caller_workspace!r})"
         )
     if _ROLE_RANK.get(role, -1) < _ROLE_RANK["operator"]:
-        raise ToolError(f"your owner needs at least the operator role on {target} (has {role!r})")
+        raise NotAllowed(f"your owner needs at least the operator role on {target} (has {role!r})")
 
 
 @dataclass

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.agentops.callrules import project_dir_name
-from agentcoord.errors import ToolError
+from agentcoord.errors import InvalidArguments, NotFound, OperationFailed
 from agentcoord.kernel.files import write_private
 
 __all__ = [
@@ -75,7 +75,7 @@ def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
         ["git", "-C", str(cwd), *args], capture_output=True, text=True, env=full, check=False
     )
     if done.returncode != 0:
-        raise ToolError(f"git {' '.join(args[:2])} failed in {cwd}: {done.stderr.strip()}")
+        raise OperationFailed(f"git {' '.join(args[:2])} failed in {cwd}: {done.stderr.strip()}")
     return done.stdout.strip()
 
 
@@ -178,17 +178,19 @@ def load_bundle(state_dir: Path, ref: str) -> Bundle:
     """Read a stored checkpoint back, checking its content still matches its address."""
     algo, _, digest = ref.partition(":")
     if algo != "sha256" or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
-        raise ToolError(f"{ref!r} is not a checkpoint ref (sha256:<hex>)")
+        raise InvalidArguments(f"{ref!r} is not a checkpoint ref (sha256:<hex>)")
     path = state_dir / "checkpoints" / "sha256" / digest
     try:
         data = path.read_bytes()
     except OSError:
-        raise ToolError(
+        raise NotFound(
             f"checkpoint {ref} is not stored in this daemon (never made here, or removed by "
             "checkpoint retention: checkpoint_keep, checkpoint_max_bytes)"
         ) from None
     if hashlib.sha256(data).hexdigest() != digest:
-        raise ToolError(f"checkpoint {ref} is corrupt (its content does not match its address)")
+        raise OperationFailed(
+            f"checkpoint {ref} is corrupt (its content does not match its address)"
+        )
     import tarfile
 
     files: dict[str, bytes] = {}

@@ -63,7 +63,7 @@ from agentcoord.agentops.callrules import (
 )
 from agentcoord.agentops.turns import ActiveTurns, RegisteringRunners, Turn, focus_of
 from agentcoord.agentops.workqueue import WorkQueue
-from agentcoord.errors import ToolError
+from agentcoord.errors import DomainError, StateConflict, Unavailable
 from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.localagents.launch import Launcher
@@ -441,7 +441,7 @@ class AgentController:
         spec = obj.get("spec") or {}
         try:
             cwd, session, resume, prompt = await self._prepare_main(obj)
-        except (ToolError, StoreError, OSError) as exc:
+        except (DomainError, StoreError, OSError) as exc:
             await self._w.set_status(name, "Failed", f"cannot start: {exc}")
             return
         place = TurnPlace(int(spec.get("depth") or 1), (name,))
@@ -556,7 +556,7 @@ class AgentController:
         resumed (``--resume``), else a new one is opened (cold start, ``--session-id``)."""
         name = obj["metadata"]["name"]
         if obj["metadata"].get("deletionTimestamp"):
-            raise ToolError(f"agent {name} is being cancelled")
+            raise StateConflict(f"agent {name} is being cancelled")
         cwd = Path((obj.get("spec") or {}).get("cwd") or self.state_dir / "agents" / name / "work")
         async with self._locks[name]:
             sessions = self._sessions_of(obj)
@@ -608,7 +608,7 @@ class AgentController:
         turn.task = self._spawn(self._run_turn(turn, cwd), f"turn-{turn.id}")
         if turn.task is None:
             self._turn_finished(turn, None, None, cancelled=True)
-            raise ToolError("the daemon is stopping")
+            raise Unavailable("the daemon is stopping")
 
     def _on_runner_start(self, turn: Turn) -> None:
         self._runner_started(turn)

@@ -20,7 +20,7 @@ from typing import Any
 from agentcoord.agentops import checkpoints
 from agentcoord.agentops.controller import FINALIZER, MANAGED_LABEL
 from agentcoord.agentops.ops import AgentOps
-from agentcoord.errors import InvalidArguments, NotFound, ToolError
+from agentcoord.errors import InvalidArguments, NotAllowed, NotFound, StateConflict
 from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller, decision_fields
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
@@ -85,7 +85,7 @@ async def spawn(
     if existing is not None:
         old = (existing.get("spec") or {}).get("profile", "")
         if old != profile:
-            raise ToolError(
+            raise StateConflict(
                 f"agent {name} already exists with profile {old!r}; it is not re-spawned as "
                 f"{profile!r} (cancel it first, or pick another name)"
             )
@@ -108,7 +108,9 @@ async def spawn(
         except AlreadyExists:  # a retry after a half-done spawn: keep the pair coherent
             task = await ops.store.get("agenttasks", ops.ns, f"{name}-task")
             if task["spec"].get("objective") != prompt:
-                raise ToolError(f"AgentTask {name}-task exists with another objective") from None
+                raise StateConflict(
+                    f"AgentTask {name}-task exists with another objective"
+                ) from None
     work = ops.ctl.state_dir / "agents" / name / "work"
     source = await asyncio.to_thread(_repo_path, repo) if repo else None
     await asyncio.to_thread(checkpoints.init_workdir, work, source, name)
@@ -118,7 +120,7 @@ async def spawn(
             "agents", ops.ns, _agent_body(name, profile, task, spec), keep_status=True
         )
     except AlreadyExists:
-        raise ToolError(f"agent {name} was created by someone else meanwhile") from None
+        raise StateConflict(f"agent {name} was created by someone else meanwhile") from None
     ops.emit("AGENT_SPAWNED", name, by=caller.agent, profile=profile, depth=place.depth)
     out: dict[str, Any] = {"name": name, "profile": profile, "created": True, "cwd": str(work)}
     if task is not None:
@@ -223,7 +225,7 @@ async def _may_cancel(ops: AgentOps, caller: Caller, target: dict[str, Any], kin
         return
     name = target["metadata"]["name"]
     ops.emit("CANCEL_REFUSED", name, by=caller.agent, kind=kind, callerKind=caller.kind)
-    raise ToolError(
+    raise NotAllowed(
         f"refused to cancel {kind} {name}: you ({caller.agent}) did not start it; an agent "
         "cancels only agents and tasks it spawned (and theirs), the human cancels any"
     )
@@ -256,12 +258,12 @@ async def checkpoint(
     spec = agent.get("spec") or {}
     task_name = task_name or (spec.get("ownerRef") or {}).get("name", "")
     if not task_name:
-        raise ToolError(f"agent {name} works for no AgentTask; pass `task`")
+        raise InvalidArguments(f"agent {name} works for no AgentTask; pass `task`")
     if await _get(ops, "agenttasks", task_name) is None:
         raise NotFound(f"no AgentTask {task_name}")
     work = Path(spec.get("cwd") or "")
     if not spec.get("cwd") or not (work / ".git").exists():
-        raise ToolError(f"agent {name} has no git working directory to checkpoint")
+        raise StateConflict(f"agent {name} has no git working directory to checkpoint")
     sessions = ops.ctl.session_ids(agent)
     main = ops.ctl.main_session(agent)
     repo = await asyncio.to_thread(checkpoints.repo_of, work)
@@ -317,7 +319,7 @@ async def resume(ops: AgentOps, caller: Caller, task_name: str, name: str) -> di
         raise NotFound(f"no AgentTask {task_name}")
     cps = (task.get("status") or {}).get("checkpoints") or []
     if not cps:
-        raise ToolError(f"AgentTask {task_name} has no recorded checkpoint to resume from")
+        raise StateConflict(f"AgentTask {task_name} has no recorded checkpoint to resume from")
     last = cps[-1]
     ref = str(last["ref"])
     bundle = await asyncio.to_thread(checkpoints.load_bundle, ops.ctl.state_dir, ref)
@@ -338,7 +340,7 @@ async def resume(ops: AgentOps, caller: Caller, task_name: str, name: str) -> di
     try:
         await ops.store.create("agents", ops.ns, body, keep_status=True)
     except AlreadyExists:
-        raise ToolError(f"agent {name} already exists; pick another name") from None
+        raise StateConflict(f"agent {name} already exists; pick another name") from None
     with contextlib.suppress(ObjectNotFound):
         await ops.store.patch(
             "agenttasks",

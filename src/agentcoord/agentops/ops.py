@@ -25,7 +25,7 @@ from agentcoord.agentops.callrules import (
 )
 from agentcoord.agentops.checkpoints import BundleRetention
 from agentcoord.agentops.controller import AgentController
-from agentcoord.errors import NotFound, ToolError
+from agentcoord.errors import DomainError, NotFound, OperationFailed, Unavailable
 from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging.recipients import QUEUED_NOTE
@@ -157,10 +157,10 @@ class AgentOps:
                 caller, name, text, wait=wait, timeout=timeout, queue_unknown=queue_unknown
             )
         except StoreError as exc:
-            if isinstance(exc, ToolError):  # not found: already says what happened
+            if isinstance(exc, DomainError):  # not found: already says what happened
                 raise
             # A full disk, say: the caller learns why, not just "internal error".
-            raise ToolError(f"{name} was not reached: {exc.message}") from exc
+            raise OperationFailed(f"{name} was not reached: {exc.message}") from exc
 
     async def _deliver(
         self,
@@ -237,7 +237,7 @@ class AgentOps:
                 **out,
             }
         if result["phase"] != "Succeeded":
-            raise ToolError(f"{name}'s turn failed: {result['message']}")
+            raise OperationFailed(f"{name}'s turn failed: {result['message']}")
         return {
             "answered": True,
             "answer": result["answer"],
@@ -257,7 +257,7 @@ class AgentOps:
     ) -> dict[str, Any]:
         m = self.messaging
         if m is None:
-            raise ToolError("messaging is not available (NATS is not connected)")
+            raise Unavailable("messaging is not available (NATS is not connected)")
         self.emit("MESSAGE_RECEIVED", name, via="inbox", **audit)
         if wait:
             return await self.inbox.ask(

@@ -392,12 +392,12 @@ class ChannelPush:
 
     async def _closed(self, agent: str, pending: _Pending, why: str) -> None:
         """Record the dialog as answered elsewhere, so the human is not asked after the fact."""
-        from agentcoord.errors import ToolError
+        from agentcoord.errors import DomainError
 
         value = f"answered in the session ({why})"
         try:
             await self._messaging.settle_prompt(pending.prompt, value, agent)
-        except ToolError:
+        except DomainError:
             return  # the human's answer came first, or the prompt was never created
         self._messaging.emit(
             "PERMISSION_CLOSED",

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentcoord.daemon.natsd import NatsSupervisor
-from agentcoord.errors import ToolError
+from agentcoord.errors import OperationFailed
 from agentcoord.kernel.files import write_private
 
 __all__ = ["AgentAccess", "AgentUser", "ScopedNatsSupervisor", "render_user", "user_name"]
@@ -144,9 +144,9 @@ class ScopedNatsSupervisor(NatsSupervisor):
                 async with asyncio.timeout(_RELOAD_TIMEOUT):
                     await self._reload_done.wait()
             except TimeoutError:
-                raise ToolError("nats-server did not confirm the permission reload") from None
+                raise OperationFailed("nats-server did not confirm the permission reload") from None
             if self._reload_error:
-                raise ToolError(f"nats-server refused the reload: {self._reload_error}")
+                raise OperationFailed(f"nats-server refused the reload: {self._reload_error}")
 
     async def credentials(self, agent: str) -> AgentUser:
         """``agent``'s NATS user, created (and the server reloaded) on first request."""

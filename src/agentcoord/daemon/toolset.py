@@ -1,47 +1,41 @@
-"""The tool registry of one daemon: each tool module gets the services its tools use, and
-nothing else (docs/architecture.md "Tools")."""
+"""The tool registry of one daemon: each tool family is built with the services its tools use,
+and nothing else (docs/architecture.md "Tools")."""
 
 from __future__ import annotations
 
 from agentcoord.daemon.services import Services
-from agentcoord.tools import a2a, agents, claims, discovery, handoff, humans, identity, lifecycle
-from agentcoord.tools import messaging as messaging_tools
+from agentcoord.tools.a2a import A2ATools
+from agentcoord.tools.agents import AgentTools
+from agentcoord.tools.base import tools_of
+from agentcoord.tools.claims import ClaimTools
+from agentcoord.tools.discovery import DiscoveryTools
+from agentcoord.tools.handoff import HandoffTools
+from agentcoord.tools.humans import HUMAN_ONLY, HumanTools
+from agentcoord.tools.identity import IdentityTools
+from agentcoord.tools.lifecycle import LifecycleTools
+from agentcoord.tools.messaging import MessagingTools
 from agentcoord.tools.registry import ToolRegistry
 
-__all__ = ["READ_ONLY", "build_registry"]
+__all__ = ["build_registry", "families"]
 
 
-# The tools that only read: listed with MCP's readOnlyHint, so a client (the shim, across a
-# daemon restart) may send a call of one again when its answer was lost
-# (docs/claude-code.md "When the daemon restarts").
-READ_ONLY = frozenset(
-    {
-        "whoami",
-        "list_agents",
-        "get_agent",
-        "find_agents",
-        "check_claims",
-        "list_channels",
-        "list_profiles",
-        "discover_local_agents",
-    }
-)
+def families(s: Services) -> list[object]:
+    """Every tool family the daemon ships, built with its services, in ``tools/list`` order."""
+    return [
+        IdentityTools(),
+        DiscoveryTools(s.agents, s.focus, s.local_agents),
+        ClaimTools(s.leases, s.audit),
+        AgentTools(s.local_agents),
+        MessagingTools(s.messaging),
+        HandoffTools(s.messaging),
+        HumanTools(s.messaging),
+        A2ATools(s.operator),
+        LifecycleTools(s.operator),
+    ]
 
 
 def build_registry(s: Services) -> ToolRegistry:
-    """Every tool family the daemon ships, in ``tools/list`` order."""
+    """The registry of every family's tools (:func:`agentcoord.tools.base.tools_of`)."""
     return ToolRegistry(
-        [
-            *identity.tools(),
-            *discovery.tools(s.agents, s.focus, s.local_agents),
-            *claims.tools(s.leases, s.audit),
-            *agents.tools(s.local_agents),
-            *messaging_tools.tools(s.messaging),
-            *handoff.tools(s.messaging),
-            *humans.tools(s.messaging),
-            *a2a.tools(s.operator),
-            *lifecycle.tools(s.operator),
-        ],
-        human_only=humans.HUMAN_ONLY,
-        read_only=READ_ONLY,
+        [t for family in families(s) for t in tools_of(family)], human_only=HUMAN_ONLY
     )

@@ -15,7 +15,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import DomainError
 from agentcoord.leases.commit import blockers, candidates, legacy_file_key
 from agentcoord.leases.editleases import AUTO_LEASE_PURPOSE, EditLeases, lease_step
 from agentcoord.leases.filekeys import FileKey, resolve_file_key, resolve_file_keys
@@ -105,7 +105,7 @@ class Leases:
             try:
                 await self.claims.renew(writer.agent, fk.key, mine.token, quiet)
                 return None
-            except ToolError:
+            except DomainError:
                 pass  # it lapsed or was replaced meanwhile: take a new one below
         out = await self.claims.claim(
             writer.agent,
@@ -134,7 +134,7 @@ class Leases:
             if holder.purpose == AUTO_LEASE_PURPOSE and holder.token is not None:
                 try:
                     await self.claims.release(agent, key, holder.token)
-                except ToolError as exc:  # replaced or lapsed meanwhile
+                except DomainError as exc:  # replaced or lapsed meanwhile
                     log.debug("edit lease on %s not released: %s", key, exc)
 
     # ---- the commit check ------------------------------------------------------------------

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import OperationFailed
 
 __all__ = ["DispatchFailed"]
 
 
-class DispatchFailed(ToolError):
+class DispatchFailed(OperationFailed):
     """Routing or delivery failed; ``data`` is ``{success: false, error, retry, ...}``."""
 
     def __init__(self, error: str, *, retry: bool, **extra: Any) -> None:

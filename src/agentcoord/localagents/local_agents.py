@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound, ToolError
+from agentcoord.errors import IdentityMismatch, InvalidArguments, NotFound, StateConflict
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.directory import RunnerInfo
 from agentcoord.kernel.tasks import TaskSet
@@ -223,7 +223,7 @@ class LocalAgents:
         except AlreadyExists:
             # The name is an Agent that is no registration: a session, a spawned or a package
             # agent (docs/localagents.md "Registered agents").
-            raise ToolError(
+            raise StateConflict(
                 f"`agent_id` {agent_id!r} is taken: an agent of that name already exists and is "
                 "not a registered agent (a Claude Code session, a spawned or a package agent); "
                 "register under another agent_id"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import DomainError
 
 __all__ = [
     "AGENT_COORD",
@@ -50,7 +50,7 @@ _OWNED_VALUE_FLAGS = ("--output-format", "--input-format")
 _OWNED_BOOL_FLAGS = ("--verbose",)
 
 
-class ProfileError(ToolError):
+class ProfileError(DomainError):
     """A profile cannot be launched as written (unknown backend, unresolvable MCP server...)."""
 
 

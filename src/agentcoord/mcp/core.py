@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord import __version__
 from agentcoord.claude.push import CHANNEL_CAPS, PERMISSION_REQUEST, ChannelPush
-from agentcoord.errors import IdentityMismatch, ProtocolError, ToolError
+from agentcoord.errors import DomainError, IdentityMismatch, ProtocolError
 from agentcoord.gitguard.commitcheck import COMMIT_CHECK, check_commit, commit_params
 from agentcoord.identity.humanproof import attempt_of
 from agentcoord.kernel.caller import Caller
@@ -402,8 +402,10 @@ class McpCore:
         try:
             args = check_arguments(tool.input_schema, params.get("arguments"))
             result = await tool.handler(session.caller, args)
-        except ToolError as exc:
-            # An agent naming the human as itself.
+        except DomainError as exc:
+            # The one place a store's or a service's error becomes what the model reads: its
+            # text, as an isError result (errors.py). An agent naming the human as itself is
+            # also a refusal to record.
             if isinstance(exc, IdentityMismatch) and exc.claimed == self._identity.human:
                 self._identity.refused(session.caller, name, "borrowed-name")
             return {"content": [{"type": "text", "text": str(exc)}], "isError": True}

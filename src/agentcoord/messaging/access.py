@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import Unavailable
 
 __all__ = ["AgentAccess", "AgentLogin", "NoAgentUsers", "credentials_view"]
 
@@ -49,7 +49,7 @@ class NoAgentUsers:
     """An external NATS (``--nats-url``): no per-agent users, so nothing to grant."""
 
     async def credentials(self, agent: str) -> AgentLogin:
-        raise ToolError(NO_AGENT_USERS)
+        raise Unavailable(NO_AGENT_USERS)
 
     async def allow(self, agent: str, subjects: list[str]) -> None:
         return None

@@ -16,7 +16,7 @@ import logging
 import time
 from typing import Any
 
-from agentcoord.errors import InvalidArguments, NotFound, ToolError
+from agentcoord.errors import InvalidArguments, NotFound, StateConflict
 from agentcoord.messaging.access import AgentAccess
 from agentcoord.messaging.recipients import Recipients
 from agentcoord.stores.messagebus import (
@@ -85,7 +85,7 @@ class Channels:
         if phase != rec.phase:
             rec = await self._records.set_phase(name, phase)
         if phase != "Open":
-            raise ToolError(f"channel {name} is {phase.lower()}")
+            raise StateConflict(f"channel {name} is {phase.lower()}")
         return rec
 
     async def open(

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agentcoord.errors import InvalidArguments, NotFound, ToolError
+from agentcoord.errors import InvalidArguments, NotAllowed, NotFound, StateConflict, TimedOut
 from agentcoord.kernel import wire
 from agentcoord.messaging.recipients import QUEUED_NOTE, Recipients
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
@@ -145,12 +145,12 @@ class Handoffs:
                 reply = await asyncio.wait_for(asyncio.shield(answer), timeout)
             except TimeoutError:
                 if self._book.settle(offer.id, "expired"):
-                    raise ToolError(timed_out) from None
+                    raise TimedOut(timed_out) from None
                 # The successor settled it at the deadline; its reply is on the way.
                 try:
                     reply = await asyncio.wait_for(answer, _GRACE_S)
                 except TimeoutError:
-                    raise ToolError(timed_out) from None
+                    raise TimedOut(timed_out) from None
         finally:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
@@ -175,9 +175,9 @@ class Handoffs:
         if offer is None:
             raise NotFound(f"no open handoff offer {offer_id}")
         if offer.to_agent != me:
-            raise ToolError(f"handoff offer {offer_id} is addressed to {offer.to_agent}, not {me}")
+            raise NotAllowed(f"handoff offer {offer_id} is addressed to {offer.to_agent}, not {me}")
         if not self._book.settle(offer_id, "accepted" if accept else "rejected"):
-            raise ToolError(f"handoff offer {offer_id} is no longer open ({offer.state})")
+            raise StateConflict(f"handoff offer {offer_id} is no longer open ({offer.state})")
         out: dict[str, Any] = {"answered": True, "offer": offer_id, "accepted": accept}
         if accept:
             task = await self._tasks.record_handoff(

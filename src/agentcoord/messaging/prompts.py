@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from agentcoord.errors import IdentityError, InvalidArguments, NotFound, ToolError
+from agentcoord.errors import IdentityError, InvalidArguments, NotFound
 from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller, decision_fields
 from agentcoord.messaging import answers
@@ -183,7 +183,7 @@ class HumanPrompts:
         if rec is None:
             raise NotFound(f"prompt {prompt_id} does not exist")
         if rec.phase != "Open":
-            raise ToolError(f"prompt {rec.id} is already answered")
+            raise AlreadyAnswered(f"prompt {rec.id} is already answered")
         value = answers.parse_answer(text, rec.kind, rec.schema)
         await self._records.answer(rec.id, value, by)
         self._audit.emit(HUMAN_ANSWERED, by, **_answer_fields(rec, value), **decision_fields(human))

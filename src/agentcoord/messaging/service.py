@@ -216,7 +216,7 @@ class Messaging:
         """Every channel's record (the console's list)."""
         return await self._channels.list()
 
-    # Handoffs (docs/messaging.md "Handoff").
+    # Handoffs: the offer -> accept/reject handshake (docs/messaging.md "Tools").
 
     async def offer_handoff(
         self, me: str, to: str, context: Any, timeout: float, *, queue_unknown: bool = False

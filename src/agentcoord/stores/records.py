@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import StateConflict
 
 __all__ = [
     "AlreadyAnswered",
@@ -31,7 +31,7 @@ __all__ = [
 ChannelPhase = Literal["Pending", "Open", "Closed", "Expired"]
 
 
-class AlreadyAnswered(ToolError):
+class AlreadyAnswered(StateConflict):
     """A HumanPrompt was answered already; the first answer stands."""
 
 

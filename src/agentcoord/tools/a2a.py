@@ -10,9 +10,9 @@ from agentcoord.agentops import AgentOps
 from agentcoord.kernel.caller import Caller
 from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import for_model
-from agentcoord.tools.base import Tool, obj_schema, unlisted
+from agentcoord.tools.base import obj_schema, tool, unlisted
 
-__all__ = ["tools"]
+__all__ = ["A2ATools"]
 
 _S: dict[str, Any] = {"type": "string"}
 _TEXT: dict[str, Any] = {"type": "string", "maxLength": 100_000}
@@ -50,63 +50,57 @@ def _render_ask(r: dict[str, Any]) -> str:
     return f"{head}:\n{r['answer']}"
 
 
-def tools(operator: AgentOps) -> list[Tool]:
+class A2ATools:
     """send_message, ask and reply over the daemon's agent operator."""
 
-    async def send_message(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, operator: AgentOps) -> None:
+        self._operator = operator
+
+    @tool(
+        description="Prompt an agent without waiting; a sleeping one is woken.",
+        schema=obj_schema(
+            ("agent", "text"),
+            agent=_S,
+            text=_TEXT,
+            queue_unknown=unlisted(_BOOL),
+            **{"from": unlisted(_S)},
+        ),
+        render=_render_sent,
+    )
+    async def send_message(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         acting_agent(caller, args, "from")
         queue = bool(args.get("queue_unknown"))
-        sent = await operator.deliver(
+        sent = await self._operator.deliver(
             caller, args["agent"], args["text"], wait=False, timeout=0, queue_unknown=queue
         )
         return _shaped(caller, sent)
 
-    async def ask(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Prompt an agent and wait for its answer (a session answers with reply).",
+        schema=obj_schema(
+            ("agent", "text"),
+            agent=_S,
+            text=_TEXT,
+            timeout_secs=_TIMEOUT,
+            queue_unknown=unlisted(_BOOL),
+            **{"from": unlisted(_S)},
+        ),
+        render=_render_ask,
+    )
+    async def ask(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         acting_agent(caller, args, "from")
         timeout = float(args.get("timeout_secs", 600))
         queue = bool(args.get("queue_unknown"))
-        answer = await operator.deliver(
+        answer = await self._operator.deliver(
             caller, args["agent"], args["text"], wait=True, timeout=timeout, queue_unknown=queue
         )
         return _shaped(caller, answer)
 
-    async def reply(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Answer an ask from your inbox (ask = its correlation_id).",
+        schema=obj_schema(("ask", "text"), ask=_S, text=_TEXT, **{"from": unlisted(_S)}),
+        render=lambda r: f"replied to {r['to']}",
+    )
+    async def reply(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args, "from")
-        return operator.inbox.reply(me, args["ask"], args["text"])
-
-    return [
-        Tool(
-            "send_message",
-            "Prompt an agent without waiting; a sleeping one is woken.",
-            obj_schema(
-                ("agent", "text"),
-                agent=_S,
-                text=_TEXT,
-                queue_unknown=unlisted(_BOOL),
-                **{"from": unlisted(_S)},
-            ),
-            send_message,
-            _render_sent,
-        ),
-        Tool(
-            "ask",
-            "Prompt an agent and wait for its answer (a session answers with reply).",
-            obj_schema(
-                ("agent", "text"),
-                agent=_S,
-                text=_TEXT,
-                timeout_secs=_TIMEOUT,
-                queue_unknown=unlisted(_BOOL),
-                **{"from": unlisted(_S)},
-            ),
-            ask,
-            _render_ask,
-        ),
-        Tool(
-            "reply",
-            "Answer an ask from your inbox (ask = its correlation_id).",
-            obj_schema(("ask", "text"), ask=_S, text=_TEXT, **{"from": unlisted(_S)}),
-            reply,
-            lambda r: f"replied to {r['to']}",
-        ),
-    ]
+        return self._operator.inbox.reply(me, args["ask"], args["text"])

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import InvalidArguments, Unavailable
 from agentcoord.kernel.caller import Caller
 from agentcoord.localagents import LocalAgents
-from agentcoord.tools.base import Tool, obj_schema
+from agentcoord.tools.base import obj_schema, tool
 
-__all__ = ["tools"]
+__all__ = ["AgentTools"]
 
 _S: dict[str, Any] = {"type": "string"}
 _ID: dict[str, Any] = {"type": "string", "maxLength": 128}
@@ -41,11 +41,11 @@ def _json_arg(args: dict[str, Any], key: str, kind: type) -> Any:
         except ValueError:
             if kind is list:  # a comma-separated list is accepted too (DESIGN.md)
                 return [v.strip() for v in value.split(",") if v.strip()]
-            raise ToolError(f"`{key}` is not valid JSON") from None
+            raise InvalidArguments(f"`{key}` is not valid JSON") from None
     if value is None:
         return kind()
     if not isinstance(value, kind):
-        raise ToolError(f"`{key}` must be a JSON {'array' if kind is list else 'object'}")
+        raise InvalidArguments(f"`{key}` must be a JSON {'array' if kind is list else 'object'}")
     return value
 
 
@@ -86,106 +86,94 @@ def _render_job(result: dict[str, Any]) -> str:
     return head
 
 
-def tools(local_agents: LocalAgents) -> list[Tool]:
+class AgentTools:
     """The registry and dispatch tools over the local-agents service (docs/localagents.md)."""
 
-    async def register(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, local_agents: LocalAgents) -> None:
+        self._local_agents = local_agents
+
+    @tool(
+        description="Register or update an HTTP agent.",
+        schema=obj_schema(
+            ("agent_id",),
+            agent_id=_ID,
+            agent_name=_S,
+            agent_type=_S,
+            capabilities={"type": ["array", "string"], **_JSON_TEXT},
+            endpoint=_PATH,
+            metadata={"type": ["object", "string"], **_JSON_TEXT},
+            heartbeat_ttl={"type": "integer", "minimum": 1, "maximum": 86400},
+            transport={"type": "string", "enum": ["http", "local"]},
+        ),
+        render=_render_agent,
+    )
+    async def register_agent(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         args = dict(args)
         args["capabilities"] = [str(c) for c in _json_arg(args, "capabilities", list)]
         args["metadata"] = _json_arg(args, "metadata", dict)
-        return {"success": True, "agent": await local_agents.register(args, caller)}
+        return {"success": True, "agent": await self._local_agents.register(args, caller)}
 
-    async def deregister(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        removed = await local_agents.deregister(args["agent_id"], caller)
+    @tool(
+        description="Remove a registered agent.",
+        schema=obj_schema(("agent_id",), agent_id=_ID),
+    )
+    async def deregister_agent(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        removed = await self._local_agents.deregister(args["agent_id"], caller)
         return {"success": removed, "agent_id": args["agent_id"], "removed": removed}
 
-    async def heartbeat(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Refresh a registered agent's heartbeat.",
+        schema=obj_schema(
+            ("agent_id",),
+            agent_id=_ID,
+            status={"type": "string", "enum": ["online", "degraded"]},
+            metadata={"type": ["object", "string"], **_JSON_TEXT},
+        ),
+        render=_render_agent,
+    )
+    async def heartbeat_agent(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         meta = _json_arg(args, "metadata", dict)
-        agent = await local_agents.heartbeat(
+        agent = await self._local_agents.heartbeat(
             args["agent_id"], args.get("status", "online"), meta, caller
         )
         return {"success": True, "agent": agent}
 
-    async def discover(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        await local_agents.refresh_sessions()
-        return local_agents.discover(args.get("status"))
+    @tool(
+        description="This machine's AgentiHub package agents.",
+        schema=obj_schema(status={"type": "string", "enum": ["online", "idle"]}),
+        render=_render_discover,
+        read_only=True,
+    )
+    async def discover_local_agents(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        await self._local_agents.refresh_sessions()
+        return self._local_agents.discover(args.get("status"))
 
-    async def run(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await local_agents.run_agent(args, caller)
+    @tool(
+        description="Send a task to an agent by id; starts a local one.",
+        schema=obj_schema(("agent_id", "task"), agent_id=_ID, **_JOB),
+        render=_render_job,
+    )
+    async def run_agent(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._local_agents.run_agent(args, caller)
 
-    async def dispatch(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await local_agents.dispatch(args, caller)
+    @tool(
+        description="Send a task to the best agent with a capability.",
+        schema=obj_schema(("capability", "task"), capability=_S, **_JOB),
+        render=_render_job,
+    )
+    async def dispatch_to_agent(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._local_agents.dispatch(args, caller)
 
-    async def profiles(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Profiles for started agents.",
+        schema=obj_schema(),
+        render=_render_profiles,
+        read_only=True,
+    )
+    async def list_profiles(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         """The AgentProfiles starts can use, each with what is missing on this machine
         (docs/profiles.md)."""
-        launcher = local_agents.launcher  # attached at start-up, before the tools serve
+        launcher = self._local_agents.launcher  # attached at start-up, before the tools serve
         if launcher is None:
-            raise ToolError("profiles are not available in this daemon")
+            raise Unavailable("profiles are not available in this daemon")
         return {"profiles": await launcher.listing()}
-
-    return [
-        Tool(
-            "register_agent",
-            "Register or update an HTTP agent.",
-            obj_schema(
-                ("agent_id",),
-                agent_id=_ID,
-                agent_name=_S,
-                agent_type=_S,
-                capabilities={"type": ["array", "string"], **_JSON_TEXT},
-                endpoint=_PATH,
-                metadata={"type": ["object", "string"], **_JSON_TEXT},
-                heartbeat_ttl={"type": "integer", "minimum": 1, "maximum": 86400},
-                transport={"type": "string", "enum": ["http", "local"]},
-            ),
-            register,
-            _render_agent,
-        ),
-        Tool(
-            "deregister_agent",
-            "Remove a registered agent.",
-            obj_schema(("agent_id",), agent_id=_ID),
-            deregister,
-        ),
-        Tool(
-            "heartbeat_agent",
-            "Refresh a registered agent's heartbeat.",
-            obj_schema(
-                ("agent_id",),
-                agent_id=_ID,
-                status={"type": "string", "enum": ["online", "degraded"]},
-                metadata={"type": ["object", "string"], **_JSON_TEXT},
-            ),
-            heartbeat,
-            _render_agent,
-        ),
-        Tool(
-            "discover_local_agents",
-            "This machine's AgentiHub package agents.",
-            obj_schema(status={"type": "string", "enum": ["online", "idle"]}),
-            discover,
-            _render_discover,
-        ),
-        Tool(
-            "run_agent",
-            "Send a task to an agent by id; starts a local one.",
-            obj_schema(("agent_id", "task"), agent_id=_ID, **_JOB),
-            run,
-            _render_job,
-        ),
-        Tool(
-            "dispatch_to_agent",
-            "Send a task to the best agent with a capability.",
-            obj_schema(("capability", "task"), capability=_S, **_JOB),
-            dispatch,
-            _render_job,
-        ),
-        Tool(
-            "list_profiles",
-            "Profiles for started agents.",
-            obj_schema(),
-            profiles,
-            _render_profiles,
-        ),
-    ]

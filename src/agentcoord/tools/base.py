@@ -1,22 +1,43 @@
 """What a tool is: a name, a tight description, an input schema and an async handler.
 
-A tool module exposes ``tools(<the services it uses>) -> list[Tool]``: its handlers close over
-exactly those services and take only who calls (from the transport) and the checked
-arguments. The composition root (:mod:`agentcoord.daemon.toolset`) hands each module its
-services; no tool sees the rest of the daemon (docs/architecture.md "Tools").
+A tool family is a class built with exactly the services its tools use; each tool is a method
+``async def name(self, caller, args) -> dict`` marked with :func:`tool`, which declares its
+description, schema, rendering and flags. The method's name is the tool's name, so a reader
+(or a static tool) goes from a ``tools/call`` to its code by name. :func:`tools_of` lists an
+instance's tools in the order the class declares them; the composition root
+(:mod:`agentcoord.daemon.toolset`) builds each family with its services, and no tool sees the
+rest of the daemon (docs/architecture.md "Tools").
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from agentcoord.kernel.caller import Caller
 
-__all__ = ["UNLISTED", "Tool", "ToolHandler", "model_schema", "obj_schema", "unlisted"]
+__all__ = [
+    "UNLISTED",
+    "Render",
+    "Tool",
+    "ToolHandler",
+    "ToolSpec",
+    "model_schema",
+    "obj_schema",
+    "tool",
+    "tools_of",
+    "unlisted",
+]
 
 ToolHandler = Callable[[Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
+Render = Callable[[dict[str, Any]], str]
+
+# What :func:`tool` marks: a method taking (self, caller, args) and giving the result. The
+# bound is what makes mypy check every handler's signature where it is declared.
+_Method = TypeVar(
+    "_Method", bound=Callable[[Any, Caller, dict[str, Any]], Awaitable[dict[str, Any]]]
+)
 
 
 @dataclass(frozen=True)
@@ -27,7 +48,7 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     handler: ToolHandler
-    render: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False)
+    render: Render | None = field(default=None, compare=False)
     # False: callable by everyone, listed to the human alone. For a tool a program calls and
     # a model does not need in every request (docs/claude-code.md "Results for the model").
     listed: bool = True
@@ -95,3 +116,64 @@ def obj_schema(required: tuple[str, ...] = (), **props: dict[str, Any]) -> dict[
     if required:
         schema["required"] = list(required)
     return schema
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What :func:`tool` declares about one method: all of a :class:`Tool` but its name (the
+    method's) and its handler (the method, bound to the family's instance)."""
+
+    description: str
+    input_schema: dict[str, Any]
+    render: Render | None = None
+    listed: bool = True
+    read_only: bool = False
+
+
+# The attribute :func:`tool` sets on a method, where :func:`tools_of` finds its spec.
+_SPEC_ATTR = "__agentcoord_tool__"
+
+
+def tool(
+    *,
+    description: str,
+    schema: dict[str, Any],
+    render: Render | None = None,
+    listed: bool = True,
+    read_only: bool = False,
+) -> Callable[[_Method], _Method]:
+    """Declare the method it decorates as a tool of its family, named after the method.
+
+    ``render`` writes the result's text half (JSON when None); ``listed=False`` leaves it out
+    of an agent's ``tools/list``; ``read_only`` marks a tool that changes nothing (see
+    :class:`Tool`). The method itself is returned unchanged: a test calls it directly."""
+    spec = ToolSpec(description, schema, render, listed, read_only)
+
+    def declare(method: _Method) -> _Method:
+        setattr(method, _SPEC_ATTR, spec)
+        return method
+
+    return declare
+
+
+def tools_of(family: object) -> list[Tool]:
+    """The tools ``family`` declares with :func:`tool`, in the order its class (bases first)
+    defines them, each handled by the method bound to ``family``."""
+    found: dict[str, ToolSpec] = {}
+    for klass in reversed(type(family).__mro__):
+        for name, member in vars(klass).items():
+            spec = getattr(member, _SPEC_ATTR, None)
+            if isinstance(spec, ToolSpec):
+                found[name] = spec
+    return [
+        Tool(
+            name,
+            spec.description,
+            spec.input_schema,
+            cast(ToolHandler, getattr(family, name)),
+            spec.render,
+            listed=spec.listed,
+            read_only=spec.read_only,
+        )
+        for name, spec in found.items()
+    ]

@@ -21,12 +21,12 @@ from agentcoord.stores.kv import Contention, Holder, format_duration, parse_dura
 from agentcoord.stores.kv.keys import MAX_KEY_CHARS
 from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import compact, for_model, short_time
-from agentcoord.tools.base import Tool, obj_schema, unlisted
+from agentcoord.tools.base import obj_schema, tool, unlisted
 
 if TYPE_CHECKING:
     from agentcoord.leases.leasing import Leases
 
-__all__ = ["parse_since", "tools"]
+__all__ = ["ClaimTools", "parse_since"]
 
 _STR: dict[str, Any] = {"type": "string"}
 _AGENT: dict[str, Any] = {"type": "string"}
@@ -108,13 +108,31 @@ def _render_audit(r: dict[str, Any]) -> str:
     return "\n".join(render_event(e) for e in r["events"]) or "no events"
 
 
-def tools(leases: Leases, audit: AuditLog) -> list[Tool]:
+class ClaimTools:
     """The claim tools over the leases service, and the audit query over the audit log."""
 
-    def row(key: str, h: Holder) -> dict[str, Any]:
-        return claim_row(key, h, leases.site(key, h.token))
+    def __init__(self, leases: Leases, audit: AuditLog) -> None:
+        self._leases = leases
+        self._audit = audit
 
-    async def claim(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    def _row(self, key: str, h: Holder) -> dict[str, Any]:
+        return claim_row(key, h, self._leases.site(key, h.token))
+
+    @tool(
+        description="Lease a key (file:<path> or a name) before editing; write excludes. ttl "
+        "e.g. 10m (5m).",
+        schema=obj_schema(
+            ("resource_key",),
+            resource_key=_KEY,
+            mode={"type": "string", "enum": ["write", "read", "intent"]},
+            ttl=_STR,
+            purpose=_STR,
+            agent=_AGENT,
+        ),
+        render=claim_text,
+    )
+    async def claim(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        leases = self._leases
         agent = acting_agent(caller, args)
         mode = parse_mode(args.get("mode") or "write")
         ttl = _ttl(args, leases.claims.policy.default_ttl)
@@ -124,11 +142,11 @@ def tools(leases: Leases, audit: AuditLog) -> list[Tool]:
         )
         model = for_model(caller)
         if isinstance(out, Contention):
-            held = row(key, out.holder)
+            held = self._row(key, out.holder)
             if model:
                 held = _model_row(held, own_site(caller.cwd) if fk is not None else None)
             return {"acquired": False, "holder": held}
-        granted = row(key, out.holder)
+        granted = self._row(key, out.holder)
         if model:  # the token once, beside revision, as seed 000's claim result puts it
             granted = _model_row(granted, own_site(caller.cwd) if fk is not None else None)
             del granted["token"]
@@ -139,45 +157,72 @@ def tools(leases: Leases, audit: AuditLog) -> list[Tool]:
             "claim": granted,
         }
 
-    async def release(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Drop your claim on a key.",
+        schema=obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
+    )
+    async def release(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         args = _with_canonical_key(caller, args)  # a file key as claim stored it
         # Seed 000 "release": `release {resource_key}` drops the caller's own claim; a token,
         # when given, fences it (docs/claims.md "Tools").
         agent = acting_agent(caller, args)
-        released = await leases.claims.release(agent, args["resource_key"], args.get("token"))
+        released = await self._leases.claims.release(agent, args["resource_key"], args.get("token"))
         return {"released": released}
 
-    async def renew(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Extend your claim on a key (by its ttl).",
+        schema=obj_schema(
+            ("resource_key",), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=unlisted(_AGENT)
+        ),
+    )
+    async def renew(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         args = _with_canonical_key(caller, args)  # a file key as claim stored it
         agent = acting_agent(caller, args)
         key = args["resource_key"]
-        holder = await leases.claims.renew(agent, key, args.get("token"), _ttl(args, None))
+        holder = await self._leases.claims.renew(agent, key, args.get("token"), _ttl(args, None))
         row = claim_row(key, holder)
         return {"renewed": True, "claim": _model_row(row) if for_model(caller) else row}
 
-    async def heartbeat(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Renew all your claims; then 2m without one releases them.",
+        schema=obj_schema(agent=unlisted(_AGENT)),
+    )
+    async def heartbeat(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         agent = acting_agent(caller, args)
-        keys = await leases.claims.heartbeat(agent)
+        keys = await self._leases.claims.heartbeat(agent)
         return {
             "renewed": keys,
-            "grace": format_duration(leases.claims.policy.heartbeat_grace),
+            "grace": format_duration(self._leases.claims.policy.heartbeat_grace),
         }
 
-    async def check_claims(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Live claims by key prefix, or one holder's.",
+        schema=obj_schema(prefix=_STR, holder=_STR, limit=unlisted(_LIMIT)),
+        render=_render_claims,
+        read_only=True,
+    )
+    async def check_claims(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         prefix = prefix_key(args.get("prefix", ""), caller.cwd)
-        rows = leases.claims.check(prefix, args.get("holder", ""))
+        rows = self._leases.claims.check(prefix, args.get("holder", ""))
         limit = args.get("limit", 200)
         if for_model(caller):
             mine = own_site(caller.cwd)
             shown: dict[str, Any] = {
-                "claims": [_model_row(row(k, h), mine) for k, h in rows[:limit]]
+                "claims": [_model_row(self._row(k, h), mine) for k, h in rows[:limit]]
             }
             if len(rows) > limit:
                 shown["total"] = len(rows)
             return shown
-        return {"claims": [row(k, h) for k, h in rows[:limit]], "total": len(rows)}
+        return {"claims": [self._row(k, h) for k, h in rows[:limit]], "total": len(rows)}
 
-    async def audit_query(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Audit events, oldest first; since 1h or an ISO time; type e.g. "
+        "CLAIM_RELEASED.",
+        schema=obj_schema(since=_STR, actor=_STR, type=_STR, limit=_LIMIT),
+        render=_render_audit,
+        listed=False,  # the human's record (agentcoord tail, the console), not a work tool
+    )
+    async def audit(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         if len(args.get("actor", "")) > MAX_KEY_CHARS:  # the audit's subject token bound
             raise InvalidArguments(f"`actor` is longer than {MAX_KEY_CHARS} characters")
         since = parse_since(args["since"]) if args.get("since") else None
@@ -187,63 +232,10 @@ def tools(leases: Leases, audit: AuditLog) -> list[Tool]:
             raise InvalidArguments(
                 "`type` is an event type: letters, digits and _, e.g. CLAIM_RELEASED"
             )
-        events = await audit.query(
+        events = await self._audit.query(
             since=since,
             agent=args.get("actor", ""),
             type_=type_,
             limit=args.get("limit", 100),
         )
         return {"events": [e.as_dict() for e in events]}
-
-    return [
-        Tool(
-            "claim",
-            "Lease a key (file:<path> or a name) before editing; write excludes. ttl e.g. 10m "
-            "(5m).",
-            obj_schema(
-                ("resource_key",),
-                resource_key=_KEY,
-                mode={"type": "string", "enum": ["write", "read", "intent"]},
-                ttl=_STR,
-                purpose=_STR,
-                agent=_AGENT,
-            ),
-            claim,
-            claim_text,
-        ),
-        Tool(
-            "release",
-            "Drop your claim on a key.",
-            obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
-            release,
-        ),
-        Tool(
-            "renew",
-            "Extend your claim on a key (by its ttl).",
-            obj_schema(
-                ("resource_key",), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=unlisted(_AGENT)
-            ),
-            renew,
-        ),
-        Tool(
-            "heartbeat",
-            "Renew all your claims; then 2m without one releases them.",
-            obj_schema(agent=unlisted(_AGENT)),
-            heartbeat,
-        ),
-        Tool(
-            "check_claims",
-            "Live claims by key prefix, or one holder's.",
-            obj_schema(prefix=_STR, holder=_STR, limit=unlisted(_LIMIT)),
-            check_claims,
-            _render_claims,
-        ),
-        Tool(
-            "audit",
-            "Audit events, oldest first; since 1h or an ISO time; type e.g. CLAIM_RELEASED.",
-            obj_schema(since=_STR, actor=_STR, type=_STR, limit=_LIMIT),
-            audit_query,
-            _render_audit,
-            listed=False,  # the human's record (agentcoord tail, the console), not a work tool
-        ),
-    ]

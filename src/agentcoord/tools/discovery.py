@@ -16,9 +16,9 @@ from agentcoord.stores.objects.selectors import parse_labels
 from agentcoord.stores.objects.statuserrors import BadRequest
 from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import compact, for_model
-from agentcoord.tools.base import Tool, obj_schema, unlisted
+from agentcoord.tools.base import obj_schema, tool, unlisted
 
-__all__ = ["tools"]
+__all__ = ["DiscoveryTools"]
 
 _STR: dict[str, Any] = {"type": "string"}
 _LIST: dict[str, Any] = {"type": "array", "items": {"type": "string", "maxLength": 4096}}
@@ -97,17 +97,28 @@ def _render_list(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> list[Tool]:
+class DiscoveryTools:
     """The discovery tools over the agent rows, the focus view and the local agents."""
 
-    def with_focus(row: dict[str, Any]) -> dict[str, Any]:
-        f = focus.get(row["name"])
+    def __init__(self, agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> None:
+        self._agents = agents
+        self._focus = focus
+        self._local_agents = local_agents
+
+    def _with_focus(self, row: dict[str, Any]) -> dict[str, Any]:
+        f = self._focus.get(row["name"])
         return {**row, "focus": _focus_row(f) if f else None}
 
-    async def annotate(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Publish your focus; omitted fields are cleared.",
+        schema=obj_schema(
+            intent=_INTENT, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
+        ),
+    )
+    async def annotate(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         agent = acting_agent(caller, args)
         # Whole-record write (seed 000): fields left out are cleared.
-        await focus.annotate(
+        await self._focus.annotate(
             agent,
             args.get("intent", ""),
             tuple(args.get("files", ())),
@@ -116,7 +127,13 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
         )
         return {"ok": True, "agent": agent}
 
-    async def find_agents(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Agents by focus keywords (query) or capability.",
+        schema=obj_schema(query=_STR, capability=_STR, limit=unlisted(_LIMIT)),
+        render=_render_find,
+        read_only=True,
+    )
+    async def find_agents(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         """Seed 000 (``query`` over focus) and seed 001 (``capability`` routing) in one tool."""
         query, capability = args.get("query", ""), args.get("capability", "")
         if not query and not capability:
@@ -124,16 +141,29 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
         limit = args.get("limit", 20)
         out: dict[str, Any] = {"matches": []}
         if query:
-            found = focus.find(query, limit)
+            found = self._focus.find(query, limit)
             out["matches"] = [{"agent": f.agent, **_focus_row(f), "score": s} for f, s in found]
             if for_model(caller):
                 out["matches"] = [_model_match(m) for m in out["matches"]]
         if capability:
-            await local_agents.refresh_sessions()  # the process walk runs off the event loop
-            out["agents"] = local_agents.find(capability, limit)
+            # the process walk runs off the event loop
+            await self._local_agents.refresh_sessions()
+            out["agents"] = self._local_agents.find(capability, limit)
         return out
 
-    async def list_agents(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Live agents (status: ended, all); selector a=b,c!=d.",
+        schema=obj_schema(
+            selector=_STR,
+            status=_STR,
+            agent_type=_STR,
+            capability=_STR,
+            limit=_LIMIT,
+        ),
+        render=_render_list,
+        read_only=True,
+    )
+    async def list_agents(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         """Session agents (seed 000 rows) merged with registered and local agents (seed 001
         rows, with ``effective_status``); agent_type/capability filters only match the latter."""
         selector, phase = args.get("selector", ""), args.get("status", "")
@@ -147,8 +177,8 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
         rows: list[dict[str, Any]] = []
         if not agent_type and not capability:
             rows = [
-                with_focus(r)
-                for r in await agents.list_agents()
+                self._with_focus(r)
+                for r in await self._agents.list_agents()
                 if _match_selector(r.get("labels", {}), selector)
                 and (
                     r.get("phase", "").lower() == phase.lower()
@@ -157,8 +187,8 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
                 )
             ]
         if not selector and phase.lower() != "ended":
-            await local_agents.refresh_sessions()
-            merged = local_agents.merged(
+            await self._local_agents.refresh_sessions()
+            merged = self._local_agents.merged(
                 agent_type=agent_type or None,
                 capability=capability or None,
                 status=phase or None,
@@ -169,53 +199,21 @@ def tools(agents: AgentSource, focus: FocusStore, local_agents: LocalAgents) -> 
             return {"agents": [_model_agent(r) for r in rows[:limit]]}
         return {"agents": rows[:limit]}
 
-    async def get_agent(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="One agent (agent_id: its name) and its focus.",
+        schema=obj_schema(name=unlisted(_STR), agent_id=_STR),
+        read_only=True,
+    )
+    async def get_agent(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         name = args.get("name") or args.get("agent_id")
         if not name:
             raise InvalidArguments("`name` is required")
-        row = await agents.get_agent(name)
+        row = await self._agents.get_agent(name)
         if row is not None:
-            shown = with_focus(row)
+            shown = self._with_focus(row)
             return {"found": True, "agent": _model_agent(shown) if for_model(caller) else shown}
-        await local_agents.refresh_sessions()
-        record = local_agents.get(name)
+        await self._local_agents.refresh_sessions()
+        record = self._local_agents.get(name)
         if record is not None:  # seed 001: registered first, then a computed local agent
             return {"found": True, "agent": {"name": record["agent_id"], **record}}
         return {"found": False}  # seed 000: a missing agent is not an error
-
-    return [
-        Tool(
-            "annotate",
-            "Publish your focus; omitted fields are cleared.",
-            obj_schema(
-                intent=_INTENT, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
-            ),
-            annotate,
-        ),
-        Tool(
-            "find_agents",
-            "Agents by focus keywords (query) or capability.",
-            obj_schema(query=_STR, capability=_STR, limit=unlisted(_LIMIT)),
-            find_agents,
-            _render_find,
-        ),
-        Tool(
-            "list_agents",
-            "Live agents (status: ended, all); selector a=b,c!=d.",
-            obj_schema(
-                selector=_STR,
-                status=_STR,
-                agent_type=_STR,
-                capability=_STR,
-                limit=_LIMIT,
-            ),
-            list_agents,
-            _render_list,
-        ),
-        Tool(
-            "get_agent",
-            "One agent (agent_id: its name) and its focus.",
-            obj_schema(name=unlisted(_STR), agent_id=_STR),
-            get_agent,
-        ),
-    ]

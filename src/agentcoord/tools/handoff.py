@@ -9,9 +9,9 @@ from agentcoord.kernel import wire
 from agentcoord.kernel.caller import Caller
 from agentcoord.messaging import Messaging
 from agentcoord.tools._acting import acting_agent
-from agentcoord.tools.base import Tool, obj_schema, unlisted
+from agentcoord.tools.base import obj_schema, tool, unlisted
 
-__all__ = ["tools"]
+__all__ = ["HandoffTools"]
 
 _STR = {"type": "string"}
 _NOTE = {"type": "string", "maxLength": 16384}  # a handoff's state, work and reasons
@@ -35,10 +35,30 @@ def _render_answer(r: dict[str, Any]) -> str:
     )
 
 
-def tools(messaging: Messaging) -> list[Tool]:
+class HandoffTools:
     """handoff and answer_handoff over the messaging service's offers."""
 
-    async def handoff(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, messaging: Messaging) -> None:
+        self._messaging = messaging
+
+    @tool(
+        description="Hand your task to an agent; waits for accept or reject.",
+        schema=obj_schema(
+            ("to", "task"),
+            to=_STR,
+            task={"type": "string", "maxLength": 4096},
+            current_state=_NOTE,
+            in_progress=_NOTE,
+            decisions=_LIST,
+            next_steps=_LIST,
+            reason=_NOTE,
+            timeout_secs={"type": "number", "minimum": 0.1, "maximum": 3600},
+            queue_unknown=unlisted({"type": "boolean"}),
+            **{"from": _STR},
+        ),
+        render=_render_handoff,
+    )
+    async def handoff(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
         context = wire.handoff_context(
             task=args["task"],
@@ -49,44 +69,22 @@ def tools(messaging: Messaging) -> list[Tool]:
             reason=args.get("reason", ""),
         )
         timeout, queue = float(args.get("timeout_secs", 60)), bool(args.get("queue_unknown"))
-        return await messaging.offer_handoff(me, args["to"], context, timeout, queue_unknown=queue)
+        return await self._messaging.offer_handoff(
+            me, args["to"], context, timeout, queue_unknown=queue
+        )
 
-    async def answer_handoff(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Accept or reject a handoff offer (its correlation_id).",
+        schema=obj_schema(
+            ("offer", "accept"),
+            offer=_STR,
+            accept={"type": "boolean"},
+            reason=_NOTE,
+            agent=unlisted(_STR),
+        ),
+        render=_render_answer,
+    )
+    async def answer_handoff(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
         accept, reason = bool(args["accept"]), args.get("reason", "")
-        return await messaging.answer_handoff(me, args["offer"], accept, reason)
-
-    return [
-        Tool(
-            "handoff",
-            "Hand your task to an agent; waits for accept or reject.",
-            obj_schema(
-                ("to", "task"),
-                to=_STR,
-                task={"type": "string", "maxLength": 4096},
-                current_state=_NOTE,
-                in_progress=_NOTE,
-                decisions=_LIST,
-                next_steps=_LIST,
-                reason=_NOTE,
-                timeout_secs={"type": "number", "minimum": 0.1, "maximum": 3600},
-                queue_unknown=unlisted({"type": "boolean"}),
-                **{"from": _STR},
-            ),
-            handoff,
-            _render_handoff,
-        ),
-        Tool(
-            "answer_handoff",
-            "Accept or reject a handoff offer (its correlation_id).",
-            obj_schema(
-                ("offer", "accept"),
-                offer=_STR,
-                accept={"type": "boolean"},
-                reason=_NOTE,
-                agent=unlisted(_STR),
-            ),
-            answer_handoff,
-            _render_answer,
-        ),
-    ]
+        return await self._messaging.answer_handoff(me, args["offer"], accept, reason)

@@ -18,9 +18,9 @@ from agentcoord.messaging import Messaging, answers
 from agentcoord.messaging.prompts import HUMAN_ONLY
 from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import for_model, short_time
-from agentcoord.tools.base import Tool, obj_schema, unlisted
+from agentcoord.tools.base import obj_schema, tool, unlisted
 
-__all__ = ["HUMAN_ONLY", "tools"]
+__all__ = ["HUMAN_ONLY", "HumanTools"]
 
 # Tools only the human may call, with the error anyone else gets: they are left out of an
 # agent's tools/list (tools/registry.py) and refused if called anyway.
@@ -68,17 +68,21 @@ def _render_prompts(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def tools(messaging: Messaging) -> list[Tool]:
+class HumanTools:
     """The human-prompt tools over the messaging service's prompts."""
 
-    async def ask(
+    def __init__(self, messaging: Messaging) -> None:
+        self._messaging = messaging
+
+    async def _ask(
+        self,
         caller: Caller,
         args: dict[str, Any],
         kind: str,
         schema: dict[str, Any] | None,
         choices: list[str] | None = None,
     ) -> dict[str, Any]:
-        return await messaging.ask_human(
+        return await self._messaging.ask_human(
             acting_agent(caller, args),
             kind,
             args["question"],
@@ -88,91 +92,76 @@ def tools(messaging: Messaging) -> list[Tool]:
             timeout=float(args.get("timeout_secs", 60)),
         )
 
-    async def escalate(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Ask the human (waits timeout_secs, 60). approval: yes/no; choices: pick one.",
+        schema=obj_schema(
+            ("question",),
+            **_ASK_PROPS,
+            approval={"type": "boolean"},
+            choices=_CHOICES,
+            schema=unlisted(_SCHEMA),  # typed input: rare for a model, kept for programs
+        ),
+        render=_render_ask,
+    )
+    async def escalate(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         given = [k for k in ("approval", "choices", "schema") if args.get(k)]
         if len(given) > 1:
             raise InvalidArguments(f"give one of `approval`, `choices`, `schema`, not {given}")
         if args.get("approval"):
-            return await request_approval(caller, args)
+            return await self.request_approval(caller, args)
         if "choices" in given:
-            return await ask_choice(caller, args)
+            return await self.ask_choice(caller, args)
         if "schema" in given:
-            return await request_input(caller, args)
-        return await ask(caller, args, "notify", None)
+            return await self.request_input(caller, args)
+        return await self._ask(caller, args, "notify", None)
 
-    async def request_approval(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await ask(caller, args, "approval", answers.approval_schema())
+    @tool(
+        description="Ask the human to approve; answer is true or false.",
+        schema=obj_schema(("question",), **_VARIANT_PROPS),
+        render=_render_ask,
+        listed=False,
+    )
+    async def request_approval(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._ask(caller, args, "approval", answers.approval_schema())
 
-    async def ask_choice(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Ask the human to pick one of choices.",
+        schema=obj_schema(("question", "choices"), choices=_CHOICES, **_VARIANT_PROPS),
+        render=_render_ask,
+        listed=False,
+    )
+    async def ask_choice(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         choices = list(dict.fromkeys(args["choices"]))
         if len(choices) < 2:
             raise InvalidArguments("`choices` needs at least two options")
-        return await ask(caller, args, "choice", answers.choice_schema(choices), choices)
+        return await self._ask(caller, args, "choice", answers.choice_schema(choices), choices)
 
-    async def request_input(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await ask(caller, args, "input", answers.check_schema(args["schema"]))
+    @tool(
+        description="Ask the human for input matching a JSON Schema.",
+        schema=obj_schema(("question", "schema"), schema=_SCHEMA, **_VARIANT_PROPS),
+        render=_render_ask,
+        listed=False,
+    )
+    async def request_input(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._ask(caller, args, "input", answers.check_schema(args["schema"]))
 
-    async def list_prompts(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        rows = await messaging.list_prompts(everything=bool(args.get("all", False)))
+    @tool(
+        description="Human prompts; all=true adds answered ones.",
+        schema=obj_schema(all={"type": "boolean"}),
+        render=_render_prompts,
+    )
+    async def list_prompts(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        rows = await self._messaging.list_prompts(everything=bool(args.get("all", False)))
         if for_model(caller):
             return {"prompts": [_model_prompt(r) for r in rows]}
         return {"prompts": rows}
 
-    async def answer_prompt(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await messaging.answer_prompt(args["prompt"], args["answer"], caller)
-
-    return [
-        Tool(
-            "escalate",
-            "Ask the human (waits timeout_secs, 60). approval: yes/no; choices: pick one.",
-            obj_schema(
-                ("question",),
-                **_ASK_PROPS,
-                approval={"type": "boolean"},
-                choices=_CHOICES,
-                schema=unlisted(_SCHEMA),  # typed input: rare for a model, kept for programs
-            ),
-            escalate,
-            _render_ask,
+    @tool(
+        description="Answer a human prompt (the human only).",
+        schema=obj_schema(
+            ("prompt", "answer"), prompt=_STR, answer={"type": "string", "maxLength": 65536}
         ),
-        Tool(
-            "request_approval",
-            "Ask the human to approve; answer is true or false.",
-            obj_schema(("question",), **_VARIANT_PROPS),
-            request_approval,
-            _render_ask,
-            listed=False,
-        ),
-        Tool(
-            "ask_choice",
-            "Ask the human to pick one of choices.",
-            obj_schema(("question", "choices"), choices=_CHOICES, **_VARIANT_PROPS),
-            ask_choice,
-            _render_ask,
-            listed=False,
-        ),
-        Tool(
-            "request_input",
-            "Ask the human for input matching a JSON Schema.",
-            obj_schema(("question", "schema"), schema=_SCHEMA, **_VARIANT_PROPS),
-            request_input,
-            _render_ask,
-            listed=False,
-        ),
-        Tool(
-            "list_prompts",
-            "Human prompts; all=true adds answered ones.",
-            obj_schema(all={"type": "boolean"}),
-            list_prompts,
-            _render_prompts,
-        ),
-        Tool(
-            "answer_prompt",
-            "Answer a human prompt (the human only).",
-            obj_schema(
-                ("prompt", "answer"), prompt=_STR, answer={"type": "string", "maxLength": 65536}
-            ),
-            answer_prompt,
-            lambda r: f"{r['prompt']} answered: {r['answer']}",
-        ),
-    ]
+        render=lambda r: f"{r['prompt']} answered: {r['answer']}",
+    )
+    async def answer_prompt(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._messaging.answer_prompt(args["prompt"], args["answer"], caller)

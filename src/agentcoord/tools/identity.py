@@ -6,35 +6,9 @@ from typing import Any
 
 from agentcoord.kernel.caller import Caller
 from agentcoord.tools._shape import compact, for_model
-from agentcoord.tools.base import Tool, obj_schema
+from agentcoord.tools.base import obj_schema, tool
 
-__all__ = ["tools"]
-
-
-async def _whoami(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-    """Who the caller is; a model is not shown the pids (only the human's tools use them)."""
-    if for_model(caller):
-        return compact(
-            {
-                "agent": caller.agent,
-                "kind": caller.kind,
-                "session": caller.session_id,
-                "cwd": caller.cwd,
-                "via": caller.via,
-                "depth": caller.depth or None,  # 0, a person's turn, goes without saying
-            },
-            keep=("agent", "kind", "via"),
-        )
-    return {
-        "agent": caller.agent,
-        "kind": caller.kind,
-        "session": caller.session_id,
-        "cwd": caller.cwd,
-        "pid": caller.pid,
-        "session_pid": caller.session_pid,
-        "via": caller.via,
-        "depth": caller.depth,
-    }
+__all__ = ["IdentityTools"]
 
 
 def _render(result: dict[str, Any]) -> str:
@@ -46,14 +20,36 @@ def _render(result: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def tools() -> list[Tool]:
+class IdentityTools:
     """``whoami`` needs no service: only the caller, resolved by the transport."""
-    return [
-        Tool(
-            "whoami",
-            "Your identity (agent, session, cwd).",
-            obj_schema(),
-            _whoami,
-            _render,
-        )
-    ]
+
+    @tool(
+        description="Your identity (agent, session, cwd).",
+        schema=obj_schema(),
+        render=_render,
+        read_only=True,
+    )
+    async def whoami(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        """Who the caller is; a model is not shown the pids (only the human's tools use them)."""
+        if for_model(caller):
+            return compact(
+                {
+                    "agent": caller.agent,
+                    "kind": caller.kind,
+                    "session": caller.session_id,
+                    "cwd": caller.cwd,
+                    "via": caller.via,
+                    "depth": caller.depth or None,  # 0, a person's turn, goes without saying
+                },
+                keep=("agent", "kind", "via"),
+            )
+        return {
+            "agent": caller.agent,
+            "kind": caller.kind,
+            "session": caller.session_id,
+            "cwd": caller.cwd,
+            "pid": caller.pid,
+            "session_pid": caller.session_pid,
+            "via": caller.via,
+            "depth": caller.depth,
+        }

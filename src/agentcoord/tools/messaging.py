@@ -17,9 +17,9 @@ from agentcoord.messaging import Messaging
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
 from agentcoord.tools._acting import acting_agent
 from agentcoord.tools._shape import compact, for_model, short_time
-from agentcoord.tools.base import Tool, obj_schema, unlisted
+from agentcoord.tools.base import obj_schema, tool, unlisted
 
-__all__ = ["tools"]
+__all__ = ["MessagingTools"]
 
 _STR = {"type": "string"}
 _TEXT = {"type": "string", "maxLength": 65536}
@@ -92,11 +92,31 @@ def _render_open(r: dict[str, Any]) -> str:
     return text
 
 
-def tools(messaging: Messaging) -> list[Tool]:
+class MessagingTools:
     """The messaging tools over the one messaging service."""
-    m = messaging
 
-    async def send(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    def __init__(self, messaging: Messaging) -> None:
+        self._messaging = messaging
+
+    @tool(
+        description="Message an agent (to) or a channel.",
+        schema=obj_schema(
+            (),
+            to=_STR,
+            channel=_STR,
+            text=_TEXT,
+            kind=_STR,
+            # For programs: answer_handoff is a model's way to answer an offer, and a
+            # model does not retry with keys (docs/messaging.md "Tools").
+            correlation_id=unlisted(_STR),
+            idempotency_key=unlisted({"type": "string", "maxLength": 128}),
+            queue_unknown=unlisted(_BOOL),
+            **{"from": _STR},
+        ),
+        render=_render_send,
+    )
+    async def send(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        m = self._messaging
         me = acting_agent(caller, args)
         to, channel = args.get("to", ""), args.get("channel", "")
         if bool(to) == bool(channel):
@@ -115,10 +135,21 @@ def tools(messaging: Messaging) -> list[Tool]:
         queue = bool(args.get("queue_unknown"))
         return await m.send(me, to, kind, text, correlation, key, queue_unknown=queue)
 
-    async def inbox(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Read and acknowledge your messages; wait_secs long-polls.",
+        schema=obj_schema(
+            limit={"type": "integer", "minimum": 1, "maximum": 1000},
+            # Exactly-once reading for programs (docs/messaging.md "Tools").
+            after=unlisted({"type": "integer", "minimum": 0}),
+            wait_secs={"type": "number", "minimum": 0, "maximum": 300},
+            agent=unlisted(_STR),
+        ),
+        render=_render_inbox,
+    )
+    async def inbox(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
         limit, wait = int(args.get("limit", 100)), float(args.get("wait_secs", 0))
-        got = await m.inbox(me, limit, wait, after=args.get("after"))
+        got = await self._messaging.inbox(me, limit, wait, after=args.get("after"))
         if for_model(caller):  # the reader knows who it is: no `agent`
             return {
                 "count": got["count"],
@@ -126,12 +157,31 @@ def tools(messaging: Messaging) -> list[Tool]:
             }
         return got
 
-    async def broadcast(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await m.broadcast(acting_agent(caller, args), args["text"])
+    @tool(
+        description="Announce text to every agent.",
+        schema=obj_schema(("text",), text=_TEXT, **{"from": _STR}),
+        render=lambda r: f"broadcast sent, seq {r['seq']}",
+    )
+    async def broadcast(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._messaging.broadcast(acting_agent(caller, args), args["text"])
 
-    async def open_channel(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Open a channel with you in it; add=true adds participants.",
+        schema=obj_schema(
+            ("name", "participants"),
+            name=_STR,
+            participants=_AGENTS,
+            topic={"type": "string", "maxLength": 200},
+            ttl_secs=unlisted({"type": "integer", "minimum": 1}),
+            add=_BOOL,
+            queue_unknown=unlisted(_BOOL),
+            agent=unlisted(_STR),
+        ),
+        render=_render_open,
+    )
+    async def open_channel(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         me = acting_agent(caller, args)
-        return await m.open_channel(
+        return await self._messaging.open_channel(
             me,
             args["name"],
             args["participants"],
@@ -141,99 +191,36 @@ def tools(messaging: Messaging) -> list[Tool]:
             queue_unknown=bool(args.get("queue_unknown")),
         )
 
-    async def list_channels(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+    @tool(
+        description="Your channels, with phase and participants.",
+        schema=obj_schema(),
+        render=_render_channels,
+        listed=False,  # an invitation names the channel; the human's view lists them all
+        read_only=True,
+    )
+    async def list_channels(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         """Channels you take part in (the human sees every channel)."""
-        rows = await m.visible_channels(caller.agent, everyone=caller.kind == "human")
+        rows = await self._messaging.visible_channels(caller.agent, everyone=caller.kind == "human")
         if for_model(caller):
             return {"channels": [_model_channel(r) for r in rows]}
         return {"channels": rows}
 
-    async def close_channel(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await m.close_channel(acting_agent(caller, args), args["name"])
+    @tool(
+        description="Close a channel you are in.",
+        schema=obj_schema(("name",), name=_STR, agent=unlisted(_STR)),
+        render=lambda r: f"channel {r['channel']} is {r['phase'].lower()}",
+    )
+    async def close_channel(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._messaging.close_channel(acting_agent(caller, args), args["name"])
 
-    async def nats_credentials(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        return await m.credentials(acting_agent(caller, args))
-
-    return [
-        Tool(
-            "send",
-            "Message an agent (to) or a channel.",
-            obj_schema(
-                (),
-                to=_STR,
-                channel=_STR,
-                text=_TEXT,
-                kind=_STR,
-                # For programs: answer_handoff is a model's way to answer an offer, and a
-                # model does not retry with keys (docs/messaging.md "Tools").
-                correlation_id=unlisted(_STR),
-                idempotency_key=unlisted({"type": "string", "maxLength": 128}),
-                queue_unknown=unlisted(_BOOL),
-                **{"from": _STR},
-            ),
-            send,
-            _render_send,
+    @tool(
+        description="Your subscribe-only NATS login, to read your inbox and channels live.",
+        schema=obj_schema(agent=unlisted(_STR)),
+        render=lambda r: (
+            f"nats user {r['user']} at {r['url']}; may subscribe to {', '.join(r['subscribe'])}"
         ),
-        Tool(
-            "inbox",
-            "Read and acknowledge your messages; wait_secs long-polls.",
-            obj_schema(
-                limit={"type": "integer", "minimum": 1, "maximum": 1000},
-                # Exactly-once reading for programs (docs/messaging.md "Tools").
-                after=unlisted({"type": "integer", "minimum": 0}),
-                wait_secs={"type": "number", "minimum": 0, "maximum": 300},
-                agent=unlisted(_STR),
-            ),
-            inbox,
-            _render_inbox,
-        ),
-        Tool(
-            "broadcast",
-            "Announce text to every agent.",
-            obj_schema(("text",), text=_TEXT, **{"from": _STR}),
-            broadcast,
-            lambda r: f"broadcast sent, seq {r['seq']}",
-        ),
-        Tool(
-            "open_channel",
-            "Open a channel with you in it; add=true adds participants.",
-            obj_schema(
-                ("name", "participants"),
-                name=_STR,
-                participants=_AGENTS,
-                topic={"type": "string", "maxLength": 200},
-                ttl_secs=unlisted({"type": "integer", "minimum": 1}),
-                add=_BOOL,
-                queue_unknown=unlisted(_BOOL),
-                agent=unlisted(_STR),
-            ),
-            open_channel,
-            _render_open,
-        ),
-        Tool(
-            "list_channels",
-            "Your channels, with phase and participants.",
-            obj_schema(),
-            list_channels,
-            _render_channels,
-            listed=False,  # an invitation names the channel; the human's view lists them all
-        ),
-        Tool(
-            "close_channel",
-            "Close a channel you are in.",
-            obj_schema(("name",), name=_STR, agent=unlisted(_STR)),
-            close_channel,
-            lambda r: f"channel {r['channel']} is {r['phase'].lower()}",
-        ),
-        Tool(
-            "nats_credentials",
-            "Your subscribe-only NATS login, to read your inbox and channels live.",
-            obj_schema(agent=unlisted(_STR)),
-            nats_credentials,
-            lambda r: (
-                f"nats user {r['user']} at {r['url']}; may subscribe to {', '.join(r['subscribe'])}"
-            ),
-            # For a program that subscribes itself; a model cannot hold a NATS connection.
-            listed=False,
-        ),
-    ]
+        # For a program that subscribes itself; a model cannot hold a NATS connection.
+        listed=False,
+    )
+    async def nats_credentials(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._messaging.credentials(acting_agent(caller, args))

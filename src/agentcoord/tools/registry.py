@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 
 from agentcoord.tools.base import Tool
@@ -21,16 +20,14 @@ class ToolRegistry:
         self,
         tools: Iterable[Tool] = (),
         human_only: Mapping[str, str] = {},
-        read_only: Iterable[str] = (),
     ) -> None:
         self._tools: dict[str, Tool] = {}
         # name -> the error an agent gets calling it (the tool's own words)
         self._human_only = dict(human_only)
-        marked = frozenset(read_only)
         for tool in tools:
-            self.add(dataclasses.replace(tool, read_only=True) if tool.name in marked else tool)
-        if unknown := marked - self._tools.keys():
-            raise ValueError(f"read-only tools that do not exist: {sorted(unknown)}")
+            self.add(tool)
+        if unknown := self._human_only.keys() - self._tools.keys():
+            raise ValueError(f"human-only tools that do not exist: {sorted(unknown)}")
 
     def add(self, tool: Tool) -> None:
         if tool.name in self._tools:
@@ -44,7 +41,8 @@ class ToolRegistry:
         return list(self._tools.values())
 
     def read_only_names(self) -> list[str]:
-        """The names of the tools that change nothing, in listing order."""
+        """The names of the tools that change nothing (:attr:`Tool.read_only`), in listing
+        order."""
         return [t.name for t in self._tools.values() if t.read_only]
 
     def listed_for(self, kind: str) -> list[Tool]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from agentcoord.errors import InvalidArguments, ToolError
+from agentcoord.errors import InvalidArguments, NotAllowed, StateConflict
 from agentcoord.kernel.jsoncodec import dumps
 
 __all__ = [
@@ -42,11 +42,11 @@ MODES: tuple[Mode, ...] = ("write", "read", "intent")
 ReleaseReason = Literal["released", "expired", "holder-exited", "heartbeat-lost", "max-age"]
 
 
-class NotHolder(ToolError):
+class NotHolder(NotAllowed):
     """Releasing or renewing a claim that someone else holds (seed 000's wording)."""
 
 
-class StaleToken(ToolError):
+class StaleToken(StateConflict):
     """The fencing token is not the one of the caller's current grant."""
 
 

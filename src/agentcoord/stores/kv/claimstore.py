@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from nats.js import api
 
-from agentcoord.errors import ToolError
+from agentcoord.errors import InvalidArguments, StateConflict
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.stores._jspub import AckedPublisher
 from agentcoord.stores._jsretry import connection_of
@@ -84,7 +84,7 @@ _SYNC_TIMEOUT = 10.0
 _EXIT_RETRIES = 6  # about 6 s of backoff for the release after a holder exits
 
 
-class ClaimConflict(ToolError):
+class ClaimConflict(StateConflict):
     """A key kept changing under us for every retry."""
 
 
@@ -330,9 +330,9 @@ class ClaimStore:
 
     def _check_ttl(self, ttl: float) -> None:
         if ttl <= 0:
-            raise ToolError("`ttl` must be positive")
+            raise InvalidArguments("`ttl` must be positive")
         if ttl > self.policy.max_ttl:
-            raise ToolError(f"`ttl` may be at most {self.policy.max_ttl:g}s; renew instead")
+            raise InvalidArguments(f"`ttl` may be at most {self.policy.max_ttl:g}s; renew instead")
 
     # ---- the CAS core --------------------------------------------------------------------
 
