@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.budgets.ceilings import Ceilings, Usage, count_usage, over_ceiling
-from agentcoord.errors import ToolError
+from agentcoord.errors import NotAllowed
 
 if TYPE_CHECKING:
     from agentcoord.stores.audit import AuditLog
@@ -60,12 +60,12 @@ class Budgets:
         return (await self.usage()).as_dict(self.ceilings)
 
     async def check_start(self, what: str) -> None:
-        """Refuse (:class:`ToolError`) starting ``what`` past a ceiling."""
+        """Refuse (:class:`NotAllowed`) starting ``what`` past a ceiling."""
         if not self.ceilings.agents and not self.ceilings.spend_usd:
             return
         why = over_ceiling(self.ceilings, await self.usage())
         if why is not None:
-            raise ToolError(f"not starting {what}: {why}")
+            raise NotAllowed(f"not starting {what}: {why}")
 
     async def _spent(self) -> float:
         if not self.ceilings.spend_usd:

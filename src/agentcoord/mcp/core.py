@@ -335,7 +335,7 @@ class McpCore:
                 if not isinstance(approval_id, str):
                     raise ProtocolError(INVALID_PARAMS, "revoke needs an id (a string)")
                 return {"approval": await approvals.revoke(approval_id, caller)}
-        except ToolError as exc:
+        except DomainError as exc:  # the service's refusal, its text as the error's message
             raise ProtocolError(INVALID_PARAMS, str(exc)) from None
         raise ProtocolError(INVALID_PARAMS, f"op must be list, grant or revoke, not {op!r}")
 
