@@ -106,7 +106,7 @@ def test_top_shows_who_waits_and_its_keys_act(
 
         # The prompt is the first row of the focused table: answer it.
         top.keys("a")
-        top.shows("answer ")
+        top.shows(f"answer {asker.name}: Ship it?")  # the answer box, not the key's label
         top.type("yes")
         top.keys("Enter")
         assert asker.result(question)["answered"] is True
