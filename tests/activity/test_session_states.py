@@ -53,8 +53,9 @@ def test_states_follow_the_hooks(daemon_factory: Any, claude_bin: Path, tmp_path
     """An unanswered PermissionRequest shows the session waiting for permission with the tool
     and its input (in ``agents`` and in ``list_agents`` as a model reads it); the tool's
     PostToolUse shows it working; Notification idle_prompt shows it waiting for input;
-    SessionEnd ends it. Each new wait is one desktop notice naming the session, the repository
-    and the reason, and the same wait asked again is not announced twice."""
+    SessionEnd ends it; its start and end are audited. Each new wait is one desktop notice
+    naming the session, the repository and the reason, and the same wait asked again is not
+    announced twice."""
     bin_dir, record = _notifier(tmp_path)
     d = daemon_factory("states", PATH=f"{bin_dir}:{os.environ['PATH']}").start()
     repo = tmp_path / "shop"
@@ -96,6 +97,14 @@ def test_states_follow_the_hooks(daemon_factory: Any, claude_bin: Path, tmp_path
     finally:
         session.close()
         other.close()
+    [started] = [
+        e
+        for e in cli_json(d, "audit", "--type", "SESSION_STARTED")["events"]
+        if e["agent"] == session.name
+    ]
+    assert started["cwd"] == str(repo)
+    [ended] = cli_json(d, "audit", "--type", "SESSION_ENDED")["events"]
+    assert (ended["agent"], ended["reason"]) == (session.name, "prompt_input_exit")
     waits = cli_json(d, "audit", "--type", "SESSION_WAITING")["events"]
     assert [(e["state"], e.get("tool"), e["repository"]) for e in waits] == [
         ("waiting-permission", "Bash", "shop"),

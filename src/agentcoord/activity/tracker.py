@@ -7,7 +7,7 @@ whenever it is read, so a session whose hooks the daemon never saw (started befo
 up without them) still shows working or idle. When a session starts to wait (a permission
 dialog, or its turn ended and Claude Code says it waits for the user), it is audited
 (``SESSION_WAITING``) and each listener (the desktop notices) is told which session, where
-and why.
+and why. A session's start and end are audited too (``SESSION_STARTED``, ``SESSION_ENDED``).
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ class SessionActivity:
         if caller.kind not in ("session", "runner"):
             return
         agent = caller.agent
+        self._lifecycle(agent, event, payload, caller)
         prev = self._states.get(agent)
         summary = None
         if event == "PermissionRequest":
@@ -119,6 +120,22 @@ class SessionActivity:
                 listener(change)
             except Exception:  # a listener must never fail the session's hook
                 log.exception("session state listener failed")
+
+    def _lifecycle(
+        self, agent: str, event: str, payload: Mapping[str, Any], caller: Caller
+    ) -> None:
+        """A session's start and end in the audit, as Claude Code tells them (``source``:
+        startup, resume, clear, compact; ``reason``: why it ended)."""
+        if event == "SessionStart":
+            cwd = payload.get("cwd")
+            self._audit.emit(
+                "SESSION_STARTED",
+                agent,
+                source=payload.get("source"),
+                cwd=cwd if isinstance(cwd, str) else caller.cwd,
+            )
+        elif event == "SessionEnd":
+            self._audit.emit("SESSION_ENDED", agent, reason=payload.get("reason"))
 
     def state_of(
         self, agent: str, labels: Mapping[str, str] | None = None, phase: str | None = None
