@@ -16,6 +16,10 @@ so the daemon resolves it as a Claude Code session: for an http hook the TCP pee
   to a file another agent write-claimed (the deny), on one keep-alive connection as Claude
   Code keeps it (seen with 2.1.328: one connection for a session's hooks);
 - http PostToolUse with an empty inbox (every tool call pays it);
+- http PermissionRequest answered "allow" by a standing approval (docs/approvals.md: the
+  rule's match, the session's settings read for deny rules, the use counted on the
+  approval and audited), and one no approval covers (no decision), on one keep-alive
+  connection: what a permission dialog waits before it is drawn or closed;
 - http PreToolUse on a new connection each time, as after an idle pause (Claude Code opens a
   new one after a few idle seconds): the daemon finds the peer among the processes of earlier
   connections (mcp/http.py ``HookPeers``); a session's very first connection pays a scan
@@ -52,6 +56,8 @@ HTTP_ALLOW = "http PreToolUse, Write allowed (keep-alive)"
 HTTP_DENY = "http PreToolUse, Write denied: claimed (keep-alive)"
 HTTP_POST = "http PostToolUse, empty inbox (keep-alive)"
 HTTP_NEW = "http PreToolUse, Write allowed (new connection)"
+HTTP_APPROVED = "http PermissionRequest, allowed by a standing approval (keep-alive)"
+HTTP_ASKS = "http PermissionRequest, no approval covers it (keep-alive)"
 
 
 def _write(path: Path, cwd: Path) -> bytes:
@@ -74,6 +80,19 @@ def _post_tool() -> bytes:
             "tool_name": "Bash",
             "tool_input": {"command": "ls"},
             "tool_response": {"stdout": "README\n", "stderr": ""},
+        }
+    ).encode()
+
+
+def _permission(command: str, cwd: Path) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "bench",
+            "hook_event_name": "PermissionRequest",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+            "cwd": str(cwd),
+            "permission_mode": "default",
         }
     ).encode()
 
@@ -133,6 +152,13 @@ def worker() -> None:
         ),
         HTTP_POST: _sample(_http(addr, "/hooks/post-tool-use", _post_tool(), None, True), n),
         HTTP_NEW: _sample(_http(addr, "/hooks/pre-tool-use", free, None, False), n),
+        HTTP_APPROVED: _sample(
+            _http(addr, "/hooks/permission-request", _permission("npm test", cwd), b"allow", True),
+            n,
+        ),
+        HTTP_ASKS: _sample(
+            _http(addr, "/hooks/permission-request", _permission("make all", cwd), None, True), n
+        ),
         BARE: _sample(_command("true", free), n),
         COMMAND: _sample(_command(f"{agentcoord} hook pre-tool-use", free), n),
     }
@@ -156,6 +182,8 @@ def measure(root: Path, runs: int) -> dict[str, list[float]]:
         got = call_unix(sock, "tools/call", params, token=token)
         if not got["structuredContent"]["acquired"]:
             raise SystemExit(f"could not claim {claimed}: {got}")
+        grant = {"op": "grant", "rule": "Bash(npm test:*)"}
+        call_unix(sock, "agentcoord/approvals", grant, token=token)
         own = Path(sys.executable).parent / "agentcoord"
         agentcoord = str(own) if own.is_file() else shutil.which("agentcoord")
         if agentcoord is None:
@@ -183,7 +211,7 @@ def figures(samples: dict[str, list[float]]) -> list[Figure]:
     """The report's rows: each case against the bare hook of the same run."""
     base = median_ms(samples[BARE])
     rows = []
-    for name in (HTTP_ALLOW, HTTP_DENY, HTTP_POST, HTTP_NEW, COMMAND):
+    for name in (HTTP_ALLOW, HTTP_DENY, HTTP_POST, HTTP_NEW, HTTP_APPROVED, HTTP_ASKS, COMMAND):
         goal = "-" if name == COMMAND else f"<= {GOAL_MS:g} ms"
         rows.append(Figure(name, median_ms(samples[name]), BARE, base, "ms", goal))
     return rows

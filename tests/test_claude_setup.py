@@ -60,6 +60,8 @@ def test_hooks_added_once_and_user_hooks_kept() -> None:
         "UserPromptSubmit",
         "PostToolUse",
         "SessionEnd",
+        "PermissionRequest",
+        "Notification",
     }
     assert once["model"] == "opus"
 
@@ -85,6 +87,8 @@ def test_hooks_are_http_but_session_start_with_matchers() -> None:
         ("PreToolUse", "pre-tool-use"),
         ("PostToolUse", "post-tool-use"),
         ("SessionEnd", "session-end"),
+        ("PermissionRequest", "permission-request"),
+        ("Notification", "notification"),
     ):
         [group] = hooks[event]
         assert group["hooks"] == [
@@ -97,6 +101,7 @@ def test_hooks_are_http_but_session_start_with_matchers() -> None:
         ], event
     assert hooks["PreToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit|Bash"
     assert "matcher" not in hooks["PostToolUse"][0]
+    assert "matcher" not in hooks["PermissionRequest"][0]  # standing approvals: every tool
     assert http_hook_addrs({"hooks": hooks}) == {ADDR}
 
 
@@ -380,7 +385,7 @@ def test_project_setup_writes_commands_that_work_on_a_teammates_machine(tmp_path
     commands = [h["command"] for h in hooks if h["type"] == "command"]
     assert commands == ["${AGENTCOORD_BIN:-agentcoord} hook session-start"]
     urls = [h["url"] for h in hooks if h["type"] == "http"]
-    assert len(urls) == 4
+    assert len(urls) == 6
     assert all(u.startswith("http://127.0.0.1:7420/hooks/") for u in urls), urls
     assert settings["permissions"]["deny"] == [
         "Read(~/.local/state/agentcoord/**)",

@@ -25,6 +25,9 @@ RANKS = {
     "localagents": 2,
     "identity": 2,
     "text": 2,
+    "approvals": 2,
+    "activity": 2,
+    "budgets": 2,
     "tools": 3,  # adapters: MCP tools, listeners, Claude Code and git, the console, clients
     "mcp": 3,
     "claude": 3,

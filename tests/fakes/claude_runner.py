@@ -28,6 +28,7 @@ A turn's prompt is a script, one command per line, whose outputs become ``result
   is_error          finish with is_error true and exit 0 (as API errors do)
   crash             exit 3 without any result JSON
   answer TEXT       the final answer (``result``) is TEXT instead of the JSON report
+  cost USD          the turn's ``total_cost_usd`` (0.0 otherwise)
   ask AGENT REST    call ``ask`` (agent AGENT, text REST); the answer becomes ours, or
                     "error: <message>" when the tool fails
   send AGENT REST   call ``send_message``
@@ -188,6 +189,7 @@ def run_turn(flags, prompt, turn):
     out = {"cwd": os.getcwd(), "flags": flags, "prompt": prompt, "turn": turn}
     is_error = False
     answer = None
+    cost = 0.0
     transcript = transcript_path(SESSION)
     for line in prompt.strip().splitlines():
         cmd, _, arg = line.strip().partition(" ")
@@ -254,6 +256,8 @@ def run_turn(flags, prompt, turn):
             is_error = True
         elif cmd == "answer":
             answer = arg
+        elif cmd == "cost":
+            cost = float(arg)
         elif cmd in ("ask", "send"):
             target, _, rest = arg.partition(" ")
             tool = "ask" if cmd == "ask" else "send_message"
@@ -272,7 +276,7 @@ def run_turn(flags, prompt, turn):
         "is_error": is_error,
         "result": json.dumps(out) if answer is None else answer,
         "session_id": SESSION,
-        "total_cost_usd": 0.0,
+        "total_cost_usd": cost,
         "num_turns": 1,
         "duration_ms": int((time.monotonic() - started) * 1000),
         "usage": {"input_tokens": 0, "output_tokens": 0},

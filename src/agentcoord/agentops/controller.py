@@ -726,6 +726,8 @@ class AgentController:
             "session_id": (parsed or {}).get("session_id") or turn.session.session_id,
             "duration_ms": round((time.monotonic() - turn.started) * 1000),
             "exit_code": exit_code,
+            # What the turn cost, where Claude Code says (docs/budgets.md "Spend").
+            "cost_usd": (parsed or {}).get("total_cost_usd"),
         }
         if cancelled and not turn.done.done():
             turn.done.set_result(result)
@@ -758,7 +760,12 @@ class AgentController:
                             subresource="status",
                         )
             self.emit(
-                "TURN_ENDED", turn.agent, turn=turn.id, session=turn.session.name, phase=phase
+                "TURN_ENDED",
+                turn.agent,
+                turn=turn.id,
+                session=turn.session.name,
+                phase=phase,
+                cost_usd=result.get("cost_usd"),
             )
         finally:
             if not turn.done.done():

@@ -90,6 +90,8 @@ async def spawn(
                 f"{profile!r} (cancel it first, or pick another name)"
             )
         return {"name": name, "profile": profile, "created": False}
+    if ops.budgets is not None:  # past a ceiling: refused, saying which (docs/budgets.md)
+        await ops.budgets.check_start(f"agent {name}")
     place = ops.place(caller, name)
     task: dict[str, Any] | None = None
     if prompt:

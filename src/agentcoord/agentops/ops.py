@@ -35,6 +35,7 @@ from agentcoord.stores.messagebus import check_agent_id
 from agentcoord.stores.objects import AlreadyExists, ObjectNotFound, StoreError
 
 if TYPE_CHECKING:
+    from agentcoord.budgets import Budgets
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging, Recipients
 
@@ -52,6 +53,7 @@ class AgentOps:
         recipients: Recipients,
         local_agents: LocalAgents | None = None,
         bundle_retention: BundleRetention | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         """``recipients``: who a message may be addressed to (docs/messaging.md
         "Recipients")."""
@@ -65,6 +67,7 @@ class AgentOps:
         self.messaging = messaging
         self.local_agents = local_agents
         self.inbox = InboxAsks(controller.active)
+        self.budgets = budgets  # the ceilings a spawn is checked against (docs/budgets.md)
 
     def emit(self, event: str, agent: str, **data: Any) -> None:
         self.ctl.emit(event, agent, **data)

@@ -72,6 +72,11 @@ HOOKS: dict[str, tuple[str | None, str, int, str]] = {
     "PreToolUse": ("Write|Edit|MultiEdit|NotebookEdit|Bash", "pre-tool-use", 5, "http"),
     # Ends the session's Agent at once; the daemon also sees the process exit (pidfd).
     "SessionEnd": (None, "session-end", 5, "http"),
+    # Standing approvals answer a dialog before it is drawn, and a dialog left open shows the
+    # session as waiting for permission (docs/approvals.md, docs/claude-code.md "Hooks").
+    "PermissionRequest": (None, "permission-request", 5, "http"),
+    # Waiting for permission or for input, as Claude Code says it (never in -p).
+    "Notification": (None, "notification", 5, "http"),
 }
 # Marks an http hook as ours (a user's own hook may post to a loopback /hooks/... too); the
 # daemon ignores it.

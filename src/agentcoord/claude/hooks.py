@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.kernel.caller import Caller
 
 if TYPE_CHECKING:
+    from agentcoord.activity import SessionActivity
+    from agentcoord.approvals import Approvals
     from agentcoord.claude.push import ChannelPush
     from agentcoord.kernel.directory import AgentDirectory
     from agentcoord.leases.leasing import Leases
@@ -29,6 +31,7 @@ __all__ = [
     "HookHandlers",
     "Hooks",
     "additional_context",
+    "allow_permission",
     "deny_tool",
 ]
 
@@ -48,6 +51,8 @@ class HookDeps:
     directory: AgentDirectory
     sessions: SessionWatch
     push: ChannelPush | None = None  # channel sessions (docs/claude-code.md "Channels")
+    approvals: Approvals | None = None  # standing approvals (docs/approvals.md)
+    activity: SessionActivity | None = None  # every session's state (docs/activity.md)
 
 
 _EVENT_NAMES = {
@@ -57,6 +62,8 @@ _EVENT_NAMES = {
     "pre-tool-use": "PreToolUse",
     "stop": "Stop",
     "session-end": "SessionEnd",
+    "permission-request": "PermissionRequest",
+    "notification": "Notification",
 }
 
 # SessionEnd reasons after which the same claude process goes on (a new conversation in it):
@@ -74,6 +81,17 @@ def deny_tool(reason: str) -> dict[str, Any]:
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
             "permissionDecisionReason": reason,
+        }
+    }
+
+
+def allow_permission() -> dict[str, Any]:
+    """A PermissionRequest hook's answer that runs the tool with no dialog (Claude Code's
+    hooks reference, "PermissionRequest decision control")."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow"},
         }
     }
 
@@ -270,8 +288,21 @@ async def _end_session(
     return None
 
 
+async def _standing_approval(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """PermissionRequest: allow the call when a standing approval of the human's covers it
+    and the session's own deny and ask rules do not (docs/approvals.md); else no decision,
+    and Claude Code asks as it would have."""
+    if deps.approvals is None or caller.kind == "human":
+        return None
+    decided = await deps.approvals.decide(caller, payload)
+    return None if decided is None else {"allow": decided.approval.get("id")}
+
+
 def default_handlers() -> HookHandlers:
     return {
+        "permission-request": [_standing_approval],
         "session-end": [_end_session],
         "session-start": [_identify],
         "pre-tool-use": [_guard_writes, _guard_git],
@@ -298,6 +329,19 @@ class Hooks:
             # A session that runs hooks is a real one (a health check runs none): keep it at
             # its end.
             await self._deps.directory.mark_used(caller.agent)
+        output = await self._answer(caller, event, name, payload)
+        activity = self._deps.activity
+        if activity is not None:
+            allowed = output is not None and name == "PermissionRequest"
+            try:
+                await activity.hook(caller, name, payload, allowed=allowed)
+            except Exception:  # the session's state is for people; never block the session
+                log.exception("hook %s: session state not updated", event)
+        return output
+
+    async def _answer(
+        self, caller: Caller, event: str, name: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None:
         texts: list[str] = []
         for handler in self._handlers.get(event, []):
             try:
@@ -309,8 +353,10 @@ class Hooks:
                 continue
             if "deny" in fragment:
                 return deny_tool(str(fragment["deny"]))
+            if "allow" in fragment and name == "PermissionRequest":
+                return allow_permission()
             if fragment.get("context"):
                 texts.append(str(fragment["context"]))
-        if texts and name != "PreToolUse" and name != "Stop":
+        if texts and name not in ("PreToolUse", "Stop", "PermissionRequest", "Notification"):
             return additional_context(name, "\n\n".join(texts))
         return None

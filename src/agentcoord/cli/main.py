@@ -219,6 +219,10 @@ def _main_full(args: list[str]) -> int:
     )
     p_conflicts.add_argument("repo", nargs="?", help="the repository (default: here)")
     p_conflicts.add_argument("--json", action="store_true", help="machine-readable output")
+    p_top = sub.add_parser(
+        "top", help="live terminal view: who waits on you, agents, claims, approvals (keys act)"
+    )
+    _common(p_top)
     p_tail = sub.add_parser("tail", help="follow the audit log live")
     _common(p_tail)
     p_tail.add_argument("--json", action="store_true", help="one JSON event per line")
@@ -227,6 +231,25 @@ def _main_full(args: list[str]) -> int:
     p_answer.add_argument("prompt", help="prompt id (from agentcoord prompts)")
     p_answer.add_argument("text", nargs="+", help="the answer (yes/no, a choice, JSON, text)")
     p_answer.add_argument("--json", action="store_true", help="the answer_prompt result")
+    p_allow = sub.add_parser(
+        "allow",
+        help="answer a permission question once for every session: allow PATTERN, --list, --revoke",
+    )
+    _common(p_allow)
+    p_allow.add_argument(
+        "pattern",
+        nargs="?",
+        help="a Claude Code permission rule: 'Bash(npm test:*)', 'Edit(src/**)'",
+    )
+    where = p_allow.add_mutually_exclusive_group()
+    where.add_argument("--repo", metavar="DIR", help="only sessions in this repository")
+    where.add_argument("--session", metavar="NAME", help="only this session (agentcoord agents)")
+    p_allow.add_argument(
+        "--for", dest="duration", metavar="DURATION", help="how long it stands (default 1h)"
+    )
+    p_allow.add_argument("--list", action="store_true", help="list the standing approvals")
+    p_allow.add_argument("--revoke", metavar="ID", help="revoke an approval")
+    p_allow.add_argument("--json", action="store_true", help="machine-readable output")
     p_version = sub.add_parser("version", help="print the version")
     p_version.add_argument("--json", action="store_true", help="machine-readable output")
     p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
@@ -322,6 +345,23 @@ def _main_full(args: list[str]) -> int:
             from agentcoord.cli.views import run_view
 
             return run_view(cfg, ns.command, _view_args(ns), ns.json)
+        if ns.command == "allow":
+            from agentcoord.cli.allow import allow
+
+            return allow(
+                cfg,
+                ns.pattern,
+                repo=ns.repo,
+                session=ns.session,
+                duration=ns.duration,
+                list_them=ns.list,
+                revoke=ns.revoke,
+                as_json=ns.json,
+            )
+        if ns.command == "top":
+            from agentcoord.cli.top import run_top
+
+            return run_top(cfg)
         if ns.command == "tail":
             from agentcoord.cli.views import tail
 

@@ -103,10 +103,19 @@ def _agents(data: dict[str, Any]) -> str:
 
 
 def _agent_status(a: dict[str, Any]) -> Any:
-    """The phase (or effective status); an ended session also says when and why."""
+    """What the agent does now, and for how long (docs/activity.md), else its phase (or
+    effective status); an ended session also says when and why."""
     status = a.get("phase") or a.get("effective_status")
     if a.get("ended_at"):
         return f"{status} {human_time(a['ended_at'])} ({a.get('reason') or 'no reason given'})"
+    if a.get("state"):
+        import time
+
+        from agentcoord.kernel.duration import format_duration
+
+        since = a.get("state_since")
+        age = format_duration(max(0, round(time.time() - since))) if since else None
+        return f"{a['state']} (for {age})" if age else a["state"]
     return status
 
 

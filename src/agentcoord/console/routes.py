@@ -154,6 +154,10 @@ class ConsoleRoutes:
             return json_response(200, json.dumps(await self.snapshot(with_audit)).encode())
         if path == "/api/events" and req.method == "GET":
             return await self._events()
+        if path == "/api/approvals" or path.startswith("/api/approvals/"):
+            if req.method != "POST":
+                return HttpResponse(405, b"", [("allow", "POST")])
+            return await self._approval(req, path, human)
         if path.startswith("/api/prompts/") and path.endswith("/answer"):
             if req.method != "POST":
                 return HttpResponse(405, b"", [("allow", "POST")])
@@ -221,6 +225,30 @@ class ConsoleRoutes:
         except AgentCoordError as exc:
             return json_response(409, json.dumps({"error": str(exc)}).encode())
         return json_response(200, b'{"answered":true}')
+
+    async def _approval(self, req: HttpRequest, path: str, human: Caller) -> HttpResponse:
+        """``POST api/approvals`` grants (``{rule, repo?, session?, duration?}``), ``POST
+        api/approvals/<id>/revoke`` revokes (docs/approvals.md)."""
+        if req.headers.get("x-agentcoord") != "1":
+            return json_response(403, b'{"error":"missing X-Agentcoord header"}')
+        parts = path.split("/")  # ["", "api", "approvals", <id>, "revoke"]
+        try:
+            if len(parts) == 3:
+                body = json.loads(req.body or b"{}")
+                if not isinstance(body, dict):
+                    return json_response(400, b'{"error":"body must be a JSON object"}')
+                row = await self._sections.grant(body, human)
+            elif len(parts) == 5 and parts[4] == "revoke":
+                row = await self._sections.revoke(unquote(parts[3]), human)
+            else:
+                return HttpResponse(404, b"not found\n")
+        except ValueError:
+            return json_response(400, b'{"error":"body is not JSON"}')
+        except NotFound as exc:
+            return json_response(404, json.dumps({"error": str(exc)}).encode())
+        except AgentCoordError as exc:
+            return json_response(400, json.dumps({"error": str(exc)}).encode())
+        return json_response(200, json.dumps({"approval": row}).encode())
 
     async def _events(self) -> HttpResponse:
         nc = self._nc

@@ -10,11 +10,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.errors import InvalidArguments, NotFound
 from agentcoord.kernel.timetext import human_time
 from agentcoord.leases.keytext import display_key
 from agentcoord.text.events import render_event
 
 if TYPE_CHECKING:
+    from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.kernel.caller import Caller
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging
@@ -47,6 +50,8 @@ class ConsoleSections:
         messaging: Messaging,
         audit: AuditLog,
         site: SiteLookup = _no_site,
+        approvals: Approvals | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self._claims = claims
         self._site = site
@@ -55,7 +60,11 @@ class ConsoleSections:
         self._local = local_agents
         self._messaging = messaging
         self._audit = audit
+        self._approvals = approvals
+        self._budgets = budgets
         self.providers: dict[str, Section] = {
+            "budgets": self.budgets,
+            "approvals": self.approvals,
             "claims": self.claims,
             "agents": self.agents,
             "waits": self.waits,
@@ -88,6 +97,9 @@ class ConsoleSections:
                 {
                     "name": row["name"],
                     "status": row.get("phase", ""),
+                    # What it does now (docs/activity.md): working, waiting for ..., idle.
+                    "state": row.get("state", ""),
+                    "state_since": human_time(row["state_since"]) if row.get("state_since") else "",
                     "focus": f.intent if f else "",
                     "claims": held.get(row["name"], []),
                     # Ended sessions are sent too; the page shows them on request.
@@ -104,7 +116,8 @@ class ConsoleSections:
         return rows
 
     async def waits(self) -> list[dict[str, Any]]:
-        """Who waits on whom: open prompts, pending handoffs, recent claim contention."""
+        """Who waits on whom: open prompts, sessions waiting for permission or input, pending
+        handoffs, recent claim contention."""
         m = self._messaging
         out: list[dict[str, Any]] = [
             {
@@ -114,6 +127,17 @@ class ConsoleSections:
                 "since": human_time(p.created_at),
             }
             for p in await m.open_prompts()
+        ]
+        out += [
+            {
+                "waiter": row["name"],
+                "on": "you",
+                "kind": row["state"],
+                "since": human_time(row.get("state_since")),
+                "session": True,
+            }
+            for row in await self._agents.list_agents()
+            if str(row.get("state", "")).startswith("waiting")
         ]
         out += [
             {"waiter": o.from_agent, "on": o.to_agent, "kind": f"handoff {o.task}"}
@@ -154,6 +178,43 @@ class ConsoleSections:
     async def channels(self) -> list[dict[str, Any]]:
         now = time.time()
         return [c.view(now) for c in await self._messaging.all_channels()]
+
+    async def budgets(self) -> dict[str, Any]:
+        """Each ceiling and what is used of it (docs/budgets.md)."""
+        return {} if self._budgets is None else await self._budgets.report()
+
+    async def approvals(self) -> list[dict[str, Any]]:
+        """The standing approvals (docs/approvals.md), with their times as people read them."""
+        if self._approvals is None:
+            return []
+        return [
+            {**row, "until": human_time(row["expires_at"]), "last": human_time(row["last_used"])}
+            if row.get("last_used")
+            else {**row, "until": human_time(row["expires_at"]), "last": ""}
+            for row in await self._approvals.listing()
+        ]
+
+    async def grant(self, body: dict[str, Any], human: Caller) -> dict[str, Any]:
+        """The human grants an approval from the console (the CLI's ``allow``)."""
+        if self._approvals is None:
+            raise NotFound("standing approvals are not served by this daemon")
+        values = {k: body.get(k) or None for k in ("rule", "repo", "session", "duration")}
+        if not isinstance(values["rule"], str) or any(
+            v is not None and not isinstance(v, str) for v in values.values()
+        ):
+            raise InvalidArguments("rule (and repo, session, duration) are strings")
+        return await self._approvals.grant(
+            values["rule"],
+            human,
+            repo=values["repo"],
+            session=values["session"],
+            duration=values["duration"],
+        )
+
+    async def revoke(self, approval_id: str, human: Caller) -> dict[str, Any]:
+        if self._approvals is None:
+            raise NotFound(f"no approval {approval_id!r}")
+        return await self._approvals.revoke(approval_id, human)
 
     async def answer(self, prompt_id: str, value: Any, human: Caller) -> None:
         """The human's answer from the console (the same path as the answer_prompt tool)."""

@@ -40,11 +40,14 @@ from agentcoord.stores.objects.tables import LiveCells
 
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
+    from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
     from agentcoord.mcp.unix import UnixListener
     from agentcoord.messaging import Messaging, Recipients
+    from agentcoord.stores.agentsource import StoreAgents
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.objects.backend import ObjectBackend
 
@@ -169,6 +172,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     from agentcoord.messaging import Messaging, NoAgentUsers, Recipients
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
+    from agentcoord.stores.kv.approvalstore import ApprovalStore
 
     nc = nats.client
     js = nc.jetstream(timeout=js_timeout(cfg))
@@ -237,6 +241,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         )
         local_t = tg.create_task(stack.enter_async_context(local_agents))
         messaging_t = tg.create_task(stack.enter_async_context(messaging))
+        approvals_t = tg.create_task(stack.enter_async_context(ApprovalStore(js, replicas=r)))
     claims, focus = claims_t.result(), focus_t.result()
     local, messaging = local_t.result(), messaging_t.result()
     phases.mark("claims, focus, audit, local agents, messaging")
@@ -244,16 +249,26 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # The Agent controller (adopts or reaps runners first), ask and send_message
     # (docs/ask-and-operator.md): entered after local agents and messaging, so it stops its
     # runners first.
-    operator = await _operator(cfg, stack, store, local, messaging, recipients, audit)
+    from agentcoord.budgets import Budgets, Ceilings
+
+    # Ceilings on sessions, started agents and spend (docs/budgets.md).
+    ceilings = Ceilings(cfg.max_sessions, cfg.max_agents, cfg.max_spend_usd)
+    budgets = Budgets(ceilings, store, audit, ns)
+    operator = await _operator(cfg, stack, store, local, messaging, recipients, audit, budgets)
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
+    from agentcoord.activity import SessionActivity
+    from agentcoord.activity.notices import parse_quiet_hours
     from agentcoord.console.desktop import DesktopNotifier
 
-    await stack.enter_async_context(DesktopNotifier(nc))
+    # Every session's state (docs/activity.md); a new wait is a desktop notice too.
+    quiet = parse_quiet_hours(cfg.notify_quiet_hours)
+    desktop = await stack.enter_async_context(DesktopNotifier(nc, quiet_hours=quiet))
+    activity = SessionActivity(cfg.claude_dir, audit, on_wait=[desktop.session_waiting])
     # Session agents end with their claude process; ended ones go after the retention.
     from agentcoord.localagents.session_end import SessionWatch
 
-    forget = (messaging.drop_inbox, focus.forget)
+    forget = (messaging.drop_inbox, focus.forget, activity.forget)
     sessions = await stack.enter_async_context(
         SessionWatch(store, directory, ns, retention=cfg.session_retention, forget=forget)
     )
@@ -268,12 +283,27 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         # Claims, the write guard, edit leases, the commit check (docs/claims.md "The leases
         # service"): its holders' sites live as long as this daemon.
         leases=Leases(claims, focus, EditLeases.from_config(cfg)),
-        agents=StoreAgents(store, ns),
+        agents=StoreAgents(store, ns, states=activity),
         messaging=messaging,
         local_agents=local,
         operator=operator,
         sessions=sessions,
+        approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns)),
+        activity=activity,
+        budgets=budgets,
     )
+
+
+def _approvals(cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents) -> Approvals:
+    """Standing approvals (docs/approvals.md): a session scope must name a known agent."""
+    from pathlib import Path
+
+    from agentcoord.approvals import Approvals
+
+    async def exists(name: str) -> bool:
+        return await agents.get_agent(name) is not None
+
+    return Approvals(kv, audit, home=Path.home(), claude_dir=cfg.claude_dir, agent_exists=exists)
 
 
 async def _operator(
@@ -284,6 +314,7 @@ async def _operator(
     messaging: Messaging,
     recipients: Recipients,
     audit: AuditLog,
+    budgets: Budgets,
 ) -> AgentOps:
     """The operator (docs/ask-and-operator.md "The operator")."""
     from agentcoord.agentops import AgentController, AgentOps
@@ -312,6 +343,7 @@ async def _operator(
         recipients=recipients,
         local_agents=local,
         bundle_retention=kept,
+        budgets=budgets,
     )
     if (cfg.state_dir / "checkpoints").is_dir():  # limits changed since, or older state
         await prune(store, cfg.kube_namespace, cfg.state_dir, kept)
@@ -365,6 +397,8 @@ async def _listeners(
             directory=s.identity.directory,
             sessions=s.sessions,
             push=push,
+            approvals=s.approvals,
+            activity=s.activity,
         )
     )
     core = McpCore(
@@ -376,6 +410,8 @@ async def _listeners(
         leases=s.leases,
         push=push,
         limits=McpLimits.from_config(cfg),
+        approvals=s.approvals,
+        budgets=s.budgets,
     )
     sections = ConsoleSections(
         claims=s.claims,
@@ -385,6 +421,8 @@ async def _listeners(
         messaging=s.messaging,
         audit=s.audit,
         site=_claim_site(s),
+        approvals=s.approvals,
+        budgets=s.budgets,
     )
     # The console's sessions are signed with the human token (docs/security.md "Console
     # login"), the one _services wrote; unreadable, a random key: no console login works.

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from agentcoord.activity import SessionActivity
     from agentcoord.agentops import AgentOps
+    from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.daemon.natslink import NatsLink
     from agentcoord.identity.callers import IdentityResolver
     from agentcoord.kernel.config import Config
@@ -44,3 +47,6 @@ class Services:
     local_agents: LocalAgents  # registry, package index, dispatch (docs/localagents.md)
     operator: AgentOps  # the Agent controller, ask and send_message (docs/ask-and-operator.md)
     sessions: SessionWatch  # session agents' end and retention (docs/localagents.md)
+    approvals: Approvals  # the human's standing approvals (docs/approvals.md)
+    activity: SessionActivity  # every session's state, live (docs/activity.md)
+    budgets: Budgets  # ceilings on sessions, started agents and spend (docs/budgets.md)

@@ -45,6 +45,10 @@ _ENV_FIELDS = {
     "AGENTCOORD_AUTO_EDIT_LEASES": "auto_edit_leases",
     "AGENTCOORD_EDIT_LEASE_QUIET": "edit_lease_quiet",
     "AGENTCOORD_CONSOLE_LOGIN_TTL": "console_login_ttl",
+    "AGENTCOORD_NOTIFY_QUIET_HOURS": "notify_quiet_hours",
+    "AGENTCOORD_MAX_SESSIONS": "max_sessions",
+    "AGENTCOORD_MAX_AGENTS": "max_agents",
+    "AGENTCOORD_MAX_SPEND_USD": "max_spend_usd",
     # --- local agents (docs/localagents.md "Configuration"): AgentiBridge's names first, ours win
     # when both are set ---
     "AGENTIBRIDGE_LOCAL_AGENTS_ENABLED": "local_agents_enabled",
@@ -134,6 +138,15 @@ class Config:
     # Seconds a console login code from `agentcoord console` stays good (it is good once);
     # docs/security.md "Console login".
     console_login_ttl: int = 120
+    # Local hours with no desktop notices, "HH:MM-HH:MM" (may cross midnight); "" never
+    # quiet (docs/activity.md "Desktop notices").
+    notify_quiet_hours: str = ""
+    # Budgets across sessions (docs/budgets.md "Ceilings"), each off at 0: live sessions
+    # (shown over it, never refused), started agents and today's spend in US dollars (a start
+    # past either is refused).
+    max_sessions: int = 0
+    max_agents: int = 0
+    max_spend_usd: float = 0.0
     config_file: Path | None = None
     # Where the runtime dir goes without $XDG_RUNTIME_DIR: <first>/$UID/agentcoord when that
     # is the user's dir, else <second>/agentcoord-$UID (docs/daemon.md "Finding the daemon");
@@ -296,6 +309,11 @@ def _coerce(name: str, value: Any) -> Any:
             return None if value in (None, "") else Path(str(value)).expanduser()
         if kind == "int":
             return int(value)
+        if kind == "float":
+            number = float(value)
+            if number < 0 or number != number:
+                raise ValueError(value)
+            return number
         if kind == "bool":
             return _truthy(value)
         return None if value is None else str(value)

@@ -47,6 +47,8 @@ from agentcoord.tools.base import Tool
 from agentcoord.tools.registry import READ_ONLY_META, ToolRegistry
 
 if TYPE_CHECKING:
+    from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.claude.hooks import Hooks
     from agentcoord.identity.callers import IdentityResolver
     from agentcoord.kernel.config import Config
@@ -66,6 +68,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+APPROVALS = "agentcoord/approvals"  # vendor method: the human's standing approvals
+BUDGETS = "agentcoord/budgets"  # vendor method: each ceiling and what is used of it
 ACCESS_DENIED = -32001  # JSON-RPC server error: the caller may not use this daemon
 REPLY_TOO_LARGE = -32003  # JSON-RPC server error: the answer is over the reply size limit
 
@@ -161,6 +165,8 @@ class McpCore:
         leases: Leases,
         push: ChannelPush | None = None,
         limits: McpLimits | None = None,
+        approvals: Approvals | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.limits = limits or McpLimits()
         self.slots = CallerSlots(self.limits.max_caller_running)
@@ -170,6 +176,8 @@ class McpCore:
         self._hooks = hooks
         self._page_size = max(1, page_size)
         self._leases = leases  # answers agentcoord/commit-check (gitguard/commitcheck.py)
+        self._approvals = approvals  # answers agentcoord/approvals (docs/approvals.md)
+        self._budgets = budgets  # answers agentcoord/budgets (docs/budgets.md)
         # Pushes inbox messages into channel sessions; entered by the unix listener, the one
         # transport that can write unasked.
         self.push = push
@@ -284,6 +292,10 @@ class McpCore:
             return await self._tools_call(req.params, session)
         if method == "agentcoord/status":  # vendor method for ``agentcoord status``
             return self._status.status()
+        if method == APPROVALS and self._approvals is not None:  # ``agentcoord allow``
+            return await self._approvals_call(session.caller, req.params)
+        if method == BUDGETS and self._budgets is not None:  # ``top`` shows the ceilings
+            return await self._budgets.report()
         if method == "agentcoord/hook":  # vendor method for ``agentcoord hook EVENT``
             event = req.params.get("event")
             payload = req.params.get("payload")
@@ -292,6 +304,41 @@ class McpCore:
             output = await self._hooks.run(session.caller, event, payload)
             return {"output": output}
         raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    async def _approvals_call(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        """``agentcoord/approvals {op: list | grant | revoke, ...}``: the human's standing
+        approvals (docs/approvals.md); only the human is answered."""
+        approvals = self._approvals
+        assert approvals is not None
+        if caller.kind != "human":
+            raise ProtocolError(ACCESS_DENIED, "Access denied: only the human manages approvals")
+        op = params.get("op")
+        try:
+            if op == "list":
+                return {"approvals": await approvals.listing()}
+            if op == "grant":
+                rule = params.get("rule")
+                if not isinstance(rule, str):
+                    raise ProtocolError(INVALID_PARAMS, "grant needs a rule (a string)")
+                text = {k: params.get(k) for k in ("repo", "session", "duration")}
+                if any(v is not None and not isinstance(v, str) for v in text.values()):
+                    raise ProtocolError(INVALID_PARAMS, "repo, session and duration are strings")
+                granted = await approvals.grant(
+                    rule,
+                    caller,
+                    repo=text["repo"],
+                    session=text["session"],
+                    duration=text["duration"],
+                )
+                return {"approval": granted}
+            if op == "revoke":
+                approval_id = params.get("id")
+                if not isinstance(approval_id, str):
+                    raise ProtocolError(INVALID_PARAMS, "revoke needs an id (a string)")
+                return {"approval": await approvals.revoke(approval_id, caller)}
+        except DomainError as exc:  # the service's refusal, its text as the error's message
+            raise ProtocolError(INVALID_PARAMS, str(exc)) from None
+        raise ProtocolError(INVALID_PARAMS, f"op must be list, grant or revoke, not {op!r}")
 
     def _initialize(self, params: dict[str, Any], session: McpSession) -> dict[str, Any]:
         asked = params.get("protocolVersion")

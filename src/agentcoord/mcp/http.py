@@ -58,7 +58,15 @@ HOOK_PATH = "/hooks/"
 # answered too, but Claude Code runs no http hook on SessionStart (it skips them, "HTTP hooks
 # are not supported for SessionStart", seen with 2.1.328): setup keeps a command hook there.
 HOOK_EVENTS = frozenset(
-    {"session-start", "user-prompt-submit", "pre-tool-use", "post-tool-use", "session-end"}
+    {
+        "session-start",
+        "user-prompt-submit",
+        "pre-tool-use",
+        "post-tool-use",
+        "session-end",
+        "permission-request",
+        "notification",
+    }
 )
 
 

@@ -6,12 +6,23 @@ store's Agent objects.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from agentcoord.stores.objects.backend import ObjectBackend
 
-__all__ = ["AgentSource", "StoreAgents", "agent_row"]
+__all__ = ["AgentSource", "AgentStates", "StoreAgents", "agent_row"]
+
+
+class AgentStates(Protocol):
+    """Where a row's live state comes from (the activity service, docs/activity.md)."""
+
+    def fields(
+        self, agent: str, labels: Mapping[str, str] | None = None, phase: str | None = None
+    ) -> dict[str, Any]:
+        """``state`` (in words) and ``state_since``, or nothing when unknown."""
+        ...
 
 
 class AgentSource(Protocol):
@@ -45,15 +56,24 @@ def agent_row(obj: dict[str, Any]) -> dict[str, Any]:
 class StoreAgents:
     """:class:`AgentSource` over Agent objects in one namespace of the object store."""
 
-    def __init__(self, store: ObjectBackend, namespace: str = "default") -> None:
+    def __init__(
+        self, store: ObjectBackend, namespace: str = "default", states: AgentStates | None = None
+    ) -> None:
         self._store = store
         self._ns = namespace
+        self._states = states
+
+    def _row(self, obj: dict[str, Any]) -> dict[str, Any]:
+        row = agent_row(obj)
+        if self._states is not None:
+            row.update(self._states.fields(row["name"], row["labels"], row["phase"]))
+        return row
 
     async def list_agents(self) -> list[dict[str, Any]]:
         # Registered HTTP agents are Agent objects too; list_agents shows them with the
         # registry's own rows (effective_status), so they are left out here.
         _, objs, _ = self._store.list_raw("agents", self._ns, "!fastverk.savvifi.com/record-kind")
-        return sorted((agent_row(o) for o in objs), key=lambda r: r["name"])
+        return sorted((self._row(o) for o in objs), key=lambda r: r["name"])
 
     async def get_agent(self, name: str) -> dict[str, Any] | None:
         from agentcoord.stores.objects.statuserrors import ObjectNotFound
@@ -64,4 +84,4 @@ class StoreAgents:
             return None
         if "fastverk.savvifi.com/record-kind" in (obj["metadata"].get("labels") or {}):
             return None  # a registered agent: get_agent answers with its registry row
-        return agent_row(obj)
+        return self._row(obj)

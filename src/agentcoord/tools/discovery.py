@@ -46,6 +46,7 @@ def _model_agent(row: dict[str, Any]) -> dict[str, Any]:
     if "labels" not in row or "transport" in row:  # registry records are their own contract
         return row
     out = compact(row, keep=("name", "profile", "pool", "phase", "focus", "labels"))
+    out.pop("state_since", None)  # the state in words is what a model acts on
     out["labels"] = {k: v for k, v in row["labels"].items() if k not in _INTERNAL_LABELS}
     if row.get("focus"):
         out["focus"] = compact(row["focus"])
@@ -92,7 +93,7 @@ def _render_list(r: dict[str, Any]) -> str:
             lines.append(f"{a['name']}  {a['phase']}  {a['transport']}  [{caps}]")
         else:
             intent = (a.get("focus") or {}).get("intent") or "-"
-            lines.append(f"{a['name']}  {a['phase']}  {intent}")
+            lines.append(f"{a['name']}  {a.get('state') or a['phase']}  {intent}")
     return "\n".join(lines)
 
 
