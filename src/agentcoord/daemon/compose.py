@@ -39,6 +39,7 @@ from agentcoord.stores.objects.tables import LiveCells
 
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
+    from agentcoord.claude.inbox import NativeInboxes
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
@@ -57,6 +58,7 @@ _SERVICE_MODULES = (
     "agentcoord.mcp.unix",
     "agentcoord.claude.hooks",
     "agentcoord.claude.push",
+    "agentcoord.claude.inbox",
     "agentcoord.console.desktop",
     "agentcoord.stores.audit",
     "agentcoord.stores.objects.repository",
@@ -358,6 +360,9 @@ async def _listeners(
     status = DaemonStatus(s, connections)
     # channel push (docs/claude-code.md "Channels")
     push = await stack.enter_async_context(ChannelPush(s.messaging))
+    # native inboxes (docs/claude-code.md "The native inbox"); ask prompts live sessions there
+    native = await stack.enter_async_context(_native_inboxes(s))
+    s.operator.inbox.live = native
     hooks = Hooks(
         HookDeps(
             leases=s.leases,
@@ -418,6 +423,43 @@ async def _listeners(
     write_private(cfg.http_addr_file, addr + "\n", durable=False)
     stack.callback(_unlink, cfg.http_addr_file)
     return status, unix
+
+
+def _native_inboxes(s: Services) -> NativeInboxes:
+    """Delivery through Claude Code's own inboxes: the sessions' socket dir is where Claude
+    Code puts it (``$XDG_RUNTIME_DIR``, else ``$CLAUDE_CODE_TMPDIR``, else the temp dir, then
+    ``cc-socks``); the live session agents come from the store."""
+    import tempfile
+
+    from agentcoord.claude.inbox import NativeInboxes
+    from agentcoord.stores.objects.agentdirectory import PROC_LABEL, StoreDirectory, parse_proc
+
+    base = (
+        os.environ.get("XDG_RUNTIME_DIR")
+        or os.environ.get("CLAUDE_CODE_TMPDIR")
+        or tempfile.gettempdir()
+    )
+    directory = s.identity.directory
+    selector = directory.selector if isinstance(directory, StoreDirectory) else PROC_LABEL
+    store, ns = s.store, s.config.kube_namespace
+
+    async def running() -> dict[int, str]:
+        objs, _ = await store.list("agents", ns, selector)
+        out: dict[int, str] = {}
+        for obj in objs:
+            if (obj.get("status") or {}).get("phase") != "Running":
+                continue
+            key = parse_proc((obj["metadata"].get("labels") or {}).get(PROC_LABEL))
+            if key is not None:
+                out[key[0]] = str(obj["metadata"]["name"])
+        return out
+
+    return NativeInboxes(
+        s.messaging,
+        claude_dir=s.config.claude_dir,
+        socks_dir=Path(base) / "cc-socks",
+        sessions=running,
+    )
 
 
 LAST_HTTP_ADDR = "http.last"  # in the state dir: the address to serve on again after a restart

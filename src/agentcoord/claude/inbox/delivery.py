@@ -1,0 +1,314 @@
+"""Inbox messages delivered through Claude Code's native inbox (docs/claude-code.md "The native
+inbox").
+
+A live session that advertises an inbox socket in its registry record is written each message
+of its agentcoord inbox as one ``user`` frame: an idle session starts a turn at once, a busy
+one takes it with its next model request, with no launcher, no channel flag and no keystroke.
+
+Exactly once across the native inbox, the channel push and the hooks: all three read the
+agent's one durable consumer (:func:`agentcoord.claude.push.pump_inbox`), and the native pump
+confirms a message only once its frame was handed over whole, so each message takes one way.
+A session without a record (older Claude Code, ``--bare``) is never written to here and keeps
+the hooks and channels. Receipts a session sends back (``held``, ``refused``, ``expired``) go
+to the sender's inbox as a note, so the sender knows what became of the message.
+
+Which session agent is which record: the session's ``claude`` process is the key of its Agent
+(its pid), and the record is named by that pid. The registry is read every ``scan`` seconds
+and when a message arrives for an agent not served yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentcoord.claude.inbox.client import Unreachable, write_frames
+from agentcoord.claude.inbox.frames import Incoming, new_msg_id, notify_when_idle, user_frame
+from agentcoord.claude.inbox.registry import Peer, read_peer, registry_pids
+from agentcoord.claude.inbox.router import ROUTER_NAME, PeerSocket
+from agentcoord.claude.push import context_line, pump_inbox
+from agentcoord.kernel import wire
+from agentcoord.kernel.tasks import TaskSet
+from agentcoord.proto.agent.v1 import agent_pb2 as pb
+from agentcoord.stores.messagebus import inbox_subject
+
+if TYPE_CHECKING:
+    from agentcoord.messaging import Messaging
+
+__all__ = ["NativeInboxes", "SessionLister"]
+
+log = logging.getLogger(__name__)
+
+# The running session agents this daemon knows: their claude process's pid -> agent name.
+SessionLister = Callable[[], Awaitable[dict[int, str]]]
+
+_SCAN_S = 1.0
+_RELIST_S = 10.0  # a registry pid no session agent has: asked about again after this
+_COOLDOWN_S = 5.0  # after a write failed, the session's record is believed again after this
+_SENT_KEPT = 4096  # frames whose receipts we can still match to their sender
+_RECEIPTS = {"held", "refused", "expired"}
+
+
+@dataclass(eq=False)
+class _Target:
+    agent: str
+    peer: Peer
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class _Sent:
+    sender: str
+    recipient: str
+    pid: int
+    seq: int | None
+
+
+class NativeInboxes:
+    """Async context manager: one pump per live session with a native inbox, the daemon's own
+    peer socket, receipts and idle notices. :meth:`ask` puts a question to a live session and
+    returns the final text of the turn it starts."""
+
+    def __init__(
+        self,
+        messaging: Messaging,
+        *,
+        claude_dir: Path,
+        socks_dir: Path,
+        sessions: SessionLister,
+        scan: float = _SCAN_S,
+        uid: int | None = None,
+    ) -> None:
+        self._messaging = messaging
+        self._claude_dir = claude_dir
+        self._sessions = sessions
+        self._scan_s = scan
+        self._uid = os.getuid() if uid is None else uid
+        self._socket = PeerSocket(claude_dir, socks_dir, self._frame, uid=self._uid)
+        self._tasks = TaskSet("native inbox")
+        self._targets: dict[str, _Target] = {}
+        self._known: dict[int, str] = {}
+        self._listed = 0.0
+        self._unmapped: set[int] = set()
+        self._cooldown: dict[int, float] = {}
+        self._sent: OrderedDict[str, _Sent] = OrderedDict()
+        self._idle: dict[str, tuple[int, asyncio.Future[str]]] = {}
+        self._rescan = asyncio.Event()
+        self._subs: list[Any] = []
+        self._on = False
+
+    async def __aenter__(self) -> NativeInboxes:
+        await self._tasks.__aenter__()
+        try:
+            await self._socket.__aenter__()
+        except OSError as exc:
+            # Without our socket sessions could not vet us: the hooks and channels carry on.
+            log.warning("native inbox delivery is off: %s", exc)
+            return self
+        self._on = True
+        self._subs = await self._messaging.watch(self._on_message)
+        self._tasks.spawn(self._scan_loop(), name="native inbox scan")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for sub in self._subs:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        for target in self._targets.values():
+            target.stopped = True
+            target.wake.set()
+        for _, fut in self._idle.values():
+            fut.cancel()
+        await self._tasks.__aexit__(*exc)
+        if self._on:
+            await self._socket.__aexit__(*exc)
+
+    @property
+    def address(self) -> str:
+        """The daemon's own peer address (``uds:<socket>``)."""
+        return self._socket.address
+
+    def serving(self, agent: str) -> bool:
+        """Whether ``agent``'s messages go through its native inbox now."""
+        return agent in self._targets
+
+    def peer(self, agent: str) -> Peer | None:
+        target = self._targets.get(agent)
+        return None if target is None else target.peer
+
+    # -- which sessions have an inbox -------------------------------------------------------
+
+    async def _scan_loop(self) -> None:
+        while True:
+            try:
+                await self._scan()
+            except Exception:  # a store hiccup: the next scan tries again
+                log.exception("scanning Claude Code's session registry failed")
+            self._rescan.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._scan_s):
+                    await self._rescan.wait()
+
+    async def _scan(self, *, relist: bool = False) -> None:
+        own = os.getpid()
+        pids = registry_pids(self._claude_dir) - {own}
+        for target in list(self._targets.values()):
+            if target.peer.pid not in pids:
+                self._stop(target, "its registry record is gone")
+        now = time.monotonic()
+        unmapped = {p for p in pids if p not in self._known}
+        if relist or (unmapped and (unmapped != self._unmapped or now - self._listed > _RELIST_S)):
+            self._known = await self._sessions()
+            self._listed = now
+            unmapped = {p for p in pids if p not in self._known}
+        self._unmapped = unmapped
+        for pid in pids:
+            agent = self._known.get(pid)
+            if agent is None or agent in self._targets or self._cooldown.get(pid, 0.0) > now:
+                continue
+            peer = read_peer(self._claude_dir, pid, self._uid)
+            if peer is not None:
+                self._attach(agent, peer)
+
+    def _attach(self, agent: str, peer: Peer) -> None:
+        target = _Target(agent, peer)
+        self._targets[agent] = target
+        self._tasks.spawn(self._pump(target), name=f"native inbox {agent}")
+        log.info("delivering %s's messages through its native inbox (%s)", agent, peer.name)
+
+    def _stop(self, target: _Target, why: str) -> None:
+        if self._targets.get(target.agent) is target:
+            del self._targets[target.agent]
+        target.stopped = True
+        target.wake.set()
+        log.info("native inbox of %s closed: %s", target.agent, why)
+
+    async def _on_message(self, msg: Any) -> None:
+        """A wake-up (as the channel push takes them): the addressee's pump, or a scan when
+        the addressee is a session not served yet."""
+        subject: str = msg.subject
+        if subject.startswith("agents.") and subject.endswith(".inbox"):
+            agent = subject[len("agents.") : -len(".inbox")]
+            target = self._targets.get(agent)
+            if target is not None:
+                target.wake.set()
+            elif agent not in self._known.values():
+                self._rescan.set()
+            return
+        for target in list(self._targets.values()):
+            target.wake.set()  # a broadcast or channel post: the reads sort out who has one
+
+    # -- delivery ---------------------------------------------------------------------------
+
+    async def _pump(self, target: _Target) -> None:
+        await pump_inbox(
+            self._messaging,
+            target.agent,
+            target.wake,
+            lambda: target.stopped,
+            lambda got, written: self._write(target, got, written),
+        )
+
+    async def _write(self, target: _Target, got: list[Any], written: int) -> int:
+        mine = inbox_subject(target.agent)
+        for r in got:
+            if target.stopped:
+                break  # left unconfirmed: the next reader gets it
+            view = wire.message_view(r.message, r.seq)
+            sender = str(view.get("from", ""))
+            if sender != target.agent or r.subject == mine:  # not our own post
+                msg_id = new_msg_id()
+                frame = user_frame(
+                    context_line(view),
+                    sender=self.address,
+                    sender_name=sender or ROUTER_NAME,
+                    msg_id=msg_id,
+                )
+                try:
+                    await write_frames(target.peer, [frame])
+                except Unreachable as exc:
+                    self._cooldown[target.peer.pid] = time.monotonic() + _COOLDOWN_S
+                    self._stop(target, str(exc))
+                    break
+                self._remember(msg_id, _Sent(sender, target.agent, target.peer.pid, r.seq))
+                self._messaging.emit(
+                    "MESSAGE_DELIVERED", target.agent, via="native", seq=r.seq, sender=sender
+                )
+            written = max(written, r.seq)
+        return written
+
+    def _remember(self, msg_id: str, sent: _Sent) -> None:
+        self._sent[msg_id] = sent
+        while len(self._sent) > _SENT_KEPT:
+            self._sent.popitem(last=False)
+
+    # -- what sessions write back -----------------------------------------------------------
+
+    async def _frame(self, pid: int, frame: Incoming) -> None:
+        if frame.kind == "idle":
+            waiting = self._idle.get(frame.reply_to)
+            if waiting is not None and waiting[0] == pid and not waiting[1].done():
+                waiting[1].set_result(frame.text)
+        elif frame.kind == "status":
+            await self._receipt(pid, frame)
+        elif frame.kind == "message":
+            log.info("a message from pid %d to the daemon's own record was not routed", pid)
+
+    async def _receipt(self, pid: int, frame: Incoming) -> None:
+        """``held``/``refused``/``expired``: the sender is told what became of its message
+        (a receipt only counts from the session the message was written to)."""
+        sent = self._sent.get(frame.reply_to)
+        if sent is None or sent.pid != pid or frame.state not in _RECEIPTS:
+            return
+        self._messaging.emit(
+            "NATIVE_RECEIPT", sent.recipient, to=sent.sender, state=frame.state, seq=sent.seq
+        )
+        if not sent.sender or sent.sender == sent.recipient:
+            return
+        what = {
+            "held": "was held by its inbound policy: it waits for its user to let it in",
+            "refused": "was refused by its inbound policy",
+            "expired": "expired before the session took it",
+        }[frame.state]
+        body = f"your message (seq {sent.seq}) to {sent.recipient} {what}"
+        note = wire.make_message(
+            sender=sent.recipient, kind=pb.MESSAGE_TEXT, body=body.encode(), to=sent.sender
+        )
+        await self._messaging.deliver(sent.sender, note, f"receipt:{frame.reply_to}")
+
+    # -- ask --------------------------------------------------------------------------------
+
+    async def ask(self, agent: str, asker: str, text: str, timeout: float) -> str | None:
+        """Put ``text`` to the live session ``agent`` through its native inbox and wait up to
+        ``timeout`` s for the turn it starts to end: that turn's final text. None when the
+        session has no native inbox (the caller takes another way); :class:`TimeoutError`
+        when the turn did not end in time."""
+        peer = self.peer(agent)
+        if peer is None or "notify_idle" not in peer.features:
+            return None
+        question = new_msg_id()
+        notice = new_msg_id()
+        fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._idle[notice] = (peer.pid, fut)
+        try:
+            frames = [
+                user_frame(text, sender=self.address, sender_name=asker, msg_id=question),
+                notify_when_idle(sender=self.address, msg_id=notice),
+            ]
+            try:
+                await write_frames(peer, frames)
+            except Unreachable:
+                return None
+            async with asyncio.timeout(timeout):
+                return await fut
+        finally:
+            self._idle.pop(notice, None)

@@ -1,0 +1,86 @@
+"""The real Claude Code takes agentcoord's messages through its own cross-session inbox
+(docs/claude-code.md "The native inbox"): a plain ``claude``, no launcher, no channel flag.
+
+Against the scripted model API, offline, in a private home and config dir the daemon shares.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tests.claude.conftest import Claude
+from tests.claude.model_api import Request, Text
+from tests.conftest import Daemon, cli_json
+from tests.tools.session_helpers import session_call
+
+WAIT = 60.0
+T = TypeVar("T")
+
+
+def _poll(pred: Callable[[], T | None], what: str) -> T:
+    """Poll ``pred`` until it returns something truthy (bounded; the pause only paces it)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if value := pred():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def native_agent(d: Daemon) -> str:
+    """The session agent the daemon delivers to through its native inbox (from its log)."""
+    marker = "messages through its native inbox"
+
+    def found() -> str:
+        line = next((ln for ln in d.log().splitlines() if marker in ln), "")
+        return line.split("delivering ", 1)[1].split("'s messages", 1)[0] if line else ""
+
+    return _poll(found, "native inbox delivery to start")
+
+
+def texts_of(req: Request) -> str:
+    """Every message of a model request as one JSON text (to count what the model saw)."""
+    return json.dumps(req.body.get("messages", []))
+
+
+def delivered(d: Daemon, agent: str) -> list[dict[str, Any]]:
+    """The audit's native deliveries to ``agent``."""
+    events = cli_json(d, "audit")["events"]
+    return [e for e in events if e["type"] == "MESSAGE_DELIVERED" and e.get("agent") == agent]
+
+
+def send(d: Daemon, claude_bin: Path, to: str, text: str) -> str:
+    """``send`` from another agent (a process under a stand-in ``claude``): its name."""
+    sent = session_call(d, claude_bin, [("whoami", {}), ("send", {"to": to, "text": text})])
+    assert sent[1].get("isError") is not True, sent[1]
+    return str(sent[0]["structuredContent"]["agent"])
+
+
+def test_a_busy_print_session_gets_a_message_with_its_next_request(
+    daemon: Daemon, claude: Claude, claude_bin: Path
+) -> None:
+    """While a `claude -p` turn is held at the model, an agentcoord `send` to its session is
+    written to its native inbox and reaches the model in the session's next request, once,
+    from the sender; nothing of it is left for the hooks."""
+    hold = threading.Event()
+    claude.api.script(Text("first done", hold=hold), Text("second done"))
+    proc = claude.start("hello")
+    try:
+        claude.api.wait_requests(1, timeout=WAIT)
+        agent = native_agent(daemon)
+        sender = send(daemon, claude_bin, agent, "native ping 7f3a")
+        _poll(lambda: delivered(daemon, agent), "the native delivery")
+    finally:
+        hold.set()
+    run = claude.finish(proc)
+    run.check()
+    assert len(run.requests) == 2, [texts_of(r)[-300:] for r in run.requests]
+    seen = texts_of(run.requests[1])
+    assert seen.count("native ping 7f3a") == 1, seen[-2000:]
+    assert f'from-name=\\"{sender}\\"' in seen
+    assert "native ping 7f3a" not in texts_of(run.requests[0])
