@@ -6,15 +6,21 @@ Against the scripted model API, offline, in a private home and config dir the da
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shlex
+import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
+
 from tests.claude.conftest import Claude
 from tests.claude.model_api import Request, Text
+from tests.claude.test_channels import Tmux, _seed
 from tests.conftest import Daemon, cli_json
 from tests.tools.session_helpers import session_call
 
@@ -54,6 +60,17 @@ def delivered(d: Daemon, agent: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == "MESSAGE_DELIVERED" and e.get("agent") == agent]
 
 
+def session_status(claude: Claude) -> str:
+    """The status (idle/busy) the Claude Code session records in its registry entry."""
+    folder = Path(claude.env["CLAUDE_CONFIG_DIR"]) / "sessions"
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text())
+            if data.get("cwd") == str(claude.cwd):
+                return str(data.get("status"))
+    return ""
+
+
 def send(d: Daemon, claude_bin: Path, to: str, text: str) -> str:
     """``send`` from another agent (a process under a stand-in ``claude``): its name."""
     sent = session_call(d, claude_bin, [("whoami", {}), ("send", {"to": to, "text": text})])
@@ -84,3 +101,68 @@ def test_a_busy_print_session_gets_a_message_with_its_next_request(
     assert seen.count("native ping 7f3a") == 1, seen[-2000:]
     assert f'from-name=\\"{sender}\\"' in seen
     assert "native ping 7f3a" not in texts_of(run.requests[0])
+
+
+@contextlib.contextmanager
+def interactive(claude: Claude, tmp_path: Path) -> Iterator[Tmux]:
+    """A plain interactive `claude` (no launcher, no channel flag) under tmux, offline."""
+    from tests.claude.conftest import VERSION
+
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    _seed(Path(claude.env["CLAUDE_CONFIG_DIR"]), claude.cwd, VERSION)
+    env = dict(claude.env, TERM="xterm-256color")
+    launch = [str(claude.binary), "--permission-mode", "default"]
+    command = "cd {} && exec env -i {} {}".format(
+        shlex.quote(str(claude.cwd)),
+        " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()),
+        " ".join(shlex.quote(a) for a in launch),
+    )
+    tmux = Tmux(tmp_path / "tmux.sock")
+    tmux.run("new-session", "-d", "-s", "s", "-x", "200", "-y", "50", command)
+    try:
+        yield tmux
+    finally:
+        tmux.run("kill-server")
+
+
+def test_an_idle_interactive_session_takes_a_message_with_no_keystroke(
+    daemon: Daemon, claude: Claude, claude_bin: Path, tmp_path: Path
+) -> None:
+    """A `send` to an idle plain `claude` session starts a model request with nobody typing:
+    the model sees the text once, from the sender."""
+    claude.api.script(Text("Noted."), Text("Noted."))
+    with interactive(claude, tmp_path) as tmux:
+        agent = native_agent(daemon)
+        sender = send(daemon, claude_bin, agent, "idle ping 51c2")
+        try:
+            first = claude.api.wait_requests(1, timeout=WAIT)[0]
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the session shows:\n{tmux.screen()}") from None
+    seen = texts_of(first)
+    assert seen.count("idle ping 51c2") == 1, seen[-2000:]
+    assert f'from-name=\\"{sender}\\"' in seen
+
+
+def test_ask_of_a_live_session_returns_the_final_text_of_its_turn(
+    daemon: Daemon, claude: Claude, claude_bin: Path, tmp_path: Path
+) -> None:
+    """`ask` of an idle interactive session that has had a turn before puts the question to it
+    through its native inbox and returns the final text of the turn the question started (not
+    the earlier one's), with no `reply` call, via "native"."""
+    claude.api.script(Text("Earlier."), Text("The answer is 42."))
+    with interactive(claude, tmp_path):
+        agent = native_agent(daemon)
+        send(daemon, claude_bin, agent, "warm up")
+        claude.api.wait_requests(1, timeout=WAIT)
+        _poll(lambda: session_status(claude) == "idle", "the session idle again")
+        out = session_call(
+            daemon, claude_bin, [("ask", {"agent": agent, "text": "what is six times seven?"})]
+        )[0]
+        assert out.get("isError") is not True, out
+        got = out["structuredContent"]
+        request = claude.api.requests[1]
+    assert got["answered"] is True, got
+    assert got["answer"] == "The answer is 42."
+    assert got["via"] == "native"
+    assert texts_of(request).count("what is six times seven?") == 1
