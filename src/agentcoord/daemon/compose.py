@@ -40,6 +40,7 @@ from agentcoord.stores.objects.tables import LiveCells
 if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
     from agentcoord.claude.inbox import NativeInboxes
+    from agentcoord.kernel.caller import Caller
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
@@ -454,11 +455,46 @@ def _native_inboxes(s: Services) -> NativeInboxes:
                 out[key[0]] = str(obj["metadata"]["name"])
         return out
 
+    async def identify(sock: socket.socket) -> Caller | None:
+        """The writer of a frame as the daemon identifies any unix peer (never the human:
+        that takes the login the CLI makes)."""
+        from agentcoord.errors import AgentCoordError
+        from agentcoord.identity.procprobe import peer_cred
+
+        cred = peer_cred(sock)
+        try:
+            return await s.identity.from_unix(cred)
+        except AgentCoordError:
+            return None
+        finally:
+            cred.close()
+
+    human = s.identity.human
+
+    async def route(caller: Caller, to: str, text: str) -> dict[str, Any]:
+        """A session's message to an agent that is no Claude Code session: to the human's
+        inbox, or as ``send_message`` does (a local package agent is started for it)."""
+        from agentcoord.proto.agent.v1 import agent_pb2 as pb
+
+        if to == human:
+            out = await s.messaging.send(caller.agent, to, pb.MESSAGE_TEXT, text)
+            return {**out, "via": "inbox"}
+        return await s.operator.deliver(caller, to, text, wait=False, timeout=0.0)
+
+    def published() -> dict[str, str]:
+        """Who gets a record: the local package agents by their id, the human as "human"."""
+        names = {pkg.agent_id: pkg.agent_id for pkg in s.local_agents.index.packages()}
+        names[human] = "human"
+        return names
+
     return NativeInboxes(
         s.messaging,
         claude_dir=s.config.claude_dir,
         socks_dir=Path(base) / "cc-socks",
         sessions=running,
+        identify=identify,
+        route=route,
+        published=published,
     )
 
 

@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.claude.inbox.client import Unreachable, write_frames
 from agentcoord.claude.inbox.frames import Incoming, new_msg_id, notify_when_idle, user_frame
+from agentcoord.claude.inbox.listener import Conn, Identify
+from agentcoord.claude.inbox.mailboxes import ROUTER_NAME, Mailboxes
 from agentcoord.claude.inbox.registry import Peer, read_peer, registry_pids
-from agentcoord.claude.inbox.router import ROUTER_NAME, PeerSocket
 from agentcoord.claude.push import context_line, pump_inbox
 from agentcoord.kernel import wire
 from agentcoord.kernel.tasks import TaskSet
@@ -43,12 +44,17 @@ from agentcoord.stores.messagebus import inbox_subject
 if TYPE_CHECKING:
     from agentcoord.messaging import Messaging
 
-__all__ = ["NativeInboxes", "SessionLister"]
+__all__ = ["NativeInboxes", "Published", "Route", "SessionLister"]
 
 log = logging.getLogger(__name__)
 
 # The running session agents this daemon knows: their claude process's pid -> agent name.
 SessionLister = Callable[[], Awaitable[dict[int, str]]]
+# The agents that are not Claude Code sessions and get a record: agent -> the name shown.
+Published = Callable[[], dict[str, str]]
+# A session's message to an agentcoord agent: (the writer as the daemon identified it, the
+# agent whose mailbox it wrote to, the text); the result says what became of it.
+Route = Callable[[Any, str, str], Awaitable[dict[str, Any]]]
 
 _SCAN_S = 1.0
 _RELIST_S = 10.0  # a registry pid no session agent has: asked about again after this
@@ -85,6 +91,9 @@ class NativeInboxes:
         claude_dir: Path,
         socks_dir: Path,
         sessions: SessionLister,
+        identify: Identify,
+        route: Route,
+        published: Published | None = None,
         scan: float = _SCAN_S,
         uid: int | None = None,
     ) -> None:
@@ -93,7 +102,9 @@ class NativeInboxes:
         self._sessions = sessions
         self._scan_s = scan
         self._uid = os.getuid() if uid is None else uid
-        self._socket = PeerSocket(claude_dir, socks_dir, self._frame, uid=self._uid)
+        self._boxes = Mailboxes(claude_dir, socks_dir, self._frame, identify, uid=self._uid)
+        self._route = route
+        self._published = published
         self._tasks = TaskSet("native inbox")
         self._targets: dict[str, _Target] = {}
         self._known: dict[int, str] = {}
@@ -109,7 +120,7 @@ class NativeInboxes:
     async def __aenter__(self) -> NativeInboxes:
         await self._tasks.__aenter__()
         try:
-            await self._socket.__aenter__()
+            await self._boxes.__aenter__()
         except OSError as exc:
             # Without our socket sessions could not vet us: the hooks and channels carry on.
             log.warning("native inbox delivery is off: %s", exc)
@@ -130,12 +141,16 @@ class NativeInboxes:
             fut.cancel()
         await self._tasks.__aexit__(*exc)
         if self._on:
-            await self._socket.__aexit__(*exc)
+            await self._boxes.__aexit__(*exc)
 
     @property
     def address(self) -> str:
         """The daemon's own peer address (``uds:<socket>``)."""
-        return self._socket.address
+        return self._boxes.address
+
+    @property
+    def mailboxes(self) -> Mailboxes:
+        return self._boxes
 
     def serving(self, agent: str) -> bool:
         """Whether ``agent``'s messages go through its native inbox now."""
@@ -159,8 +174,10 @@ class NativeInboxes:
                     await self._rescan.wait()
 
     async def _scan(self, *, relist: bool = False) -> None:
-        own = os.getpid()
-        pids = registry_pids(self._claude_dir) - {own}
+        if self._published is not None:
+            await self._boxes.publish(self._published())
+        own = {os.getpid(), *(pub.pid for pub in self._boxes.holders())}
+        pids = registry_pids(self._claude_dir) - own
         for target in list(self._targets.values()):
             if target.peer.pid not in pids:
                 self._stop(target, "its registry record is gone")
@@ -229,7 +246,7 @@ class NativeInboxes:
                 msg_id = new_msg_id()
                 frame = user_frame(
                     context_line(view),
-                    sender=self.address,
+                    sender=await self._reply_address(sender),
                     sender_name=sender or ROUTER_NAME,
                     msg_id=msg_id,
                 )
@@ -246,6 +263,13 @@ class NativeInboxes:
             written = max(written, r.seq)
         return written
 
+    async def _reply_address(self, sender: str) -> str:
+        """Where a session's reply to ``sender`` goes: its mailbox (the daemon's own for the
+        daemon's notes, which nobody answers)."""
+        if not sender or sender == ROUTER_NAME:
+            return self.address
+        return await self._boxes.address_of(sender)
+
     def _remember(self, msg_id: str, sent: _Sent) -> None:
         self._sent[msg_id] = sent
         while len(self._sent) > _SENT_KEPT:
@@ -253,15 +277,48 @@ class NativeInboxes:
 
     # -- what sessions write back -----------------------------------------------------------
 
-    async def _frame(self, pid: int, frame: Incoming) -> None:
+    async def _frame(self, conn: Conn, box: str | None, frame: Incoming) -> None:
         if frame.kind == "idle":
             waiting = self._idle.get(frame.reply_to)
-            if waiting is not None and waiting[0] == pid and not waiting[1].done():
+            if waiting is not None and waiting[0] == conn.pid and not waiting[1].done():
                 waiting[1].set_result(frame.text)
         elif frame.kind == "status":
-            await self._receipt(pid, frame)
+            await self._receipt(conn.pid, frame)
         elif frame.kind == "message":
-            log.info("a message from pid %d to the daemon's own record was not routed", pid)
+            await self._message(conn, box, frame)
+
+    async def _message(self, conn: Conn, box: str | None, frame: Incoming) -> None:
+        """A session's ``SendMessage`` to an agentcoord agent's mailbox: from the agent the
+        daemon identifies the writing process as (never what the frame says), to ``box``."""
+        who = await conn.who()
+        if who is None or getattr(who, "kind", None) not in ("session", "runner"):
+            self._boxes.limits.refused += 1
+            log.warning("a message from pid %d, which is no agent's, was dropped", conn.pid)
+            self._messaging.emit(
+                "NATIVE_REFUSED", box or ROUTER_NAME, pid=conn.pid, why="not an agent"
+            )
+            return
+        if box is None:
+            note = (
+                f"{ROUTER_NAME} itself reads no messages: send to an agent by the name "
+                "ListAgents shows, or reply to the from address of the message you got"
+            )
+            await self._note(who.agent, note)
+            return
+        try:
+            out = await self._route(who, box, frame.text)
+        except Exception as exc:  # a ToolError says why; the sender is told
+            await self._note(who.agent, f"your message to {box} was not delivered: {exc}")
+            return
+        self._messaging.emit("NATIVE_ROUTED", box, sender=who.agent, via=out.get("via"))
+
+    async def _note(self, agent: str, text: str) -> None:
+        """A note from the daemon into ``agent``'s inbox (reaching it the way its messages
+        do)."""
+        note = wire.make_message(
+            sender=ROUTER_NAME, kind=pb.MESSAGE_TEXT, body=text.encode(), to=agent
+        )
+        await self._messaging.deliver(agent, note)
 
     async def _receipt(self, pid: int, frame: Incoming) -> None:
         """``held``/``refused``/``expired``: the sender is told what became of its message
@@ -300,8 +357,9 @@ class NativeInboxes:
         fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._idle[notice] = (peer.pid, fut)
         try:
+            reply_to = await self._boxes.address_of(asker)
             frames = [
-                user_frame(text, sender=self.address, sender_name=asker, msg_id=question),
+                user_frame(text, sender=reply_to, sender_name=asker, msg_id=question),
                 notify_when_idle(sender=self.address, msg_id=notice),
             ]
             try:
