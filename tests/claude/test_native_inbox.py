@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.claude.conftest import Claude
-from tests.claude.model_api import Request, Text
+from tests.claude.conftest import SERVER, Claude
+from tests.claude.model_api import Request, Text, ToolUse, tool_results
 from tests.claude.test_channels import Tmux, _seed
 from tests.conftest import Daemon, cli_json
 from tests.tools.session_helpers import session_call
@@ -166,3 +166,79 @@ def test_ask_of_a_live_session_returns_the_final_text_of_its_turn(
     assert got["answer"] == "The answer is 42."
     assert got["via"] == "native"
     assert texts_of(request).count("what is six times seven?") == 1
+
+
+def _records(claude: Claude) -> list[dict[str, Any]]:
+    """The registry records in the session's config dir."""
+    out = []
+    for path in (Path(claude.env["CLAUDE_CONFIG_DIR"]) / "sessions").glob("*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            out.append(json.loads(path.read_text()))
+    return out
+
+
+def _human_inbox(d: Daemon) -> list[dict[str, Any]]:
+    from tests.tools.conftest import human_call
+
+    return human_call(d, "inbox")["messages"]  # type: ignore[no-any-return]
+
+
+def test_send_message_to_the_human_reaches_the_humans_inbox(daemon: Daemon, claude: Claude) -> None:
+    """A session's built-in SendMessage to "human" (as ListAgents shows the human) lands in
+    the human's agentcoord inbox, from the session's agent."""
+    claude.api.script(
+        ToolUse(f"mcp__{SERVER}__whoami", {}),
+        ToolUse("ListAgents", {}),
+        ToolUse("SendMessage", {"to": "human", "message": "for the human a81c"}),
+        Text("sent"),
+    )
+    _poll(lambda: "human" in {r.get("name") for r in _records(claude)}, "the human's record")
+    run = claude.run("tell the human")
+    run.check()
+    agent = json.loads(tool_results(run.requests[1])[-1]["text"])["agent"]
+    listed = tool_results(run.requests[2])[-1]["text"]
+    assert "human" in listed, listed
+    assert "agentcoord" in listed, listed
+    sent = tool_results(run.requests[3])[-1]["text"]
+    assert '"success":true' in sent, sent
+
+    def arrived() -> list[dict[str, Any]]:
+        return [m for m in _human_inbox(daemon) if "for the human a81c" in m.get("text", "")]
+
+    got = _poll(arrived, "the message in the human's inbox")
+    assert [m["from"] for m in got] == [agent]
+
+
+def _reply_to_from(req: Request) -> ToolUse:
+    """The model's reply: SendMessage to the `from` of the cross-session message it read."""
+    seen = texts_of(req)
+    start = seen.index('from=\\"uds:') + len('from=\\"')
+    address = seen[start : seen.index('\\"', start)]
+    return ToolUse("SendMessage", {"to": address, "message": "pong 6d0e"})
+
+
+def test_a_reply_to_the_from_address_reaches_the_sender(daemon: Daemon, claude: Claude) -> None:
+    """The human's message reaches a busy session natively; the session's SendMessage to the
+    message's `from` (as Claude Code tells its model to reply) lands in the human's inbox,
+    from the session's agent."""
+    from tests.tools.conftest import human_call
+
+    hold = threading.Event()
+    claude.api.script(Text("first", hold=hold), _reply_to_from, Text("replied"))
+    proc = claude.start("hello")
+    try:
+        claude.api.wait_requests(1, timeout=WAIT)
+        agent = native_agent(daemon)
+        human_call(daemon, "send", to=agent, text="ping 6d0e")
+        _poll(lambda: delivered(daemon, agent), "the native delivery")
+    finally:
+        hold.set()
+    run = claude.finish(proc)
+    run.check()
+    assert texts_of(run.requests[1]).count("ping 6d0e") == 1
+
+    def arrived() -> list[dict[str, Any]]:
+        return [m for m in _human_inbox(daemon) if "pong 6d0e" in m.get("text", "")]
+
+    got = _poll(arrived, "the reply in the human's inbox")
+    assert [m["from"] for m in got] == [agent]
