@@ -10,6 +10,8 @@ import contextlib
 import json
 import shlex
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,13 +20,17 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.claude.conftest import SERVER, Claude
-from tests.claude.model_api import Request, Text, ToolUse, tool_results
+from tests.claude import test_real_runner
+from tests.claude.conftest import SERVER, Claude, claude_env
+from tests.claude.model_api import ModelAPI, Request, Text, ToolUse, tool_results
 from tests.claude.test_channels import Tmux, _seed
 from tests.conftest import Daemon, cli_json
 from tests.tools.session_helpers import session_call
 
 WAIT = 60.0
+# A daemon with the local package agent ``alpha`` run by the real binary (shared fixtures).
+runner_daemon = test_real_runner.runner_daemon
+visible_root = test_real_runner.visible_root
 T = TypeVar("T")
 
 
@@ -242,3 +248,54 @@ def test_a_reply_to_the_from_address_reaches_the_sender(daemon: Daemon, claude: 
 
     got = _poll(arrived, "the reply in the human's inbox")
     assert [m["from"] for m in got] == [agent]
+
+
+def test_send_message_to_a_local_package_agent_cold_starts_it(
+    runner_daemon: tuple[Daemon, Path], real_claude: Path, model_api: ModelAPI, tmp_path: Path
+) -> None:
+    """A session's built-in SendMessage to a local package agent (listed by its id) starts
+    that agent as send_message does: its runner's model gets the text, from the session's
+    agent."""
+    d, _ = runner_daemon
+    env = claude_env(d, tmp_path / "home")
+    env.update(ANTHROPIC_BASE_URL=model_api.url, ENABLE_TOOL_SEARCH="false")
+    setup = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "setup", "claude"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert setup.returncode == 0, setup.stderr
+    project = tmp_path / "project"
+    project.mkdir()
+    session = Claude(real_claude, env, project, model_api)
+
+    def turn(req: Request) -> Text | ToolUse:
+        if "hello alpha 4e2f" in json.dumps(req.body["messages"][0]):
+            return Text("alpha heard it")  # the package agent's runner
+        done = len([r for r in req.body["messages"] if r["role"] == "user"]) - 1
+        if done == 0:
+            return ToolUse(f"mcp__{SERVER}__whoami", {})
+        if done == 1:
+            return ToolUse("SendMessage", {"to": "alpha", "message": "hello alpha 4e2f"})
+        return Text("sent")
+
+    model_api.script(*[turn] * 6)
+    _poll(lambda: "alpha" in {r.get("name") for r in _records(session)}, "alpha's record")
+    run = session.run("message alpha")
+    run.check()
+    me = json.loads(tool_results(run.requests[1])[-1]["text"])["agent"]
+
+    def received() -> list[dict[str, Any]]:
+        return [
+            e
+            for e in cli_json(d, "audit")["events"]
+            if e["type"] == "MESSAGE_RECEIVED" and e.get("agent") == "alpha"
+        ]
+
+    got = _poll(received, "alpha's message")
+    assert me in json.dumps(got[0]), got
+    model_api.wait_requests(4, timeout=WAIT)
+    runner_saw = [r for r in model_api.requests if "hello alpha 4e2f" in json.dumps(r.body)]
+    assert any("Message from" in json.dumps(r.body["messages"][0]) for r in runner_saw)
