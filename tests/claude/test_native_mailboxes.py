@@ -55,7 +55,8 @@ def records(d: Daemon) -> dict[str, dict[str, Any]]:
 
 def human_box(d: Daemon) -> str:
     """The socket the human's record names (once the daemon published it)."""
-    return _poll(lambda: records(d).get("human", {}).get("messagingSocketPath"), "human record")
+    path = _poll(lambda: records(d).get("human", {}).get("messagingSocketPath"), "human record")
+    return str(path)
 
 
 def frame(text: str, *, sender: str = "uds:/tmp/forged.sock", name: str = "human") -> bytes:
@@ -166,7 +167,11 @@ def test_records_go_at_a_clean_stop(daemon: Daemon) -> None:
     daemon.stop()
     assert not [r for r in records(daemon).values() if r.get("entrypoint") == "agentcoord"]
     for r in ours:
-        _poll(lambda r=r: not _alive(r["pid"]), f"pid {r['pid']} to end")
+        _poll(_ended(int(r["pid"])), f"pid {r['pid']} to end")
+
+
+def _ended(pid: int) -> Callable[[], bool]:
+    return lambda: not _alive(pid)
 
 
 def _alive(pid: int) -> bool:
@@ -189,7 +194,7 @@ def test_a_killed_daemons_records_are_swept_at_the_next_start(daemon: Daemon) ->
     left = {r["pid"] for r in records(daemon).values() if r.get("entrypoint") == "agentcoord"}
     assert left == ours
     for pid in ours:
-        _poll(lambda pid=pid: not _alive(pid), f"pid {pid} to end")
+        _poll(_ended(pid), f"pid {pid} to end")
     claude_record = sessions_dir(daemon) / "999997.json"
     claude_record.write_text(json.dumps({"pid": 999997, "entrypoint": "cli"}))
     daemon.start()
