@@ -151,9 +151,7 @@ class Mailboxes:
                 continue  # no mailbox left to give it
             holder = await Holder().__aenter__()
             try:
-                record = write_record(
-                    self._claude_dir, holder.pid, self.box_path(agent), name, str(Path.home())
-                )
+                record = write_record(self._claude_dir, holder.pid, self.box_path(agent), name, "/")
             except OSError:
                 await holder.__aexit__(None, None, None)
                 raise

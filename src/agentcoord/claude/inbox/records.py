@@ -125,8 +125,11 @@ class Holder:
         return self._proc.pid
 
     async def __aenter__(self) -> Holder:
+        # In "/": the session probe (localagents/sessions.py) counts a record's process by its
+        # cwd, and a holder is inside no package.
         self._proc = await asyncio.create_subprocess_exec(
             "cat",
+            cwd="/",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
