@@ -362,7 +362,7 @@ async def _listeners(
     # channel push (docs/claude-code.md "Channels")
     push = await stack.enter_async_context(ChannelPush(s.messaging))
     # native inboxes (docs/claude-code.md "The native inbox"); ask prompts live sessions there
-    native = await stack.enter_async_context(_native_inboxes(s))
+    native = await stack.enter_async_context(_native_inboxes(s, push.pushing))
     s.operator.inbox.live = native
     hooks = Hooks(
         HookDeps(
@@ -426,10 +426,11 @@ async def _listeners(
     return status, unix
 
 
-def _native_inboxes(s: Services) -> NativeInboxes:
+def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxes:
     """Delivery through Claude Code's own inboxes: the sessions' socket dir is where Claude
     Code puts it (``$XDG_RUNTIME_DIR``, else ``$CLAUDE_CODE_TMPDIR``, else the temp dir, then
-    ``cc-socks``); the live session agents come from the store."""
+    ``cc-socks``); the live session agents come from the store; a session the channel push
+    serves (``pushing``) keeps its channel."""
     import tempfile
 
     from agentcoord.claude.inbox import NativeInboxes
@@ -495,6 +496,7 @@ def _native_inboxes(s: Services) -> NativeInboxes:
         identify=identify,
         route=route,
         published=published,
+        elsewhere=pushing,
     )
 
 

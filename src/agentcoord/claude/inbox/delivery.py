@@ -57,7 +57,8 @@ Published = Callable[[], dict[str, str]]
 Route = Callable[[Any, str, str], Awaitable[dict[str, Any]]]
 
 _SCAN_S = 1.0
-_RELIST_S = 10.0  # a registry pid no session agent has: asked about again after this
+_RELIST_S = 5.0  # a registry pid no session agent has: asked about again after this
+_WAKE_RELIST_S = 0.5  # a message for an agent not served: the store is asked at most this often
 _COOLDOWN_S = 5.0  # after a write failed, the session's record is believed again after this
 _SENT_KEPT = 4096  # frames whose receipts we can still match to their sender
 _RECEIPTS = {"held", "refused", "expired"}
@@ -94,6 +95,7 @@ class NativeInboxes:
         identify: Identify,
         route: Route,
         published: Published | None = None,
+        elsewhere: Callable[[str], bool] | None = None,
         scan: float = _SCAN_S,
         uid: int | None = None,
     ) -> None:
@@ -105,6 +107,9 @@ class NativeInboxes:
         self._boxes = Mailboxes(claude_dir, socks_dir, self._frame, identify, uid=self._uid)
         self._route = route
         self._published = published
+        # An agent whose messages go another way the user chose (the channel of a session
+        # started with `agentcoord claude`): its native inbox is left alone.
+        self._elsewhere = elsewhere or (lambda agent: False)
         self._tasks = TaskSet("native inbox")
         self._targets: dict[str, _Target] = {}
         self._known: dict[int, str] = {}
@@ -114,6 +119,7 @@ class NativeInboxes:
         self._sent: OrderedDict[str, _Sent] = OrderedDict()
         self._idle: dict[str, tuple[int, asyncio.Future[str]]] = {}
         self._rescan = asyncio.Event()
+        self._relist = False  # a message came for an agent this side does not know
         self._subs: list[Any] = []
         self._on = False
 
@@ -181,9 +187,19 @@ class NativeInboxes:
         for target in list(self._targets.values()):
             if target.peer.pid not in pids:
                 self._stop(target, "its registry record is gone")
+            elif self._elsewhere(target.agent):
+                self._stop(target, "its messages go over its channel")
+        # A pid whose record went is forgotten: if the kernel gives it to a new session, that
+        # one is looked up afresh, never taken for the agent of the one that ended.
+        self._known = {p: a for p, a in self._known.items() if p in pids}
         now = time.monotonic()
         unmapped = {p for p in pids if p not in self._known}
-        if relist or (unmapped and (unmapped != self._unmapped or now - self._listed > _RELIST_S)):
+        asked, self._relist = self._relist, False
+        if (
+            relist
+            or (asked and unmapped and now - self._listed > _WAKE_RELIST_S)
+            or (unmapped and (unmapped != self._unmapped or now - self._listed > _RELIST_S))
+        ):
             self._known = await self._sessions()
             self._listed = now
             unmapped = {p for p in pids if p not in self._known}
@@ -191,6 +207,8 @@ class NativeInboxes:
         for pid in pids:
             agent = self._known.get(pid)
             if agent is None or agent in self._targets or self._cooldown.get(pid, 0.0) > now:
+                continue
+            if self._elsewhere(agent):
                 continue
             peer = read_peer(self._claude_dir, pid, self._uid)
             if peer is not None:
@@ -219,6 +237,7 @@ class NativeInboxes:
             if target is not None:
                 target.wake.set()
             elif agent not in self._known.values():
+                self._relist = True
                 self._rescan.set()
             return
         for target in list(self._targets.values()):
@@ -238,7 +257,7 @@ class NativeInboxes:
     async def _write(self, target: _Target, got: list[Any], written: int) -> int:
         mine = inbox_subject(target.agent)
         for r in got:
-            if target.stopped:
+            if target.stopped or self._elsewhere(target.agent):
                 break  # left unconfirmed: the next reader gets it
             view = wire.message_view(r.message, r.seq)
             sender = str(view.get("from", ""))

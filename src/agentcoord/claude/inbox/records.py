@@ -4,9 +4,9 @@ Code sessions (docs/claude-code.md "Who sessions can message").
 Claude Code lists a record ``sessions/<pid>.json`` in every session's ``ListAgents`` when its
 pid is alive (and started when ``procStart`` says) and its socket accepts connections; the name
 in it is the address ``SendMessage`` takes. One pid per record: the daemon's own record is
-under its pid, and each other agent's under the pid of a :class:`Holder`, a ``cat`` the daemon
-starts with its stdin on a pipe: it lives exactly as long as the daemon (a crashed daemon's
-pipe closes and the ``cat`` ends), so a record never outlives what answers its socket for long.
+under its pid, and each other agent's under the pid of a :class:`Holder`, a ``cat`` reading a
+pipe the daemon holds: it lives exactly as long as the daemon (a crashed daemon's pipe closes
+and the ``cat`` ends), so a record never outlives what answers its socket for long.
 Each record carries :data:`OWNER_MARK` and the daemon's own pid and start: the next start
 sweeps whatever a daemon that is gone left behind.
 """
@@ -113,38 +113,45 @@ def sweep_records(claude_dir: Path, uid: int) -> list[int]:
 
 
 class Holder:
-    """Async context manager: a ``cat`` whose pid a record names; it ends when the daemon
-    closes its stdin, or dies."""
+    """Async context manager: a ``cat`` whose pid a record names. It reads the daemon's pipe
+    and ends when the daemon closes it, or dies. Started through ``sh`` in the background, so
+    it is no child of the daemon (whose children are its runners and nats-server); it runs in
+    ``/``, because the session probe (localagents/sessions.py) counts a record's process by
+    its cwd, and a holder is inside no package."""
 
     def __init__(self) -> None:
-        self._proc: asyncio.subprocess.Process | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self._proc is not None
-        return self._proc.pid
+        self._pipe: int | None = None
+        self.pid = 0
 
     async def __aenter__(self) -> Holder:
-        # In "/": the session probe (localagents/sessions.py) counts a record's process by its
-        # cwd, and a holder is inside no package.
-        self._proc = await asyncio.create_subprocess_exec(
-            "cat",
-            cwd="/",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
+        read_end, write_end = os.pipe()
+        os.set_inheritable(read_end, True)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "sh",
+                "-c",
+                f"cat <&{read_end} >/dev/null 2>&1 & echo $!",
+                cwd="/",
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                pass_fds=(read_end,),
+            )
+            out, _ = await proc.communicate()
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        try:
+            self.pid = int(out.strip())
+        except ValueError:
+            os.close(write_end)
+            raise OSError(f"no holder process started ({out!r})") from None
+        self._pipe = write_end
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            async with asyncio.timeout(2.0):
-                await proc.wait()
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+        pipe, self._pipe = self._pipe, None
+        if pipe is not None:
+            os.close(pipe)  # the cat reads end-of-file and exits
