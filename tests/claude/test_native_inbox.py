@@ -118,7 +118,14 @@ def interactive(claude: Claude, tmp_path: Path) -> Iterator[Tmux]:
         pytest.skip("tmux is not installed")
     _seed(Path(claude.env["CLAUDE_CONFIG_DIR"]), claude.cwd, VERSION)
     env = dict(claude.env, TERM="xterm-256color")
-    launch = [str(claude.binary), "--permission-mode", "default"]
+    # agent-coord's tools allowed, as `claude -p` runs them here: no dialog waits for a key.
+    launch = [
+        str(claude.binary),
+        "--permission-mode",
+        "default",
+        "--allowedTools",
+        f"mcp__{SERVER}",
+    ]
     command = "cd {} && exec env -i {} {}".format(
         shlex.quote(str(claude.cwd)),
         " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()),
@@ -299,3 +306,51 @@ def test_send_message_to_a_local_package_agent_cold_starts_it(
     model_api.wait_requests(4, timeout=WAIT)
     runner_saw = [r for r in model_api.requests if "hello alpha 4e2f" in json.dumps(r.body)]
     assert any("Message from" in json.dumps(r.body["messages"][0]) for r in runner_saw)
+
+
+def _calls(d: Daemon, claude_bin: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """session_call with room for a model turn inside (its ask waits for one)."""
+    from tests.tools.session_helpers import CALLS
+
+    out = subprocess.run(
+        [str(claude_bin), "--", sys.executable, str(CALLS), str(d.socket), json.dumps(calls)],
+        env=d.env,
+        cwd=d.root,
+        capture_output=True,
+        timeout=WAIT * 2,
+        check=True,
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_a_live_session_asking_back_along_the_chain_is_refused(
+    daemon: Daemon, claude: Claude, claude_bin: Path, tmp_path: Path
+) -> None:
+    """While a live session answers an agent's native `ask`, its own agentcoord `ask` back to
+    that agent is refused as a cycle; the asker gets the turn's final text, which reports the
+    refusal."""
+
+    def ask_back(req: Request) -> ToolUse:
+        seen = texts_of(req)
+        start = seen.index('from-name=\\"') + len('from-name=\\"')
+        asker = seen[start : seen.index('\\"', start)]
+        return ToolUse(f"mcp__{SERVER}__ask", {"agent": asker, "text": "and you?"})
+
+    def report(req: Request) -> Text:
+        return Text("back: " + tool_results(req)[-1]["text"][:300])
+
+    claude.api.script(ask_back, report)
+    with interactive(claude, tmp_path):
+        agent = native_agent(daemon)
+        calls = [
+            ("whoami", {}),
+            ("ask", {"agent": agent, "text": "loop check", "timeout_secs": 50}),
+        ]
+        who, out = session_call(daemon, claude_bin, calls)
+    asker = who["structuredContent"]["agent"]
+    got = out["structuredContent"]
+    assert got["via"] == "native", got
+    assert got["answered"] is True, got
+    assert got["answer"].startswith("back: "), got
+    assert "cycle" in got["answer"], got
+    assert asker in got["answer"], got
