@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -187,7 +188,8 @@ def _alive(pid: int) -> bool:
 
 def test_a_killed_daemons_records_are_swept_at_the_next_start(daemon: Daemon) -> None:
     """A daemon killed with SIGKILL leaves its records; their holder ends with it (its pipe
-    closes), and the next start sweeps them; a Claude Code session's record is left alone."""
+    closes), and the next start sweeps them and the dead daemon's mailbox sockets; a Claude
+    Code session's record and socket are left alone."""
     human_box(daemon)
     ours = {r["pid"] for r in records(daemon).values() if r.get("entrypoint") == "agentcoord"}
     daemon.stop(signal.SIGKILL)
@@ -197,8 +199,15 @@ def test_a_killed_daemons_records_are_swept_at_the_next_start(daemon: Daemon) ->
         _poll(_ended(pid), f"pid {pid} to end")
     claude_record = sessions_dir(daemon) / "999997.json"
     claude_record.write_text(json.dumps({"pid": 999997, "entrypoint": "cli"}))
+    socks = Path(daemon.env["XDG_RUNTIME_DIR"]) / "cc-socks"
+    dead_box, claude_sock = socks / "999996-0123456789abcdef.sock", socks / "999995.sock"
+    for path in (dead_box, claude_sock):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(path))
     daemon.start()
     human_box(daemon)
     now = {r["pid"] for r in records(daemon).values() if r.get("entrypoint") == "agentcoord"}
     assert not now & ours
     assert claude_record.exists()
+    assert not dead_box.exists()
+    assert claude_sock.exists()

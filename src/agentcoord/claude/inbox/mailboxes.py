@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from agentcoord.claude.inbox.records import (
     sweep_records,
     write_record,
 )
-from agentcoord.claude.inbox.registry import sessions_dir
+from agentcoord.claude.inbox.registry import proc_start, sessions_dir
 
 __all__ = ["MAX_MAILBOXES", "ROUTER_NAME", "Mailboxes"]
 
@@ -36,6 +37,29 @@ log = logging.getLogger(__name__)
 
 ROUTER_NAME = "agentcoord"  # how sessions' ListAgents shows the daemon itself
 MAX_MAILBOXES = 256  # bound sockets (one descriptor each); past it frames say the router's
+
+
+_BOX = re.compile(r"^(\d+)-[0-9a-f]{16}\.sock$")  # <daemon pid>-<digest>.sock: box_path's form
+
+
+def sweep_boxes(socks: Path, uid: int) -> int:
+    """Remove the mailbox sockets of daemons that are gone (their pid is dead); how many."""
+    gone = 0
+    try:
+        names = os.listdir(socks)
+    except OSError:
+        return gone
+    for name in names:
+        m = _BOX.match(name)
+        if m is None or proc_start(int(m.group(1))) is not None:
+            continue
+        path = socks / name
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if stat.S_ISSOCK(st.st_mode) and st.st_uid == uid:
+                os.unlink(path)
+                gone += 1
+    return gone
 
 
 def _private_dir(path: Path, uid: int) -> None:
@@ -83,6 +107,7 @@ class Mailboxes:
         if swept:
             log.info("swept registry records a stopped daemon left: %s", swept)
         _private_dir(self._socks, self._uid)
+        sweep_boxes(self._socks, self._uid)
         _private_dir(sessions_dir(self._claude_dir), self._uid)
         await self._stack.__aenter__()
         try:
