@@ -170,11 +170,11 @@ class NativeInboxes:
 
     async def _scan_loop(self) -> None:
         while True:
+            self._rescan.clear()  # before the scan: a wake-up during it scans again
             try:
                 await self._scan()
             except Exception:  # a store hiccup: the next scan tries again
                 log.exception("scanning Claude Code's session registry failed")
-            self._rescan.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._scan_s):
                     await self._rescan.wait()
@@ -194,12 +194,14 @@ class NativeInboxes:
         self._known = {p: a for p, a in self._known.items() if p in pids}
         now = time.monotonic()
         unmapped = {p for p in pids if p not in self._known}
-        asked, self._relist = self._relist, False
+        if not unmapped:
+            self._relist = False  # every record is known: nothing to ask the store
         if (
             relist
-            or (asked and unmapped and now - self._listed > _WAKE_RELIST_S)
+            or (self._relist and now - self._listed > _WAKE_RELIST_S)
             or (unmapped and (unmapped != self._unmapped or now - self._listed > _RELIST_S))
         ):
+            self._relist = False
             self._known = await self._sessions()
             self._listed = now
             unmapped = {p for p in pids if p not in self._known}
