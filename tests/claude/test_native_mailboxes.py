@@ -109,7 +109,7 @@ def test_the_daemon_and_the_human_are_listed_with_private_sockets(daemon: Daemon
     assert daemon.proc is not None
     assert found["agentcoord"]["pid"] == daemon.proc.pid
     assert found["human"]["pid"] != daemon.proc.pid
-    os.kill(found["human"]["pid"], 0)  # alive
+    assert _alive(found["human"]["pid"])
     for name in ("agentcoord", "human"):
         sock = Path(found[name]["messagingSocketPath"])
         assert oct(sock.stat().st_mode & 0o777) == "0o600"
@@ -165,6 +165,7 @@ def test_records_go_at_a_clean_stop(daemon: Daemon) -> None:
     human_box(daemon)
     ours = [r for r in records(daemon).values() if r.get("entrypoint") == "agentcoord"]
     assert len(ours) >= 2
+    assert all(_alive(r["pid"]) for r in ours)
     daemon.stop()
     assert not [r for r in records(daemon).values() if r.get("entrypoint") == "agentcoord"]
     for r in ours:
@@ -192,6 +193,7 @@ def test_a_killed_daemons_records_are_swept_at_the_next_start(daemon: Daemon) ->
     Code session's record and socket are left alone."""
     human_box(daemon)
     ours = {r["pid"] for r in records(daemon).values() if r.get("entrypoint") == "agentcoord"}
+    assert all(_alive(pid) for pid in ours)
     daemon.stop(signal.SIGKILL)
     left = {r["pid"] for r in records(daemon).values() if r.get("entrypoint") == "agentcoord"}
     assert left == ours

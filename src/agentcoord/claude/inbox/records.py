@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -112,6 +113,30 @@ def sweep_records(claude_dir: Path, uid: int) -> list[int]:
     return swept
 
 
+# The pipe is sh's stdin, kept as fd 3 for the background cat (whose own stdin POSIX sets to
+# /dev/null before any redirection; dash takes no fd above 9); sh prints the cat's pid and exits.
+_HOLDER_SH = "exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & echo $!"
+
+
+def _start_holder(read_end: int) -> int:
+    """Start a holder reading ``read_end``; its pid. Plain ``subprocess`` (in a thread): it
+    hands the child fds 0-2 alone, so the cat keeps nothing of ours but the pipe, and sh's
+    output ends when sh does."""
+    out = subprocess.run(
+        ["sh", "-c", _HOLDER_SH],
+        stdin=read_end,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd="/",
+        timeout=10,
+        check=False,
+    )
+    try:
+        return int(out.stdout.strip())
+    except ValueError:
+        raise OSError(f"no holder process started ({out.stdout!r})") from None
+
+
 class Holder:
     """Async context manager: a ``cat`` whose pid a record names. It reads the daemon's pipe
     and ends when the daemon closes it, or dies. Started through ``sh`` in the background, so
@@ -125,29 +150,13 @@ class Holder:
 
     async def __aenter__(self) -> Holder:
         read_end, write_end = os.pipe()
-        os.set_inheritable(read_end, True)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                "sh",
-                "-c",
-                f"cat <&{read_end} >/dev/null 2>&1 & echo $!",
-                cwd="/",
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                pass_fds=(read_end,),
-            )
-            out, _ = await proc.communicate()
+            self.pid = await asyncio.to_thread(_start_holder, read_end)
         except BaseException:
             os.close(write_end)
             raise
         finally:
             os.close(read_end)
-        try:
-            self.pid = int(out.strip())
-        except ValueError:
-            os.close(write_end)
-            raise OSError(f"no holder process started ({out!r})") from None
         self._pipe = write_end
         return self
 
