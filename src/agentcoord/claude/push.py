@@ -10,12 +10,15 @@ the daemon reads it from the shim's process. It only opts into push, never says 
 is (that still comes from the peer's ancestry, DESIGN.md "Identity and trust"). A session
 without it keeps getting its messages from the hooks.
 
-Exactly once across channel and hooks: both read the agent's one durable consumer
+Exactly once across channel, native inbox and hooks: all read the agent's one durable consumer
 (:class:`~agentcoord.stores.messagebus.MessageBus`), which returns each message once. The push
 reads with ``after`` (what it has written), so a message stays unacknowledged until it was
 written whole to the session's socket, and the next read confirms it; a hook read acknowledges
 what it takes. A message written but not yet confirmed when the connection drops is given to
 the next push reader, or comes back to the hooks after the bus's ``ack_wait``.
+
+:func:`pump_inbox` is that read-write-confirm loop, shared with the native inbox
+(claude/inbox/delivery.py).
 
 Waking: the pump does not park in a long pull (that holds the agent's read lock, and a hook's
 or the ``inbox`` tool's read would wait behind it); one core NATS subscription per daemon on the
