@@ -209,7 +209,8 @@ async def _inbox_context(
 
     A session with a native inbox (claude/inbox) or a channel (claude/push.py) reads the same
     consumer: each message reaches the model once, through whichever read takes it first; what
-    this read takes is acknowledged here. The hook also tells the channel the session went past its permission dialogs."""
+    this read takes is acknowledged here. The hook also tells the channel the session went past
+    its permission dialogs."""
     messaging = deps.messaging
     if caller.kind == "human":
         return None

@@ -185,10 +185,13 @@ class NativeInboxes:
         own = {os.getpid(), *(pub.pid for pub in self._boxes.holders())}
         pids = registry_pids(self._claude_dir) - own
         for target in list(self._targets.values()):
-            if target.peer.pid not in pids:
+            fresh = read_peer(self._claude_dir, target.peer.pid, self._uid)
+            if target.peer.pid not in pids or fresh is None:
                 self._stop(target, "its registry record is gone")
             elif self._elsewhere(target.agent):
                 self._stop(target, "its messages go over its channel")
+            else:
+                target.peer = fresh  # its name and idle/busy status, as of this turn
         # A pid whose record went is forgotten: if the kernel gives it to a new session, that
         # one is looked up afresh, never taken for the agent of the one that ended.
         self._known = {p: a for p, a in self._known.items() if p in pids}
