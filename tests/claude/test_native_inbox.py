@@ -354,3 +354,29 @@ def test_a_live_session_asking_back_along_the_chain_is_refused(
     assert got["answer"].startswith("back: "), got
     assert "cycle" in got["answer"], got
     assert asker in got["answer"], got
+
+
+def test_a_burst_reaches_a_busy_session_whole_and_once(daemon: Daemon, claude: Claude) -> None:
+    """40 messages sent at once to a busy session (past the 30 frames Claude Code takes from a
+    sender before it paces them) all reach the model, each in exactly one place of the first
+    request that carries it."""
+    from tests.tools.conftest import human_call
+
+    hold = threading.Event()
+    claude.api.script(Text("first", hold=hold), *[Text("noted")] * 10)
+    proc = claude.start("hello")
+    texts = [f"burst {i:02d} c41e" for i in range(40)]
+    try:
+        claude.api.wait_requests(1, timeout=WAIT)
+        agent = native_agent(daemon)
+        for text in texts:
+            human_call(daemon, "send", to=agent, text=text)
+        _poll(lambda: len(delivered(daemon, agent)) >= len(texts), "every native delivery")
+    finally:
+        hold.set()
+    run = claude.finish(proc)
+    run.check()
+    for text in texts:
+        first = next((r for r in run.requests if text in texts_of(r)), None)
+        assert first is not None, text
+        assert texts_of(first).count(text) == 1, text

@@ -64,12 +64,37 @@ _SENT_KEPT = 4096  # frames whose receipts we can still match to their sender
 _RECEIPTS = {"held", "refused", "expired"}
 
 
+_BURST = 30  # frames a session takes from one sender at once (Claude Code's own limit) ...
+_RATE = 0.5  # ... and then per second
+
+
+@dataclass
+class _Bucket:
+    tokens: float = float(_BURST)
+    at: float = field(default_factory=time.monotonic)
+
+    def _fill(self) -> None:
+        now = time.monotonic()
+        self.tokens = min(float(_BURST), self.tokens + (now - self.at) * _RATE)
+        self.at = now
+
+    def delay(self) -> float:
+        """Seconds until a frame may go (0: now)."""
+        self._fill()
+        return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) / _RATE
+
+    def take(self) -> None:
+        self._fill()
+        self.tokens -= 1.0
+
+
 @dataclass(eq=False)
 class _Target:
     agent: str
     peer: Peer
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: bool = False
+    bucket: _Bucket = field(default_factory=_Bucket)
 
 
 @dataclass(frozen=True)
@@ -260,32 +285,59 @@ class NativeInboxes:
         )
 
     async def _write(self, target: _Target, got: list[Any], written: int) -> int:
+        """Hand ``got`` over, consecutive messages of one sender as one frame; the highest
+        seq handed over (or skipped as the agent's own post)."""
         mine = inbox_subject(target.agent)
+        run: list[tuple[int, dict[str, Any]]] = []  # (seq, view) of one sender, in order
         for r in got:
             if target.stopped or self._elsewhere(target.agent):
                 break  # left unconfirmed: the next reader gets it
             view = wire.message_view(r.message, r.seq)
             sender = str(view.get("from", ""))
-            if sender != target.agent or r.subject == mine:  # not our own post
-                msg_id = new_msg_id()
-                frame = user_frame(
-                    context_line(view),
-                    sender=await self._reply_address(sender),
-                    sender_name=sender or ROUTER_NAME,
-                    msg_id=msg_id,
-                )
-                try:
-                    await write_frames(target.peer, [frame])
-                except Unreachable as exc:
-                    self._cooldown[target.peer.pid] = time.monotonic() + _COOLDOWN_S
-                    self._stop(target, str(exc))
-                    break
-                self._remember(msg_id, _Sent(sender, target.agent, target.peer.pid, r.seq))
-                self._messaging.emit(
-                    "MESSAGE_DELIVERED", target.agent, via="native", seq=r.seq, sender=sender
-                )
-            written = max(written, r.seq)
+            own = sender == target.agent and r.subject != mine
+            if run and (own or run[0][1].get("from") != sender):
+                if not await self._flush(target, run):
+                    return written
+                written, run = max(written, run[-1][0]), []
+            if own:
+                written = max(written, r.seq)
+            else:
+                run.append((r.seq, view))
+        if run and not target.stopped and await self._flush(target, run):
+            written = max(written, run[-1][0])
         return written
+
+    async def _flush(self, target: _Target, run: list[tuple[int, dict[str, Any]]]) -> bool:
+        """One frame for a run of one sender's messages, within the session's rate (Claude
+        Code takes 30 frames from a sender, then one every 2 s, and drops a repeat within 30 s:
+        the seq makes each text its own). False: nothing was handed over."""
+        delay = target.bucket.delay()
+        if delay > 0:
+            await asyncio.sleep(delay)  # the messages wait, unconfirmed; more pile into the run
+            if target.stopped:
+                return False
+        sender = str(run[0][1].get("from", ""))
+        text = "\n".join(f"{context_line(view)} (message {seq})" for seq, view in run)
+        msg_id = new_msg_id()
+        frame = user_frame(
+            text,
+            sender=await self._reply_address(sender),
+            sender_name=sender or ROUTER_NAME,
+            msg_id=msg_id,
+        )
+        try:
+            await write_frames(target.peer, [frame])
+        except Unreachable as exc:
+            self._cooldown[target.peer.pid] = time.monotonic() + _COOLDOWN_S
+            self._stop(target, str(exc))
+            return False
+        target.bucket.take()
+        for seq, _ in run:
+            self._remember(msg_id, _Sent(sender, target.agent, target.peer.pid, seq))
+            self._messaging.emit(
+                "MESSAGE_DELIVERED", target.agent, via="native", seq=seq, sender=sender
+            )
+        return True
 
     async def _reply_address(self, sender: str) -> str:
         """Where a session's reply to ``sender`` goes: its mailbox (the daemon's own for the
