@@ -75,6 +75,10 @@ def test_control_frames_and_notices_parse() -> None:
     }
     status = parse_line(json.dumps(receipt).encode())
     assert (status.kind, status.reply_to, status.state) == ("status", "m", "held")
+    # A refusal as 2.1.328 sends it: expired, with the detail and a reason.
+    refusal = {**receipt, "status": "expired", "status_detail": "refused", "reason": "not now"}
+    status = parse_line(json.dumps(refusal).encode())
+    assert (status.state, status.text) == ("refused", "not now")
     for junk in (b"not json", b"[1]"):
         with pytest.raises(FrameError):
             parse_line(junk)

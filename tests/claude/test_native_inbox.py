@@ -380,3 +380,30 @@ def test_a_burst_reaches_a_busy_session_whole_and_once(daemon: Daemon, claude: C
         first = next((r for r in run.requests if text in texts_of(r)), None)
         assert first is not None, text
         assert texts_of(first).count(text) == 1, text
+
+
+def test_a_refused_message_is_reported_to_its_sender(daemon: Daemon, claude: Claude) -> None:
+    """A session whose inbound policy refuses cross-session messages answers the daemon's frame
+    with a receipt; the human who sent the message finds a note saying it was refused."""
+    from tests.tools.conftest import human_call
+
+    hold = threading.Event()
+    claude.api.script(Text("first", hold=hold), Text("second"))
+    refuse = json.dumps({"crossSessionInbound": "refuse"})  # seen to refuse with 2.1.328
+    proc = claude.start("hello", "--settings", refuse)
+    try:
+        claude.api.wait_requests(1, timeout=WAIT)
+        agent = native_agent(daemon)
+        human_call(daemon, "send", to=agent, text="refuse me 2b7f")
+        _poll(lambda: delivered(daemon, agent), "the native delivery")
+
+        def noted() -> list[dict[str, Any]]:
+            return [m for m in _human_inbox(daemon) if "was refused" in m.get("text", "")]
+
+        note = _poll(noted, "the note of the refusal")
+    finally:
+        hold.set()
+    run = claude.finish(proc)
+    run.check()
+    assert note[0]["from"] == agent, note
+    assert all("refuse me 2b7f" not in texts_of(r) for r in run.requests)

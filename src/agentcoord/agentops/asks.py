@@ -44,7 +44,8 @@ class LiveAsk(Protocol):
 
     async def ask(self, agent: str, asker: str, text: str, timeout: float) -> str | None:
         """The final text of the turn ``text`` starts in ``agent``; None when ``agent`` has
-        no such inbox; :class:`TimeoutError` when the turn did not end within ``timeout``."""
+        no such inbox; :class:`TimeoutError` when the turn did not end within ``timeout``; a
+        :class:`~agentcoord.errors.ToolError` saying why when the session would not take it."""
         ...
 
 

@@ -36,6 +36,7 @@ from agentcoord.claude.inbox.listener import Conn, Identify
 from agentcoord.claude.inbox.mailboxes import ROUTER_NAME, Mailboxes
 from agentcoord.claude.inbox.registry import Peer, read_peer, registry_pids
 from agentcoord.claude.push import context_line, pump_inbox
+from agentcoord.errors import ToolError
 from agentcoord.kernel import wire
 from agentcoord.kernel.tasks import TaskSet
 from agentcoord.proto.agent.v1 import agent_pb2 as pb
@@ -62,6 +63,11 @@ _WAKE_RELIST_S = 0.5  # a message for an agent not served: the store is asked at
 _COOLDOWN_S = 5.0  # after a write failed, the session's record is believed again after this
 _SENT_KEPT = 4096  # frames whose receipts we can still match to their sender
 _RECEIPTS = {"held", "refused", "expired"}
+_SAID = {
+    "held": "held (for its user's approval, by its inbound policy)",
+    "refused": "refused (by its inbound policy)",
+    "expired": "let expire",
+}
 
 
 _BURST = 30  # frames a session takes from one sender at once (Claude Code's own limit) ...
@@ -143,6 +149,8 @@ class NativeInboxes:
         self._cooldown: dict[int, float] = {}
         self._sent: OrderedDict[str, _Sent] = OrderedDict()
         self._idle: dict[str, tuple[int, asyncio.Future[str]]] = {}
+        self._asks: dict[str, tuple[int, asyncio.Future[str]]] = {}  # by the question's msg_id
+        self._last: dict[int, str] = {}  # session pid -> the agent that wrote to it last
         self._rescan = asyncio.Event()
         self._relist = False  # a message came for an agent this side does not know
         self._subs: list[Any] = []
@@ -220,6 +228,7 @@ class NativeInboxes:
         # A pid whose record went is forgotten: if the kernel gives it to a new session, that
         # one is looked up afresh, never taken for the agent of the one that ended.
         self._known = {p: a for p, a in self._known.items() if p in pids}
+        self._last = {p: a for p, a in self._last.items() if p in pids}
         now = time.monotonic()
         unmapped = {p for p in pids if p not in self._known}
         if not unmapped:
@@ -321,7 +330,7 @@ class NativeInboxes:
         msg_id = new_msg_id()
         frame = user_frame(
             text,
-            sender=await self._reply_address(sender),
+            sender=self.address,
             sender_name=sender or ROUTER_NAME,
             msg_id=msg_id,
         )
@@ -332,19 +341,13 @@ class NativeInboxes:
             self._stop(target, str(exc))
             return False
         target.bucket.take()
+        self._last[target.peer.pid] = sender
         for seq, _ in run:
             self._remember(msg_id, _Sent(sender, target.agent, target.peer.pid, seq))
             self._messaging.emit(
                 "MESSAGE_DELIVERED", target.agent, via="native", seq=seq, sender=sender
             )
         return True
-
-    async def _reply_address(self, sender: str) -> str:
-        """Where a session's reply to ``sender`` goes: its mailbox (the daemon's own for the
-        daemon's notes, which nobody answers)."""
-        if not sender or sender == ROUTER_NAME:
-            return self.address
-        return await self._boxes.address_of(sender)
 
     def _remember(self, msg_id: str, sent: _Sent) -> None:
         self._sent[msg_id] = sent
@@ -364,8 +367,9 @@ class NativeInboxes:
             await self._message(conn, box, frame)
 
     async def _message(self, conn: Conn, box: str | None, frame: Incoming) -> None:
-        """A session's ``SendMessage`` to an agentcoord agent's mailbox: from the agent the
-        daemon identifies the writing process as (never what the frame says), to ``box``."""
+        """A session's ``SendMessage`` to a published agent's mailbox (``box``), or to the
+        daemon's own socket (a reply): from the agent the daemon identifies the writing process
+        as, never what the frame says."""
         who = await conn.who()
         if who is None or getattr(who, "kind", None) not in ("session", "runner"):
             self._boxes.limits.refused += 1
@@ -375,12 +379,16 @@ class NativeInboxes:
             )
             return
         if box is None:
-            note = (
-                f"{ROUTER_NAME} itself reads no messages: send to an agent by the name "
-                "ListAgents shows, or reply to the from address of the message you got"
-            )
-            await self._note(who.agent, note)
-            return
+            # A reply to the from of what the daemon wrote: to the agent that wrote to this
+            # session last (its receipts need that from to be the daemon's own, vetted address).
+            box = self._last.get(conn.pid)
+            if box is None or box == ROUTER_NAME:
+                note = (
+                    f"{ROUTER_NAME} routes replies to the agent that wrote to you last, and "
+                    "none did: send to an agent by the name ListAgents shows"
+                )
+                await self._note(who.agent, note)
+                return
         try:
             out = await self._route(who, box, frame.text)
         except Exception as exc:  # a ToolError says why; the sender is told
@@ -399,6 +407,11 @@ class NativeInboxes:
     async def _receipt(self, pid: int, frame: Incoming) -> None:
         """``held``/``refused``/``expired``: the sender is told what became of its message
         (a receipt only counts from the session the message was written to)."""
+        asked = self._asks.get(frame.reply_to)
+        if asked is not None and asked[0] == pid and frame.state in _RECEIPTS:
+            if not asked[1].done():  # the ask says so at once, not at its timeout
+                asked[1].set_exception(ToolError(f"the session {_SAID[frame.state]} the question"))
+            return
         sent = self._sent.get(frame.reply_to)
         if sent is None or sent.pid != pid or frame.state not in _RECEIPTS:
             return
@@ -413,6 +426,8 @@ class NativeInboxes:
             "expired": "expired before the session took it",
         }[frame.state]
         body = f"your message (seq {sent.seq}) to {sent.recipient} {what}"
+        if frame.text:
+            body += f" (the session says: {frame.text[:500]})"
         note = wire.make_message(
             sender=sent.recipient, kind=pb.MESSAGE_TEXT, body=body.encode(), to=sent.sender
         )
@@ -424,7 +439,8 @@ class NativeInboxes:
         """Put ``text`` to the live session ``agent`` through its native inbox and wait up to
         ``timeout`` s for the turn it starts to end: that turn's final text. None when the
         session has no native inbox (the caller takes another way); :class:`TimeoutError`
-        when the turn did not end in time."""
+        when the turn did not end in time; :class:`ToolError` when the session held, refused
+        or let expire the question (its receipt)."""
         peer = self.peer(agent)
         if peer is None or "notify_idle" not in peer.features:
             return None
@@ -432,10 +448,11 @@ class NativeInboxes:
         notice = new_msg_id()
         fut: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._idle[notice] = (peer.pid, fut)
+        self._asks[question] = (peer.pid, fut)
         try:
-            reply_to = await self._boxes.address_of(asker)
+            self._last[peer.pid] = asker
             frames = [
-                user_frame(text, sender=reply_to, sender_name=asker, msg_id=question),
+                user_frame(text, sender=self.address, sender_name=asker, msg_id=question),
                 notify_when_idle(sender=self.address, msg_id=notice),
             ]
             try:
@@ -446,3 +463,4 @@ class NativeInboxes:
                 return await fut
         finally:
             self._idle.pop(notice, None)
+            self._asks.pop(question, None)

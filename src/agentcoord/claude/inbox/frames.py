@@ -105,7 +105,7 @@ class Incoming:
 
     kind: str
     msg_id: str
-    text: str = ""  # a message's text; an idle notice's last final text
+    text: str = ""  # a message's text; an idle notice's last final text; a receipt's reason
     reply_to: str = ""  # the original msg_id a notice or receipt answers
     state: str = ""  # a receipt's status (held/refused/expired/...), a notice's state
     raw: dict[str, Any] | None = None
@@ -161,6 +161,15 @@ def parse_line(line: bytes) -> Incoming:
             raw=frame,
         )
     if action == "peer_message_status" or ftype == "peer_message_status":
-        state = frame.get("status") or frame.get("state") or ""
-        return Incoming("status", msg_id, reply_to=reply_to, state=str(state), raw=frame)
+        # A refusal reads ``status: expired, status_detail: refused`` (seen with 2.1.328).
+        state = frame.get("status_detail") or frame.get("status") or ""
+        reason = frame.get("reason")
+        return Incoming(
+            "status",
+            msg_id,
+            text=reason if isinstance(reason, str) else "",
+            reply_to=reply_to,
+            state=str(state),
+            raw=frame,
+        )
     return Incoming("other", msg_id, raw=frame)

@@ -1,10 +1,9 @@
 """The daemon's sockets among Claude Code's peers (docs/claude-code.md "Who sessions can
 message"):
 
-- its own socket and record, named :data:`ROUTER_NAME`: idle notices and receipts come back
-  there;
-- one mailbox socket per agentcoord agent that writes to a session: the ``from`` of its frames,
-  so a session's reply (``SendMessage`` to the ``from`` it read) reaches that agent;
+- its own socket and record, named :data:`ROUTER_NAME`: the ``from`` of every frame it writes,
+  so idle notices, receipts and replies come back there (a session sends receipts only to an
+  address whose record names the process that wrote the frame);
 - a registry record for each agent that is not a Claude Code session (local package agents,
   the human), under a :class:`~agentcoord.claude.inbox.records.Holder`'s pid, naming its
   mailbox: ``ListAgents`` lists it by that name and ``SendMessage`` reaches it.
@@ -142,8 +141,8 @@ class Mailboxes:
         return self._socks / f"{self._pid}-{digest}.sock"
 
     async def address_of(self, agent: str) -> str:
-        """The address a frame from ``agent`` says it is from (its mailbox, bound on first
-        use), the daemon's own when too many are bound."""
+        """``agent``'s mailbox (bound on first use), the daemon's own when too many are
+        bound."""
         box = self._boxes.get(agent)
         if box is None:
             if len(self._boxes) >= MAX_MAILBOXES:
