@@ -214,7 +214,11 @@ class NativeInboxes:
 
     async def _scan(self, *, relist: bool = False) -> None:
         if self._published is not None:
-            await self._boxes.publish(self._published())
+            try:
+                await self._boxes.publish(self._published())
+            except OSError as exc:  # no sh or cat, a full disk: sessions reach no other agent
+                log.warning("sessions cannot message the other agents: %s", exc)
+                self._published = None
         own = {os.getpid(), *(pub.pid for pub in self._boxes.holders())}
         pids = registry_pids(self._claude_dir) - own
         for target in list(self._targets.values()):
