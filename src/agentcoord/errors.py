@@ -30,6 +30,7 @@ elsewhere (``tests/test_errors.py`` checks that none is missing and none is made
     │   └── _Closed                 stores/objects/watch.py: a watch ended by its owner
     └── DomainError                 a request refused or not carried out; its text says why
         ├── InvalidArguments        wrong type, missing required argument, bad value
+        │   └── FrameError          claude/inbox/frames.py: a line that is not a native frame
         ├── IdentityError           caller cannot be identified, or is refused
         │   ├── IdentityMismatch    an ``agent``/``from`` argument disagrees with the transport
         │   └── PeerGone            the caller left before it could be identified
@@ -44,6 +45,7 @@ elsewhere (``tests/test_errors.py`` checks that none is missing and none is made
         │   ├── StaleToken          stores/kv/_claimrules.py: not the current grant's token
         │   └── AlreadyAnswered     stores/records.py: a prompt's first answer stands
         ├── Unavailable             a part the request needs is not there or not running
+        │   └── Unreachable         claude/inbox/client.py: a session's inbox took nothing
         ├── TimedOut                nobody answered within the wait the request made
         ├── OperationFailed         a step the request ran failed (git, a turn, a reload)
         │   └── DispatchFailed      localagents/_failures.py: routing or delivery failed

@@ -38,6 +38,10 @@ OFFLINE = {
     "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",  # nothing listens: no model is asked here
 }
 
+# Claude Code's own switch for its cross-session inbox ("0": a session without one, as older
+# versions and --bare run): tests of the hooks' delivery set it.
+NO_NATIVE_INBOX = "CLAUDE_CODE_HARBOR_KITE"
+
 
 @pytest.fixture(scope="session")
 def real_claude() -> Path:

@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from typing import Any
 
-from tests.claude.conftest import SERVER, Claude
+from tests.claude.conftest import NO_NATIVE_INBOX, SERVER, Claude
 from tests.claude.model_api import Request, Text, ToolUse, context_texts, tool_results
 from tests.conftest import Daemon
 from tests.tools.session_helpers import own_call
@@ -57,6 +57,9 @@ def test_after_compact_the_model_is_told_its_claims_focus_and_inbox_again(
     SessionStart:compact hook's answer (Claude Code's own hook_response) and the first model
     request after the compaction name the same agent, the lock with its expiry, the focus and
     one waiting message."""
+    # Without a native inbox the message waits (with one it would be delivered at once:
+    # docs/claude-code.md "The native inbox").
+    claude.env[NO_NATIVE_INBOX] = "0"
     claude.api.script(
         ToolUse(f"mcp__{SERVER}__annotate", {"intent": "shipping the release"}),
         ToolUse(f"mcp__{SERVER}__claim", {"resource_key": "deploy-lock", "ttl": "10m"}),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.agentops.conftest import wait_for
-from tests.claude.conftest import SERVER, Claude
+from tests.claude.conftest import NO_NATIVE_INBOX, SERVER, Claude
 from tests.claude.model_api import Request, Text, ToolUse, context_texts, tool_results
 from tests.conftest import Daemon
 from tests.tools.session_helpers import holding, own_call, session_call
@@ -166,6 +166,8 @@ def test_a_message_arrives_with_the_next_prompt(
     """A message another agent sends the session between two prompts reaches the model in the
     next prompt's first request (`--resume`, the same Agent), as UserPromptSubmit hook
     additional context naming the sender; the first prompt's requests had no such context."""
+    # The hooks' path: a session without a native inbox (docs/claude-code.md "The native inbox").
+    claude.env[NO_NATIVE_INBOX] = "0"
     claude.api.script(Text("hello"))
     first = claude.run("hello")
     first.check()
@@ -191,6 +193,8 @@ def test_a_message_sent_mid_turn_arrives_after_the_next_tool_call(
 ) -> None:
     """A message the human sends while the model is deciding its first tool call reaches the
     model in the request after that tool call, as PostToolUse hook additional context."""
+    # The hooks' path: a session without a native inbox (docs/claude-code.md "The native inbox").
+    claude.env[NO_NATIVE_INBOX] = "0"
     go = threading.Event()
     claude.api.script(ToolUse(WHOAMI, {}, hold=go), Text("read it"))
     proc = claude.start("check in")

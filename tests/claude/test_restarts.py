@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.claude.conftest import SERVER, Claude
+from tests.claude.conftest import NO_NATIVE_INBOX, SERVER, Claude
 from tests.claude.model_api import Text, ToolUse, context_texts, tool_results
 from tests.claude.test_channels import WAIT, _channel_session, _channel_texts, _send
 from tests.conftest import Daemon
@@ -27,6 +27,8 @@ def test_a_session_calls_again_after_the_daemon_restarts(daemon: Daemon, claude:
     """whoami, then SIGTERM and a new start of the daemon, then whoami again in the same
     session: the second answer is no error and names the same agent, the HTTP address is the
     same, and a message the human sent after the restart arrives with that tool call."""
+    # The hooks' path: a session without a native inbox (docs/claude-code.md "The native inbox").
+    claude.env[NO_NATIVE_INBOX] = "0"
     go = threading.Event()
     claude.api.script(ToolUse(WHOAMI, {}), ToolUse(WHOAMI, {}, hold=go), Text("done"))
     addr = daemon.http_addr

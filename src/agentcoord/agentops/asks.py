@@ -1,10 +1,12 @@
-"""Asks that wait in interactive sessions' inboxes
+"""Asks to interactive sessions the daemon did not start
 (docs/ask-and-operator.md "send_message and ask").
 
-An interactive session the daemon did not start cannot be prompted from outside: the text
-lands in its durable inbox and ``ask`` waits, up to a timeout, for the session to answer with
-the ``reply`` tool (:class:`InboxAsks`). The facade over these and the controller is
-:class:`agentcoord.agentops.ops.AgentOps`.
+A session with a native inbox (Claude Code's own cross-session messaging, docs/claude-code.md
+"The native inbox") is prompted through it: the question starts a turn at once and ``ask``
+returns that turn's final text, as it does for the agents the daemon starts (:class:`LiveAsk`,
+given by the composition root). Any other session is written to its durable inbox, and ``ask``
+waits, up to a timeout, for it to answer with the ``reply`` tool (:class:`InboxAsks`). The
+facade over these and the controller is :class:`agentcoord.agentops.ops.AgentOps`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import secrets
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentcoord.agentops.callrules import TurnPlace
 from agentcoord.agentops.turns import ActiveTurns
@@ -24,12 +26,28 @@ from agentcoord.proto.agent.v1 import agent_pb2 as pb
 if TYPE_CHECKING:
     from agentcoord.messaging import Messaging
 
-__all__ = ["INBOX_NOTE", "InboxAsks"]
+__all__ = ["INBOX_NOTE", "LIVE_NOTE", "InboxAsks", "LiveAsk"]
 
 INBOX_NOTE = (
     "{target} is an interactive session the daemon did not start: the text went to its "
     "inbox and {how}"
 )
+
+
+LIVE_NOTE = (
+    "{target} is an interactive session the daemon did not start: the text went to its native "
+    "inbox and {how}"
+)
+
+
+class LiveAsk(Protocol):
+    """Prompting a live session through its own inbox (claude/inbox)."""
+
+    async def ask(self, agent: str, asker: str, text: str, timeout: float) -> str | None:
+        """The final text of the turn ``text`` starts in ``agent``; None when ``agent`` has
+        no such inbox; :class:`TimeoutError` when the turn did not end within ``timeout``; a
+        :class:`~agentcoord.errors.Unavailable` saying why when the session would not take it."""
+        ...
 
 
 @dataclass
@@ -43,9 +61,10 @@ class _Pending:
 class InboxAsks:
     """Asks waiting in interactive sessions' inboxes for a ``reply``."""
 
-    def __init__(self, active: ActiveTurns) -> None:
+    def __init__(self, active: ActiveTurns, live: LiveAsk | None = None) -> None:
         self._active = active
         self._pending: dict[str, _Pending] = {}
+        self.live = live  # set by the composition root when native inboxes are served
 
     async def ask(
         self,
@@ -64,6 +83,10 @@ class InboxAsks:
         self._active.add(target, ask_id, place)
         started = time.monotonic()
         try:
+            if self.live is not None:
+                live = await self._ask_live(self.live, me, target, place, body, timeout, ask_id)
+                if live is not None:
+                    return live
             text = f"{body}\n\n(Answer with the reply tool: reply(ask={ask_id!r}, text=...).)"
             msg = wire.make_message(
                 sender=me,
@@ -99,6 +122,41 @@ class InboxAsks:
             "depth": place.depth,
             "duration_ms": round((time.monotonic() - started) * 1000),
             "note": INBOX_NOTE.format(target=target, how="this call waited for its reply"),
+        }
+
+    async def _ask_live(
+        self,
+        live: LiveAsk,
+        me: str,
+        target: str,
+        place: TurnPlace,
+        body: str,
+        timeout: float,
+        ask_id: str,
+    ) -> dict[str, Any] | None:
+        """Through the session's native inbox: its turn's final text, or None (no inbox)."""
+        started = time.monotonic()
+        out: dict[str, Any] = {"agent": target, "via": "native", "ask": ask_id}
+        out["depth"] = place.depth
+        try:
+            answer = await live.ask(target, me, body, timeout)
+        except TimeoutError:
+            how = f"its turn did not end within {timeout:g} s"
+            return {
+                **out,
+                "answered": False,
+                "answer": None,
+                "note": LIVE_NOTE.format(target=target, how=how),
+            }
+        if answer is None:
+            return None
+        how = "this call waited for the turn it started to end"
+        return {
+            **out,
+            "answered": True,
+            "answer": answer,
+            "duration_ms": round((time.monotonic() - started) * 1000),
+            "note": LIVE_NOTE.format(target=target, how=how),
         }
 
     def reply(self, me: str, ask_id: str, text: str) -> dict[str, Any]:

@@ -243,9 +243,10 @@ async def _inbox_context(
 ) -> dict[str, Any] | None:
     """UserPromptSubmit/PostToolUse: hand pending messages to the model as context.
 
-    A session with a channel (claude/push.py) reads the same consumer: each message reaches the
-    model once, through whichever read takes it first; what this read takes is acknowledged
-    here. The hook also tells the channel the session went past its permission dialogs."""
+    A session with a native inbox (claude/inbox) or a channel (claude/push.py) reads the same
+    consumer: each message reaches the model once, through whichever read takes it first; what
+    this read takes is acknowledged here. The hook also tells the channel the session went past
+    its permission dialogs."""
     messaging = deps.messaging
     if caller.kind == "human":
         return None

@@ -10,12 +10,15 @@ the shim's process. It only opts into push, never says who the caller is (that s
 peer's ancestry, docs/security.md "By transport"). A session without it keeps getting its messages
 from the hooks.
 
-Exactly once across channel and hooks: both read the agent's one durable consumer
+Exactly once across channel, native inbox and hooks: all read the agent's one durable consumer
 (:class:`~agentcoord.stores.messagebus.MessageBus`), which returns each message once. The push
 reads with ``after`` (what it has written), so a message stays unacknowledged until it was
 written whole to the session's socket, and the next read confirms it; a hook read acknowledges
 what it takes. A message written but not yet confirmed when the connection drops is given to
 the next push reader, or comes back to the hooks after the bus's ``ack_wait``.
+
+:func:`pump_inbox` is that read-write-confirm loop, shared with the native inbox
+(claude/inbox/delivery.py).
 
 Waking: the pump does not park in a long pull (that holds the agent's read lock, and a hook's
 or the ``inbox`` tool's read would wait behind it); one core NATS subscription per daemon on the
@@ -55,6 +58,7 @@ __all__ = [
     "context_line",
     "notification",
     "opted_in",
+    "pump_inbox",
 ]
 
 log = logging.getLogger(__name__)
@@ -142,6 +146,44 @@ def notification(view: dict[str, Any]) -> dict[str, Any]:
         "method": CHANNEL,
         "params": {"content": context_line(view), "meta": meta},
     }
+
+
+Write = Callable[[list[Any], int], Awaitable[int]]
+
+
+async def pump_inbox(
+    messaging: Messaging,
+    agent: str,
+    wake: asyncio.Event,
+    stopped: Callable[[], bool],
+    write: Write,
+    poll: float = _POLL_S,
+) -> None:
+    """Read, write, confirm, until ``stopped()``: a message is acknowledged only once
+    ``write`` (which returns the highest seq it handed over) took it whole. Shared by the
+    channel push and the native inbox (claude/inbox), which read the same consumer as the
+    hooks: each message goes one way, once."""
+    written = 0  # the highest seq written to the session (or skipped as our own)
+    batch, linger = _BATCH, 0.0  # first: what queued up while the session was away
+    while not stopped():
+        wake.clear()
+        got = await messaging.read_inbox(agent, batch, linger, after=written)
+        # Then one message a read: a wake-up is about one message, a batch costs a second
+        # pull for the rest, and a read that finds nothing at once waits for its whole
+        # batch (up to 1 s) when the consumer says a message is on its way. A full batch
+        # means a backlog: keep taking batches.
+        batch, linger = (_BATCH if len(got) >= batch > 1 else 1), 0.0
+        written = await write(got, written)
+        if got:
+            continue  # the next read confirms what was written, and drains the rest
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(poll):
+                await wake.wait()
+                linger = _LINGER_S
+    if written:
+        # Confirm what this connection was given; anything the read takes with it stays
+        # held for the next reader (the bus gives it again).
+        await messaging.read_inbox(agent, 1, 0.0, after=written)
 
 
 @dataclass(eq=False)
@@ -259,29 +301,14 @@ class ChannelPush:
                 target.wake.set()
 
     async def _pump(self, target: _Target) -> None:
-        """Read, write, confirm: a message is acknowledged only once written whole."""
-        messaging = self._messaging
-        written = 0  # the highest seq written to the socket (or skipped as our own)
-        batch, linger = _BATCH, 0.0  # first: what queued up while the session was away
-        while not target.stopped:
-            target.wake.clear()
-            got = await messaging.read_inbox(target.agent, batch, linger, after=written)
-            # Then one message a read: a wake-up is about one message, a batch costs a second
-            # pull for the rest, and a read that finds nothing at once waits for its whole
-            # batch (up to 1 s) when the consumer says a message is on its way. A full batch
-            # means a backlog: keep taking batches.
-            batch, linger = (_BATCH if len(got) >= batch > 1 else 1), 0.0
-            written = await self._write(target, got, written)
-            if got:
-                continue  # the next read confirms what was written, and drains the rest
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._poll):
-                    await target.wake.wait()
-                    linger = _LINGER_S
-        if written:
-            # Confirm what this connection was given; anything the read takes with it stays
-            # held for the next reader (the bus gives it again).
-            await messaging.read_inbox(target.agent, 1, 0.0, after=written)
+        await pump_inbox(
+            self._messaging,
+            target.agent,
+            target.wake,
+            lambda: target.stopped,
+            lambda got, written: self._write(target, got, written),
+            self._poll,
+        )
 
     async def _write(self, target: _Target, got: list[Any], written: int) -> int:
         """Write ``got`` as notifications until one fails; the highest seq written."""

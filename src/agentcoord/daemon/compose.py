@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from agentcoord.agentops import AgentOps
     from agentcoord.approvals import Approvals
     from agentcoord.budgets import Budgets
+    from agentcoord.claude.inbox import NativeInboxes
+    from agentcoord.kernel.caller import Caller
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
@@ -61,6 +63,7 @@ _SERVICE_MODULES = (
     "agentcoord.mcp.unix",
     "agentcoord.claude.hooks",
     "agentcoord.claude.push",
+    "agentcoord.claude.inbox",
     "agentcoord.console.desktop",
     "agentcoord.stores.audit",
     "agentcoord.stores.objects.repository",
@@ -390,6 +393,9 @@ async def _listeners(
     status = DaemonStatus(s, connections)
     # channel push (docs/claude-code.md "Channels")
     push = await stack.enter_async_context(ChannelPush(s.messaging))
+    # native inboxes (docs/claude-code.md "The native inbox"); ask prompts live sessions there
+    native = await stack.enter_async_context(_native_inboxes(s, push.pushing))
+    s.operator.inbox.live = native
     hooks = Hooks(
         HookDeps(
             leases=s.leases,
@@ -456,6 +462,80 @@ async def _listeners(
     write_private(cfg.http_addr_file, addr + "\n", durable=False)
     stack.callback(_unlink, cfg.http_addr_file)
     return status, unix
+
+
+def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxes:
+    """Delivery through Claude Code's own inboxes: the sessions' socket dir is where Claude
+    Code puts it (``$XDG_RUNTIME_DIR``, else ``$CLAUDE_CODE_TMPDIR``, else the temp dir, then
+    ``cc-socks``); the live session agents come from the store; a session the channel push
+    serves (``pushing``) keeps its channel."""
+    import tempfile
+
+    from agentcoord.claude.inbox import NativeInboxes
+    from agentcoord.stores.objects.agentdirectory import PROC_LABEL, StoreDirectory, parse_proc
+
+    base = (
+        os.environ.get("XDG_RUNTIME_DIR")
+        or os.environ.get("CLAUDE_CODE_TMPDIR")
+        or tempfile.gettempdir()
+    )
+    directory = s.identity.directory
+    selector = directory.selector if isinstance(directory, StoreDirectory) else PROC_LABEL
+    store, ns = s.store, s.config.kube_namespace
+
+    async def running() -> dict[int, str]:
+        objs, _ = await store.list("agents", ns, selector)
+        out: dict[int, str] = {}
+        for obj in objs:
+            if (obj.get("status") or {}).get("phase") != "Running":
+                continue
+            key = parse_proc((obj["metadata"].get("labels") or {}).get(PROC_LABEL))
+            if key is not None:
+                out[key[0]] = str(obj["metadata"]["name"])
+        return out
+
+    async def identify(sock: socket.socket) -> Caller | None:
+        """The writer of a frame as the daemon identifies any unix peer (never the human:
+        that takes the login the CLI makes)."""
+        from agentcoord.errors import AgentCoordError
+        from agentcoord.identity.procprobe import peer_cred
+
+        cred = peer_cred(sock)
+        try:
+            return await s.identity.from_unix(cred)
+        except AgentCoordError:
+            return None
+        finally:
+            cred.close()
+
+    human = s.identity.human
+
+    async def route(caller: Caller, to: str, text: str) -> dict[str, Any]:
+        """A session's message to an agent that is no Claude Code session: to the human's
+        inbox, or as ``send_message`` does (a local package agent is started for it)."""
+        from agentcoord.proto.agent.v1 import agent_pb2 as pb
+
+        if to == human:
+            out = await s.messaging.send(caller.agent, to, pb.MESSAGE_TEXT, text)
+            return {**out, "via": "inbox"}
+        return await s.operator.deliver(caller, to, text, wait=False, timeout=0.0)
+
+    def published() -> dict[str, str]:
+        """Who gets a record: the local package agents by their id, the human as "human"."""
+        names = {pkg.agent_id: pkg.agent_id for pkg in s.local_agents.index.packages()}
+        names[human] = "human"
+        return names
+
+    return NativeInboxes(
+        s.messaging,
+        claude_dir=s.config.claude_dir,
+        socks_dir=Path(base) / "cc-socks",
+        sessions=running,
+        identify=identify,
+        route=route,
+        published=published,
+        elsewhere=pushing,
+    )
 
 
 LAST_HTTP_ADDR = "http.last"  # in the state dir: the address to serve on again after a restart
