@@ -105,3 +105,17 @@ def test_probe_sees_a_live_claude_in_the_package(tmp_path: Path, claude_bin: Pat
         proc.wait()
     live = PsutilSessionProbe(claude_dir, cache_s=0).sessions()
     assert all(s.pid != proc.pid for s in live)
+
+
+def test_the_daemons_own_peer_records_are_not_sessions(tmp_path: Path) -> None:
+    """A registry record agentcoord wrote for one of its mailboxes (entrypoint ``agentcoord``,
+    a live pid) is not counted as a live Claude Code session; a Claude record is."""
+    sessions_dir = tmp_path / "claude" / "sessions"
+    sessions_dir.mkdir(parents=True)
+    me = os.getpid()
+    record = {"pid": me, "sessionId": "s", "cwd": str(tmp_path), "startedAt": 1}
+    (sessions_dir / f"{me}.json").write_text(json.dumps({**record, "entrypoint": "agentcoord"}))
+    probe = PsutilSessionProbe(tmp_path / "claude", cache_s=0)
+    assert [s for s in probe.sessions() if s.pid == me] == []
+    (sessions_dir / f"{me}.json").write_text(json.dumps({**record, "entrypoint": "cli"}))
+    assert [s.pid for s in probe.sessions() if s.pid == me] == [me]

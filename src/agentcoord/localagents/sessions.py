@@ -49,6 +49,11 @@ class LiveSession:
     session_id: str | None = None
 
 
+# The ``entrypoint`` of the records agentcoord itself writes into Claude Code's session
+# registry for its own mailboxes (docs/claude-code.md "Who sessions can message").
+PEER_RECORD_ENTRYPOINT = "agentcoord"
+
+
 def project_dir_name(cwd: str) -> str:
     """The transcript directory name Claude Code uses for ``cwd``."""
     return _NON_ALNUM.sub("-", cwd)
@@ -112,6 +117,9 @@ class PsutilSessionProbe:
         return found
 
     def _session_files(self) -> dict[int, dict[str, object]]:
+        """The registry's records by pid, without the daemon's own peer records (those name
+        agentcoord's mailboxes, not Claude Code sessions: docs/claude-code.md "Who sessions
+        can message")."""
         out: dict[int, dict[str, object]] = {}
         try:
             entries = list(os.scandir(self._claude_dir / "sessions"))
@@ -126,7 +134,7 @@ class PsutilSessionProbe:
                 pid = int(data["pid"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            if isinstance(data, dict):
+            if isinstance(data, dict) and data.get("entrypoint") != PEER_RECORD_ENTRYPOINT:
                 out[pid] = data
         return out
 

@@ -30,12 +30,13 @@ from agentcoord.claude.inbox.registry import (
     sessions_dir,
 )
 from agentcoord.kernel.files import write_atomic
+from agentcoord.localagents.sessions import PEER_RECORD_ENTRYPOINT
 
 __all__ = ["OWNER_MARK", "Holder", "remove_record", "sweep_records", "write_record"]
 
 log = logging.getLogger(__name__)
 
-OWNER_MARK = "agentcoord"  # the record's ``entrypoint``: a record of ours, dead or alive
+OWNER_MARK = PEER_RECORD_ENTRYPOINT  # the record's ``entrypoint``: ours, dead or alive
 
 
 def write_record(claude_dir: Path, pid: int, socket_path: Path, name: str, cwd: str) -> Path:
