@@ -12,8 +12,9 @@ cannot tell yet whether they conflict. Runs git: call it off the event loop.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
+
+from agentcoord.leases.gitrun import git
 
 __all__ = ["Overlap", "Worktree", "base_branch", "changed_files", "overlaps", "worktrees"]
 
@@ -43,20 +44,7 @@ class Overlap:
 
 
 def _git(directory: str, *args: str) -> tuple[int, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    try:
-        out = subprocess.run(
-            ["git", *args],
-            cwd=directory,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return -1, ""
-    return out.returncode, out.stdout.decode("utf-8", "surrogateescape")
+    return git(directory, *args, timeout=_GIT_TIMEOUT)
 
 
 def worktrees(directory: str) -> list[Worktree]:

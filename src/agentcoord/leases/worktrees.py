@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agentcoord.leases.filekeys import FILE_PREFIX, SEPARATOR, resolve_file_key, split_file_key
+from agentcoord.leases.gitrun import git_out
 from agentcoord.leases.matcher import covers
 from agentcoord.leases.shellgit import GitCall, git_calls
 from agentcoord.leases.treeguard import BUILTIN, TreeEffect, other_tree, tree_effect
@@ -62,22 +62,7 @@ def tree_of(directory: str) -> Tree | None:
 
 
 def _git(directory: str, *args: str) -> str | None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    try:
-        out = subprocess.run(
-            ["git", *args],
-            cwd=directory,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_GIT_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return None
-    if out.returncode != 0:
-        return None
-    return out.stdout.decode("utf-8", "surrogateescape")
+    return git_out(directory, *args, timeout=_GIT_TIMEOUT)
 
 
 def _expand(call: GitCall, directory: str) -> list[GitCall]:
