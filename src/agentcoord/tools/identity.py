@@ -24,7 +24,7 @@ class IdentityTools:
     """``whoami`` needs no service: only the caller, resolved by the transport."""
 
     @tool(
-        description="Your identity (agent, session, cwd).",
+        description="Your identity (agent, session, which CLI, cwd).",
         schema=obj_schema(),
         render=_render,
         read_only=True,
@@ -36,6 +36,7 @@ class IdentityTools:
                 {
                     "agent": caller.agent,
                     "kind": caller.kind,
+                    "session_kind": caller.session_kind,  # which CLI: claude, codex, ...
                     "session": caller.session_id,
                     "cwd": caller.cwd,
                     "via": caller.via,
@@ -46,6 +47,7 @@ class IdentityTools:
         return {
             "agent": caller.agent,
             "kind": caller.kind,
+            "session_kind": caller.session_kind,
             "session": caller.session_id,
             "cwd": caller.cwd,
             "pid": caller.pid,
