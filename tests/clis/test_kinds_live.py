@@ -62,16 +62,24 @@ def test_an_mcp_server_under_codex_app_server_is_refused(daemon: Daemon, tmp_pat
     codex = _standin(tmp_path, "codex")
     proxy = [sys.executable, str(FAKES / "mcp_proxy.py"), str(daemon.socket)]
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami"}}
-    out = subprocess.run(
+    proc = subprocess.Popen(
         [str(codex), "app-server", "--", *proxy],
-        input=json.dumps(call) + "\n",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         env=daemon.env,
         cwd=tmp_path,
-        capture_output=True,
         text=True,
-        timeout=60,
     )
-    reply = json.loads(out.stdout.splitlines()[0])
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps(call) + "\n")
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())  # the answer, before the input ends
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+        proc.stdout.close()
     assert reply["error"]["code"] == -32001, reply
     assert "shared app-server" in reply["error"]["message"], reply
     assert "--disable daemon_auto_start" in reply["error"]["message"], reply

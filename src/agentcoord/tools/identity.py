@@ -12,7 +12,10 @@ __all__ = ["IdentityTools"]
 
 
 def _render(result: dict[str, Any]) -> str:
-    parts = [f"you are {result['agent']} ({result['kind']}, via {result['via']})"]
+    kind = result["kind"]
+    if result.get("session_kind"):
+        kind = f"{result['session_kind']} {kind}"  # "codex session"
+    parts = [f"you are {result['agent']} ({kind}, via {result['via']})"]
     if result.get("session"):
         parts.append(f"session {result['session']}")
     if result.get("cwd"):

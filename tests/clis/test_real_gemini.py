@@ -1,0 +1,69 @@
+"""The real Gemini CLI (``gemini -p``), offline against a scripted Gemini API: the MCP server
+named in its settings.json is ``agentcoord mcp``, and whoami answers a Gemini session agent of
+the user's one daemon (docs/other-clis.md "Gemini CLI")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.agentops.conftest import stored
+from tests.clis.model_apis import Call, Say, Scripted
+from tests.conftest import Daemon
+
+
+def gemini_home(tmp_path: Path, project: Path) -> Path:
+    """A HOME whose ~/.gemini/settings.json chooses API-key auth and names agent-coord, and
+    which trusts ``project`` (headless runs refuse an untrusted folder)."""
+    home = tmp_path / "gemini-home"
+    (home / ".gemini").mkdir(parents=True)
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "mcpServers": {
+            "agent-coord": {
+                "command": sys.executable,
+                "args": ["-m", "agentcoord", "mcp"],
+                "trust": True,
+            }
+        },
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    trusted = {str(project): "TRUST_FOLDER"}
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
+    return home
+
+
+def test_gemini_p_calls_whoami_as_a_gemini_session(
+    daemon: Daemon, real_gemini: Path, gemini_api: Scripted, tmp_path: Path
+) -> None:
+    """gemini -p calls whoami through agentcoord mcp and is answered as a session of kind
+    gemini, named after its project dir, by the test's daemon."""
+    project = tmp_path / "blog"
+    project.mkdir()
+    gemini_api.script(Call("whoami"), Say("done"))
+    env = {
+        **daemon.env,
+        "HOME": str(gemini_home(tmp_path, project)),
+        "GEMINI_API_KEY": "offline",
+        "GOOGLE_GEMINI_BASE_URL": gemini_api.url,
+    }
+    out = subprocess.run(
+        [str(real_gemini), "-p", "who am I?", "--output-format", "json", "--yolo"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    outputs = gemini_api.tool_outputs()
+    assert len(outputs) == 1, (outputs, out.stderr[-3000:])
+    text = json.loads(outputs[0])["response"]["output"]  # Gemini shows the model the text
+    assert f"(gemini session, via unix); cwd {project}" in text, text
+    agent = text.split("you are ", 1)[1].split(" ", 1)[0]
+    assert agent.startswith("blog-"), text
+    assert stored(daemon, "agents", agent) is not None

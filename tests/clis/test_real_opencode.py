@@ -1,0 +1,78 @@
+"""The real OpenCode (``opencode run``), offline against a scripted Chat Completions API: the
+local MCP server in its opencode.json is ``agentcoord mcp``, and whoami answers an OpenCode
+session agent of the user's one daemon (docs/other-clis.md "OpenCode")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.agentops.conftest import stored
+from tests.clis.model_apis import Call, Say, Scripted
+from tests.conftest import Daemon
+
+# OpenCode's switches that keep it offline (no update, model list, LSP download, sharing, or
+# default plugins, which it would try to install from npm).
+OFFLINE = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+}
+
+
+def opencode_config(project: Path, api: Scripted) -> None:
+    """opencode.json in ``project``: an openai-compatible provider at ``api``, agent-coord as a
+    local MCP server, every permission allowed (``run`` cannot ask)."""
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "model": "standin/m",
+        "small_model": "standin/m",
+        "provider": {
+            "standin": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "stand-in",
+                "options": {"baseURL": f"{api.url}/v1", "apiKey": "offline"},
+                "models": {"m": {"name": "m", "tool_call": True}},
+            }
+        },
+        "mcp": {
+            "agent-coord": {"type": "local", "command": [sys.executable, "-m", "agentcoord", "mcp"]}
+        },
+        "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
+        "autoupdate": False,
+        "share": "disabled",
+    }
+    (project / "opencode.json").write_text(json.dumps(config))
+
+
+def test_opencode_run_calls_whoami_as_an_opencode_session(
+    daemon: Daemon, real_opencode: Path, chat_api: Scripted, tmp_path: Path
+) -> None:
+    """opencode run calls whoami through agentcoord mcp and is answered as a session of kind
+    opencode, named after its project dir, by the test's daemon."""
+    project = tmp_path / "api"
+    project.mkdir()
+    opencode_config(project, chat_api)
+    chat_api.script(Call("whoami"), Say("done"))
+    # OpenCode takes its directory from PWD when set, as a shell would have set it.
+    env = {**daemon.env, **OFFLINE, "HOME": str(tmp_path / "opencode-home"), "PWD": str(project)}
+    env = {k: v for k, v in env.items() if not k.startswith("XDG_") or k == "XDG_RUNTIME_DIR"}
+    out = subprocess.run(
+        [str(real_opencode), "run", "--format", "json", "-m", "standin/m", "who am I?"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    outputs = chat_api.tool_outputs()
+    assert len(outputs) == 1, (outputs, out.stdout[-3000:])
+    assert f"(opencode session, via unix); cwd {project}" in outputs[0], outputs
+    agent = outputs[0].split("you are ", 1)[1].split(" ", 1)[0]
+    assert agent.startswith("api-"), outputs
+    assert stored(daemon, "agents", agent) is not None
