@@ -1,6 +1,7 @@
 """The real Gemini CLI (``gemini -p``), offline against a scripted Gemini API: the MCP server
-named in its settings.json is ``agentcoord mcp``, and whoami answers a Gemini session agent of
-the user's one daemon (docs/other-clis.md "Gemini CLI")."""
+that `agentcoord setup gemini` registered in its settings.json is ``agentcoord mcp``, and
+whoami answers a Gemini session agent of the user's one daemon (docs/other-clis.md "Gemini
+CLI")."""
 
 from __future__ import annotations
 
@@ -14,26 +15,28 @@ from tests.clis.model_apis import Call, Say, Scripted
 from tests.conftest import Daemon
 
 
-def gemini_home(tmp_path: Path, project: Path) -> Path:
-    """A HOME whose ~/.gemini/settings.json chooses API-key auth and names agent-coord, and
-    which trusts ``project`` (headless runs refuse an untrusted folder)."""
+def gemini_home(tmp_path: Path, project: Path, env: dict[str, str]) -> Path:
+    """A HOME whose ~/.gemini/settings.json chooses API-key auth, which trusts ``project``
+    (headless runs refuse an untrusted folder), and where `agentcoord setup gemini` then
+    registered agent-coord."""
     home = tmp_path / "gemini-home"
     (home / ".gemini").mkdir(parents=True)
     settings = {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-        "mcpServers": {
-            "agent-coord": {
-                "command": sys.executable,
-                "args": ["-m", "agentcoord", "mcp"],
-                "trust": True,
-            }
-        },
     }
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
     trusted = {str(project): "TRUST_FOLDER"}
     (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
+    setup = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "setup", "gemini"],
+        env={**env, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert setup.returncode == 0, setup.stderr
     return home
 
 
@@ -47,7 +50,7 @@ def test_gemini_p_calls_whoami_as_a_gemini_session(
     gemini_api.script(Call("whoami"), Say("done"))
     env = {
         **daemon.env,
-        "HOME": str(gemini_home(tmp_path, project)),
+        "HOME": str(gemini_home(tmp_path, project, daemon.env)),
         "GEMINI_API_KEY": "offline",
         "GOOGLE_GEMINI_BASE_URL": gemini_api.url,
     }

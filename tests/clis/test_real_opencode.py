@@ -1,5 +1,6 @@
 """The real OpenCode (``opencode run``), offline against a scripted Chat Completions API: the
-local MCP server in its opencode.json is ``agentcoord mcp``, and whoami answers an OpenCode
+local MCP server `agentcoord setup opencode --project` put in its opencode.json is
+``agentcoord mcp``, and whoami answers an OpenCode
 session agent of the user's one daemon (docs/other-clis.md "OpenCode")."""
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ OFFLINE = {
 }
 
 
-def opencode_config(project: Path, api: Scripted) -> None:
-    """opencode.json in ``project``: an openai-compatible provider at ``api``, agent-coord as a
-    local MCP server, every permission allowed (``run`` cannot ask)."""
+def opencode_config(project: Path, api: Scripted, env: dict[str, str]) -> None:
+    """opencode.json in ``project``: an openai-compatible provider at ``api`` and every
+    permission allowed (``run`` cannot ask); `agentcoord setup opencode --project` then adds
+    agent-coord as a local MCP server."""
     config = {
         "$schema": "https://opencode.ai/config.json",
         "model": "standin/m",
@@ -39,14 +41,20 @@ def opencode_config(project: Path, api: Scripted) -> None:
                 "models": {"m": {"name": "m", "tool_call": True}},
             }
         },
-        "mcp": {
-            "agent-coord": {"type": "local", "command": [sys.executable, "-m", "agentcoord", "mcp"]}
-        },
         "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
         "autoupdate": False,
         "share": "disabled",
     }
     (project / "opencode.json").write_text(json.dumps(config))
+    setup = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "setup", "opencode", "--project"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert setup.returncode == 0, setup.stderr
 
 
 def test_opencode_run_calls_whoami_as_an_opencode_session(
@@ -56,11 +64,14 @@ def test_opencode_run_calls_whoami_as_an_opencode_session(
     opencode, named after its project dir, by the test's daemon."""
     project = tmp_path / "api"
     project.mkdir()
-    opencode_config(project, chat_api)
     chat_api.script(Call("whoami"), Say("done"))
-    # OpenCode takes its directory from PWD when set, as a shell would have set it.
+    # OpenCode takes its directory from PWD when set, as a shell would have set it. The
+    # project's file runs `agentcoord` from PATH, as a teammate's would.
+    bin_dir = str(Path(sys.executable).parent)
     env = {**daemon.env, **OFFLINE, "HOME": str(tmp_path / "opencode-home"), "PWD": str(project)}
     env = {k: v for k, v in env.items() if not k.startswith("XDG_") or k == "XDG_RUNTIME_DIR"}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    opencode_config(project, chat_api, env)
     out = subprocess.run(
         [str(real_opencode), "run", "--format", "json", "-m", "standin/m", "who am I?"],
         env=env,

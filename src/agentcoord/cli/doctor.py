@@ -313,6 +313,32 @@ def _state_dir_rules(cfg: Config) -> Check:
     )
 
 
+def _other_clis(home: Path, env: dict[str, str]) -> list[Check]:
+    """Codex, Gemini CLI and OpenCode: where one is installed, agent-coord is registered in
+    its user file (docs/other-clis.md "Setup"); one not installed is a note, not a failure."""
+    from agentcoord.codex import configure as codex
+    from agentcoord.gemini import configure as gemini
+    from agentcoord.opencode import configure as opencode
+
+    checks = []
+    for cli, path, registered in (
+        ("codex", codex.config_file(home, env, None), codex.registered),
+        ("gemini", gemini.settings_file(home, None), gemini.registered),
+        ("opencode", opencode.config_file(home, env, None), opencode.registered),
+    ):
+        if shutil.which(cli) is None:
+            checks.append(Check(cli, True, f"{cli} is not on PATH (not checked)", info=True))
+        elif registered(path):
+            checks.append(Check(cli, True, f"agent-coord registered in {path}"))
+        else:
+            checks.append(
+                Check(
+                    cli, False, f"agent-coord not registered in {path}", f"agentcoord setup {cli}"
+                )
+            )
+    return checks
+
+
 def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
     """Every check, in the order a person would fix them."""
     home = home or Path(os.path.expanduser("~"))
@@ -327,4 +353,5 @@ def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
         *_claude(home, cfg.claude_dir),
         _hooks(cfg, status),
         _state_dir_rules(cfg),
+        *_other_clis(home, dict(os.environ)),
     ]

@@ -1,0 +1,93 @@
+"""``agentcoord setup codex``: register ``agent-coord`` as an MCP server in Codex's config.toml
+(docs/other-clis.md "Setup").
+
+The file is TOML the user writes by hand, with comments; it is not re-serialised. Setup appends
+one block between two marker comments, and ``--remove`` cuts exactly that block out, so the
+file's own bytes come back (:mod:`agentcoord.kernel.setuprecord`). A table of that name the user
+wrote is left alone: setup refuses rather than define it twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from agentcoord.errors import ConfigError
+from agentcoord.kernel.setuprecord import apply, give_back
+
+__all__ = ["BEGIN", "END", "config_file", "registered", "remove_codex", "setup_codex"]
+
+SERVER_NAME = "agent-coord"
+BEGIN = "# >>> agentcoord setup codex (`agentcoord setup codex --remove` takes this out)"
+END = "# <<< agentcoord setup codex"
+_BLOCK = re.compile(r"\n?" + re.escape(BEGIN) + r"\n.*?" + re.escape(END) + r"\n?", re.S)
+
+
+def config_file(home: Path, env: Mapping[str, str], project: Path | None) -> Path:
+    """``.codex/config.toml`` in the project, else ``$CODEX_HOME/config.toml`` (default
+    ``~/.codex``)."""
+    if project is not None:
+        return project / ".codex" / "config.toml"
+    return Path(env.get("CODEX_HOME") or home / ".codex") / "config.toml"
+
+
+def _parse(text: str, where: Path) -> dict[str, object]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where} is not valid TOML ({exc}); not touching it") from None
+
+
+def _block(command: str) -> str:
+    # Codex gives MCP servers a cut-down environment: the shim finds the daemon through the
+    # per-user pointer (docs/daemon.md "Finding the daemon"), so no env is passed here.
+    return (
+        f"{BEGIN}\n[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(command)}\n"
+        f'args = ["mcp"]\n{END}\n'
+    )
+
+
+def _without(text: str) -> str:
+    return _BLOCK.sub("", text, count=1) if BEGIN in text else text
+
+
+def registered(path: Path) -> bool:
+    """Whether ``path`` defines the ``agent-coord`` MCP server (ours or the user's own)."""
+    try:
+        servers = tomllib.loads(path.read_text()).get("mcp_servers", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(servers, dict) and SERVER_NAME in servers
+
+
+def setup_codex(path: Path, command: str, backups: Path) -> str:
+    """Add (or update) our block; ``created``, ``updated`` or ``unchanged``."""
+
+    def change(current: bytes) -> bytes:
+        text = current.decode()
+        rest = _without(text)
+        servers = _parse(rest, path).get("mcp_servers", {})
+        if isinstance(servers, dict) and SERVER_NAME in servers:
+            raise ConfigError(
+                f"{path} already defines [mcp_servers.{SERVER_NAME}] (not written by setup); "
+                "remove it or keep it, setup will not define it twice"
+            )
+        if BEGIN in text:
+            new = _BLOCK.sub(lambda _m: "\n" + _block(command), text, count=1)
+        else:
+            sep = (
+                "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+            )
+            new = text + sep + _block(command)
+        _parse(new, path)  # never leave a file Codex cannot read
+        return new.encode()
+
+    return apply(backups, path, change)
+
+
+def remove_codex(path: Path, backups: Path) -> str:
+    """Cut our block out; the file's bytes as before setup when nothing else changed."""
+    return give_back(backups, path, lambda b: _without(b.decode()).encode(), lambda a, b: a == b)
