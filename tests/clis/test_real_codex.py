@@ -14,15 +14,16 @@ from typing import Any
 from tests.agentops.conftest import stored
 from tests.clis.model_apis import Call, Say, Scripted
 from tests.conftest import Daemon
+from tests.tools.conftest import AgentProc
 
 
-def codex_home(tmp_path: Path, api: Scripted) -> Path:
-    """A CODEX_HOME whose provider is ``api`` (remote plugin features off, FACTS: they reach
-    GitHub) and whose MCP server ``agent-coord`` is ``agentcoord mcp`` with no env of its own."""
+def codex_home(tmp_path: Path, api: Scripted, *, server: bool = True) -> Path:
+    """A CODEX_HOME whose provider is ``api`` (remote plugin features off: they reach GitHub)
+    and, with ``server``, whose MCP server ``agent-coord`` is ``agentcoord mcp`` with no env of
+    its own and its tools allowed (``codex exec`` cannot ask)."""
     home = tmp_path / "codex-home"
     home.mkdir()
-    (home / "config.toml").write_text(
-        f"""model = "stand-in"
+    config = f"""model = "stand-in"
 model_provider = "stand_in"
 
 [model_providers.stand_in]
@@ -35,13 +36,15 @@ env_key = "STAND_IN_KEY"
 plugins = false
 remote_plugin = false
 apps = false
-
+"""
+    if server:
+        config += f"""
 [mcp_servers.agent-coord]
 command = "{sys.executable}"
 args = ["-m", "agentcoord", "mcp"]
 default_tools_approval_mode = "approve"
 """
-    )
+    (home / "config.toml").write_text(config)
     return home
 
 
@@ -82,3 +85,51 @@ def test_codex_exec_calls_whoami_as_a_codex_session(
 def answer(output: str) -> dict[str, Any]:
     """The JSON a tool answered, from Codex's function output (a header, then the text)."""
     return json.loads(output[output.index("{") :])  # type: ignore[no-any-return]
+
+
+def test_codex_hooks_from_setup_say_who_it_is_and_deliver_its_inbox(
+    daemon: Daemon, real_codex: Path, responses_api: Scripted, tmp_path: Path, claude_bin: Path
+) -> None:
+    """After `agentcoord setup codex`, codex exec's SessionStart hook tells the model which
+    agent it is and its UserPromptSubmit hook hands it the message a Claude Code session sent
+    before it started (docs/other-clis.md "Codex")."""
+    sender = AgentProc(daemon, claude_bin, tmp_path / "work" / "planner")
+    try:
+        suffix = sender.name.removeprefix("planner-1")
+        me = f"shop-1{suffix}"  # the name the Codex session in shop/ will take
+        sent = sender.call("send", to=me, text="take the cart module", queue_unknown=True)
+        assert sent["delivery"] == "queued", sent
+    finally:
+        sender.close()
+    project = tmp_path / "shop"
+    project.mkdir()
+    home = codex_home(tmp_path, responses_api, server=False)
+    env = {
+        "HOME": daemon.env["HOME"],
+        "PATH": daemon.env["PATH"],
+        "CODEX_HOME": str(home),
+        "STAND_IN_KEY": "sk-offline",
+    }
+    setup = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "setup", "codex"],
+        env={**daemon.env, "CODEX_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert setup.returncode == 0, setup.stderr
+    responses_api.script(Say("done"))
+    # Codex skips hooks it was not told to trust; headless runs say so with this flag.
+    argv = [str(real_codex), "exec", "--json", "--skip-git-repo-check"]
+    out = subprocess.run(
+        [*argv, "--dangerously-bypass-hook-trust", "what next?"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    sent_to_model = json.dumps([body for _, body in responses_api.requests])
+    assert "take the cart module" in sent_to_model, sent_to_model[-3000:]
+    assert me in sent_to_model

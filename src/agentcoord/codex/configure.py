@@ -1,5 +1,5 @@
 """``agentcoord setup codex``: register ``agent-coord`` as an MCP server in Codex's config.toml
-(docs/other-clis.md "Setup").
+and install its command hooks (docs/other-clis.md "Setup").
 
 The file is TOML the user writes by hand, with comments; it is not re-serialised. Setup appends
 one block between two marker comments, and ``--remove`` cuts exactly that block out, so the
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 from agentcoord.errors import ConfigError
 from agentcoord.kernel.setuprecord import apply, give_back
 
-__all__ = ["BEGIN", "END", "config_file", "registered", "remove_codex", "setup_codex"]
+__all__ = ["BEGIN", "END", "HOOKS", "config_file", "registered", "remove_codex", "setup_codex"]
 
 SERVER_NAME = "agent-coord"
 BEGIN = "# >>> agentcoord setup codex (`agentcoord setup codex --remove` takes this out)"
@@ -41,13 +42,34 @@ def _parse(text: str, where: Path) -> dict[str, object]:
         raise ConfigError(f"{where} is not valid TOML ({exc}); not touching it") from None
 
 
+# Codex's command hooks take Claude Code's JSON in and out (docs/other-clis.md "Codex"), so
+# they run the same hook client: event -> (matcher or None, our event name, timeout seconds).
+HOOKS: dict[str, tuple[str | None, str, int]] = {
+    "SessionStart": (None, "session-start", 10),  # says who the session is
+    "UserPromptSubmit": (None, "user-prompt-submit", 5),  # inbox messages as context
+    "PostToolUse": (None, "post-tool-use", 5),  # inbox messages after each tool call
+    "PreToolUse": ("apply_patch", "pre-tool-use", 5),  # the write guard, each patched file
+    "SessionEnd": (None, "session-end", 5),
+}
+
+
 def _block(command: str) -> str:
-    # Codex gives MCP servers a cut-down environment: the shim finds the daemon through the
-    # per-user pointer (docs/daemon.md "Finding the daemon"), so no env is passed here.
-    return (
-        f"{BEGIN}\n[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(command)}\n"
-        f'args = ["mcp"]\n{END}\n'
-    )
+    # Codex gives MCP servers and hooks a cut-down environment: the shim and the hook client
+    # find the daemon through the per-user pointer (docs/daemon.md "Finding the daemon"), so
+    # no env is passed here.
+    lines = [BEGIN, f"[mcp_servers.{SERVER_NAME}]", f"command = {json.dumps(command)}"]
+    lines.append('args = ["mcp"]')
+    for event, (matcher, ours, timeout) in HOOKS.items():
+        lines += ["", f"[[hooks.{event}]]"]
+        if matcher is not None:
+            lines.append(f"matcher = {json.dumps(matcher)}")
+        lines += [
+            f"[[hooks.{event}.hooks]]",
+            'type = "command"',
+            f"command = {json.dumps(f'{shlex.quote(command)} hook {ours}')}",  # a shell runs it
+            f"timeout = {timeout}",
+        ]
+    return "\n".join([*lines, END]) + "\n"
 
 
 def _without(text: str) -> str:
