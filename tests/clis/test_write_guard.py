@@ -122,3 +122,25 @@ def test_a_gemini_write_file_on_a_claimed_file_is_denied(
     out = _hook(daemon, gemini, payload)
     assert "deny" in out
     assert name in out
+
+
+def test_the_codex_hook_is_a_small_client(daemon: Daemon, tmp_path: Path) -> None:
+    """The hook Codex runs on every tool call imports no daemon module and not asyncio
+    (``python -X importtime`` lists every import), and still gets the daemon's answer."""
+    codex = _standin(tmp_path, "codex")
+    payload = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "cwd": str(daemon.root)}
+    hook = [sys.executable, "-X", "importtime", "-m", "agentcoord", "hook", "post-tool-use"]
+    out = subprocess.run(
+        [str(codex), "--", *hook],
+        env=daemon.env,
+        cwd=daemon.root,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    imported = {ln.rsplit("|", 1)[-1].strip() for ln in out.stderr.splitlines() if "import" in ln}
+    assert "agentcoord.claude.hookclient" in imported, out.stderr[-2000:]  # the list is real
+    assert "asyncio" not in imported
+    assert not [m for m in imported if m.startswith(("agentcoord.daemon", "agentcoord.leases"))]
