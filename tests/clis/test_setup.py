@@ -189,3 +189,25 @@ def test_doctor_checks_each_installed_cli(tmp_path: Path) -> None:
     assert (before["codex"]["ok"], before["codex"]["info"]) == (True, True)
     _setup(tmp_path, "gemini")
     assert checks()["gemini"]["ok"] is True
+
+
+def test_gemini_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -> None:
+    """Setup adds our hook group (timeouts in ms) beside the user's own BeforeTool group on each
+    event; --remove takes only ours out and gives the bytes back."""
+    path = _file("gemini", tmp_path / "home")
+    path.parent.mkdir(parents=True)
+    mine = {"hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
+        {"type": "command", "command": "/usr/local/bin/audit", "timeout": 2000}]}]}}  # fmt: skip
+    original = json.dumps(mine)
+    path.write_text(original)
+    _setup(tmp_path, "gemini")
+    hooks = json.loads(path.read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "BeforeAgent", "AfterTool", "BeforeTool", "SessionEnd"}
+    assert hooks["BeforeTool"][0] == mine["hooks"]["BeforeTool"][0]
+    ours = hooks["BeforeTool"][1]
+    assert ours["matcher"] == "write_file|replace"
+    assert ours["hooks"][0]["command"].endswith("agentcoord hook gemini:pre-tool-use")
+    assert ours["hooks"][0]["timeout"] == 5000
+    assert _setup(tmp_path, "gemini").startswith("unchanged ")
+    assert _setup(tmp_path, "gemini", "--remove").startswith("restored ")
+    assert path.read_text() == original

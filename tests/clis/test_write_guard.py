@@ -1,7 +1,7 @@
 """The write guard for the other CLIs' own edit tools: a Codex ``apply_patch`` touching a file
 another agent holds a write claim on is denied naming the holder, whichever file of the patch
-it is; Gemini's ``write_file`` likewise; a patch of free files is allowed and leases them to
-the writer (docs/other-clis.md "Protection")."""
+it is; Gemini's ``write_file`` and ``replace`` likewise, answered in Gemini's shape; a patch of
+free files is allowed (docs/other-clis.md "Setup")."""
 
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ def _standin(tmp_path: Path, name: str) -> Path:
     return path
 
 
-def _hook(d: Daemon, cli: Path, payload: dict[str, Any]) -> str:
-    """``agentcoord hook pre-tool-use`` run by the CLI (its process above the hook)."""
+def _hook(d: Daemon, cli: Path, payload: dict[str, Any], event: str = "pre-tool-use") -> str:
+    """``agentcoord hook EVENT`` run by the CLI (its process above the hook)."""
     out = subprocess.run(
-        [str(cli), "--", sys.executable, "-m", "agentcoord", "hook", "pre-tool-use"],
+        [str(cli), "--", sys.executable, "-m", "agentcoord", "hook", event],
         env=d.env,
         cwd=d.root,
         input=json.dumps(payload),
@@ -109,8 +109,8 @@ def test_a_codex_patch_touching_a_claimed_file_is_denied(
 def test_a_gemini_write_file_on_a_claimed_file_is_denied(
     daemon: Daemon, tmp_path: Path, holder: tuple[str, Path]
 ) -> None:
-    """The daemon denies Gemini's write_file (file_path) on the claimed file, naming the holder
-    (in the hook answer's Claude Code shape: docs/other-clis.md "Not covered yet")."""
+    """Gemini's BeforeTool hook (``hook gemini:pre-tool-use``) on write_file of the claimed
+    file answers in Gemini's shape: decision deny, the reason naming the holder."""
     name, target = holder
     gemini = _standin(tmp_path, "gemini")
     payload = {
@@ -119,9 +119,11 @@ def test_a_gemini_write_file_on_a_claimed_file_is_denied(
         "tool_input": {"file_path": str(target), "content": "x"},
         "cwd": str(daemon.root),
     }
-    out = _hook(daemon, gemini, payload)
-    assert "deny" in out
-    assert name in out
+    out = json.loads(_hook(daemon, gemini, payload, "gemini:pre-tool-use"))
+    assert out["decision"] == "deny", out
+    assert name in out["reason"]
+    replace = dict(payload, tool_name="replace")
+    assert json.loads(_hook(daemon, gemini, replace, "gemini:pre-tool-use"))["decision"] == "deny"
 
 
 def test_the_codex_hook_is_a_small_client(daemon: Daemon, tmp_path: Path) -> None:
