@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.agentops.conftest import stored
 from tests.clis.model_apis import Call, Say, Scripted
 from tests.conftest import Daemon
+from tests.tools.conftest import AgentProc
 
 # OpenCode's switches that keep it offline (no update, model list, LSP download, sharing, or
 # default plugins, which it would try to install from npm).
@@ -87,3 +88,38 @@ def test_opencode_run_calls_whoami_as_an_opencode_session(
     agent = outputs[0].split("you are ", 1)[1].split(" ", 1)[0]
     assert agent.startswith("api-"), outputs
     assert stored(daemon, "agents", agent) is not None
+
+
+def test_opencode_plugin_from_setup_denies_a_write_to_a_claimed_file(
+    daemon: Daemon, real_opencode: Path, chat_api: Scripted, tmp_path: Path, claude_bin: Path
+) -> None:
+    """After `agentcoord setup opencode --project`, its plugin stops a write to a file a Claude
+    Code session holds a write claim on, naming the holder, and the file is not written."""
+    project = tmp_path / "api"
+    project.mkdir()
+    target = project / "routes.py"
+    holder = AgentProc(daemon, claude_bin, tmp_path / "work" / "planner")
+    try:
+        claimed = holder.call("claim", resource_key=f"file:{target}", mode="write", ttl="5m")
+        assert claimed["acquired"] is True
+        chat_api.script(Call("write", {"filePath": str(target), "content": "x = 1\n"}), Say("ok"))
+        bin_dir = str(Path(sys.executable).parent)
+        env = {**daemon.env, **OFFLINE, "HOME": str(tmp_path / "oc-home"), "PWD": str(project)}
+        env = {k: v for k, v in env.items() if not k.startswith("XDG_") or k == "XDG_RUNTIME_DIR"}
+        env["PATH"] = f"{bin_dir}:{env['PATH']}"
+        opencode_config(project, chat_api, env)
+        assert (project / ".opencode" / "plugin" / "agentcoord.js").exists()
+        out = subprocess.run(
+            [str(real_opencode), "run", "--format", "json", "-m", "standin/m", "save routes"],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        outputs = chat_api.tool_outputs()
+        assert len(outputs) == 1, (outputs, out.stdout[-3000:], out.stderr[-3000:])
+        assert holder.name in outputs[0], outputs
+        assert not target.exists()
+    finally:
+        holder.close()

@@ -491,11 +491,15 @@ def _setup_cli(cli: str, project: bool, remove: bool) -> int:
         )
     else:
         path = opencode.config_file(home, os.environ, where)
-        done = (
-            opencode.remove_opencode(path, backups)
-            if remove
-            else opencode.setup_opencode(path, command, backups)
-        )
+        plugin = opencode.plugin_file(path, where)
+        if remove:
+            plugin_done = opencode.remove_plugin(plugin, backups)
+            done = opencode.remove_opencode(path, backups)
+        else:
+            done = opencode.setup_opencode(path, command, backups)
+            plugin_done = opencode.setup_plugin(plugin, command, backups)
+        print(f"{done} {path}")
+        path, done = plugin, plugin_done
     print(f"{done} {path}")
     return 0
 

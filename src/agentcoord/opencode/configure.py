@@ -4,12 +4,22 @@ byte when nothing else changed (:mod:`agentcoord.kernel.setuprecord`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from agentcoord.errors import ConfigError
 from agentcoord.kernel.setuprecord import JsonEntry, apply, give_back
 
-__all__ = ["config_file", "entry", "registered", "remove_opencode", "setup_opencode"]
+__all__ = [
+    "config_file",
+    "entry",
+    "plugin_file",
+    "plugin_text",
+    "registered",
+    "remove_opencode",
+    "setup_opencode",
+]
 
 SERVER_NAME = "agent-coord"
 
@@ -38,3 +48,35 @@ def setup_opencode(path: Path, command: str, backups: Path) -> str:
 def remove_opencode(path: Path, backups: Path) -> str:
     ours = entry(path)
     return give_back(backups, path, ours.drop, ours.same)
+
+
+_PLUGIN_MARK = "// agentcoord's OpenCode plugin, written by `agentcoord setup opencode`"
+
+
+def plugin_file(config: Path, project: Path | None) -> Path:
+    """Where OpenCode loads plugins from: ``.opencode/plugin/`` in the project, else the
+    ``plugin/`` dir beside the user's opencode.json."""
+    base = project / ".opencode" if project is not None else config.parent
+    return base / "plugin" / "agentcoord.js"
+
+
+def plugin_text(command: str) -> bytes:
+    """The plugin (``opencode/plugin.js``) running ``command`` as the hook client."""
+    source = (Path(__file__).parent / "plugin.js").read_text()
+    return source.replace('"__AGENTCOORD__"', json.dumps(command)).encode()
+
+
+def setup_plugin(path: Path, command: str, backups: Path) -> str:
+    def change(current: bytes) -> bytes:
+        if current and not current.decode(errors="replace").startswith(_PLUGIN_MARK):
+            raise ConfigError(f"{path} exists and is not agentcoord's plugin; not touching it")
+        return plugin_text(command)
+
+    return apply(backups, path, change)
+
+
+def remove_plugin(path: Path, backups: Path) -> str:
+    def without(current: bytes) -> bytes:
+        return b"" if current.decode(errors="replace").startswith(_PLUGIN_MARK) else current
+
+    return give_back(backups, path, without, lambda a, b: a == b)
