@@ -133,3 +133,35 @@ def test_codex_hooks_from_setup_say_who_it_is_and_deliver_its_inbox(
     sent_to_model = json.dumps([body for _, body in responses_api.requests])
     assert "take the cart module" in sent_to_model, sent_to_model[-3000:]
     assert me in sent_to_model
+
+
+def test_a_message_from_a_codex_session_reaches_a_claude_code_session(
+    daemon: Daemon, real_codex: Path, responses_api: Scripted, tmp_path: Path, claude_bin: Path
+) -> None:
+    """codex exec sends through agentcoord mcp to a Claude Code session, which reads it in its
+    inbox from the Codex session's agent: the CLI makes no difference to the coordination."""
+    reader = AgentProc(daemon, claude_bin, tmp_path / "work" / "planner")
+    try:
+        project = tmp_path / "shop"
+        project.mkdir()
+        responses_api.script(Call("send", {"to": reader.name, "text": "cart done"}), Say("done"))
+        env = {
+            "HOME": daemon.env["HOME"],
+            "PATH": daemon.env["PATH"],
+            "CODEX_HOME": str(codex_home(tmp_path, responses_api)),
+            "STAND_IN_KEY": "sk-offline",
+        }
+        out = subprocess.run(
+            [str(real_codex), "exec", "--json", "--skip-git-repo-check", "report"],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+        assert len(responses_api.tool_outputs()) == 1, responses_api.tool_outputs()
+        got = reader.call("inbox")["messages"]
+        assert [(m["from"].split("-")[0], m["text"]) for m in got] == [("shop", "cart done")], got
+    finally:
+        reader.close()
