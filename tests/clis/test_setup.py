@@ -166,7 +166,8 @@ def test_bad_json_is_refused_untouched(tmp_path: Path) -> None:
 
 def test_doctor_checks_each_installed_cli(tmp_path: Path) -> None:
     """With a `gemini` on PATH and nothing registered, doctor fails its line naming the fix;
-    after setup it passes; a CLI not on PATH is a note, not a failure."""
+    after setup it passes, and fails again when the hooks are gone; a CLI not on PATH is a
+    note, not a failure."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gemini").write_text("#!/bin/sh\n")
@@ -189,6 +190,13 @@ def test_doctor_checks_each_installed_cli(tmp_path: Path) -> None:
     assert (before["codex"]["ok"], before["codex"]["info"]) == (True, True)
     _setup(tmp_path, "gemini")
     assert checks()["gemini"]["ok"] is True
+    settings = _file("gemini", tmp_path / "home")
+    data = json.loads(settings.read_text())
+    del data["hooks"]
+    settings.write_text(json.dumps(data))
+    hookless = checks()["gemini"]
+    assert (hookless["ok"], hookless["fix"]) == (False, "agentcoord setup gemini")
+    assert "hooks missing" in str(hookless["detail"])
 
 
 def test_gemini_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -> None:
@@ -211,3 +219,23 @@ def test_gemini_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -
     assert _setup(tmp_path, "gemini").startswith("unchanged ")
     assert _setup(tmp_path, "gemini", "--remove").startswith("restored ")
     assert path.read_text() == original
+
+
+def test_each_clis_hooks_are_found_where_setup_put_them(tmp_path: Path) -> None:
+    """What doctor reads: after setup, Codex's hooks, Gemini's hooks and OpenCode's plugin are
+    found in the user's files; before it, none is."""
+    from agentcoord.codex.configure import hooks_installed as codex_hooks
+    from agentcoord.gemini.configure import hooks_installed as gemini_hooks
+    from agentcoord.opencode.configure import plugin_installed
+
+    home = tmp_path / "home"
+    files = {cli: _file(cli, home) for cli in ("codex", "gemini", "opencode")}
+    found = {
+        "codex": lambda: codex_hooks(files["codex"]),
+        "gemini": lambda: gemini_hooks(files["gemini"]),
+        "opencode": lambda: plugin_installed(files["opencode"]),
+    }
+    assert not any(f() for f in found.values())
+    for cli in found:
+        _setup(tmp_path, cli)
+    assert all(f() for f in found.values())

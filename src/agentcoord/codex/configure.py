@@ -85,6 +85,26 @@ def registered(path: Path) -> bool:
     return isinstance(servers, dict) and SERVER_NAME in servers
 
 
+def hooks_installed(path: Path) -> bool:
+    """Whether ``path`` holds our command hook on every event of :data:`HOOKS`."""
+    try:
+        hooks = tomllib.loads(path.read_text()).get("hooks", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+
+    def has(event: str, ours: str) -> bool:
+        groups = hooks.get(event) if isinstance(hooks, dict) else None
+        return isinstance(groups, list) and any(
+            str(h.get("command", "")).endswith(f" hook {ours}")
+            for g in groups
+            if isinstance(g, dict)
+            for h in g.get("hooks", [])
+            if isinstance(h, dict)
+        )
+
+    return all(has(event, ours) for event, (_, ours, _) in HOOKS.items())
+
+
 def setup_codex(path: Path, command: str, backups: Path) -> str:
     """Add (or update) our block; ``created``, ``updated`` or ``unchanged``."""
 

@@ -15,6 +15,7 @@ __all__ = [
     "config_file",
     "entry",
     "plugin_file",
+    "plugin_installed",
     "plugin_text",
     "registered",
     "remove_opencode",
@@ -80,3 +81,12 @@ def remove_plugin(path: Path, backups: Path) -> str:
         return b"" if current.decode(errors="replace").startswith(_PLUGIN_MARK) else current
 
     return give_back(backups, path, without, lambda a, b: a == b)
+
+
+def plugin_installed(config: Path) -> bool:
+    """Whether agentcoord's plugin is beside the user's opencode.json."""
+    try:
+        text = plugin_file(config, None).read_text()
+    except OSError:
+        return False
+    return text.startswith(_PLUGIN_MARK)
