@@ -31,6 +31,9 @@ RANKS = {
     "tools": 3,  # adapters: MCP tools, listeners, Claude Code and git, the console, clients
     "mcp": 3,
     "claude": 3,
+    "codex": 3,
+    "gemini": 3,
+    "opencode": 3,
     "gitguard": 3,
     "console": 3,
     "client": 3,

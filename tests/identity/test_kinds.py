@@ -43,6 +43,9 @@ class _Other:
     def recognise(self, proc: ProcInfo) -> bool:
         return proc.name == "other"
 
+    def refusal(self, session: ProcInfo) -> str | None:
+        return None
+
     def session_id(self, peer: ProcInfo | None, session: ProcInfo) -> str | None:
         return peer.environ.get("OTHER_SESSION") if peer is not None else None
 
@@ -56,9 +59,9 @@ class _Other:
         return self
 
 
-def test_claude_code_is_the_registered_kind() -> None:
-    """KINDS holds Claude Code, named ``claude``."""
-    assert [k.name for k in KINDS] == ["claude"]
+def test_claude_code_is_the_first_registered_kind() -> None:
+    """KINDS holds Claude Code, named ``claude``, first, then Codex, Gemini and OpenCode."""
+    assert [k.name for k in KINDS] == ["claude", "codex", "gemini", "opencode"]
     assert isinstance(KINDS[0], ClaudeCode)
 
 
@@ -108,7 +111,7 @@ def test_configured_kinds_know_where_the_cli_keeps_its_files(tmp_path: Path) -> 
     """The daemon's Claude Code kind reads the session registry under its claude_dir."""
     env = {"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "c")}
     cfg = load_config({}, env, uid=1000)
-    (kind,) = configured(cfg)
+    kind = configured(cfg)[0]
     assert kind == ClaudeCode(tmp_path / "c")
 
 
@@ -118,6 +121,13 @@ def test_agent_markers_are_every_kinds_and_the_daemons_own() -> None:
         "CLAUDECODE",
         "CLAUDE_CODE_SESSION_ID",
         "CLAUDE_CODE_ENTRYPOINT",
+        "CODEX_THREAD_ID",
+        "CODEX_SESSION_ID",
+        "GEMINI_CLI",
+        "GEMINI_SESSION_ID",
+        "OPENCODE",
+        "OPENCODE_PID",
+        "AGENT",
         "AGENT_ID",
         "AGENTCOORD_JOB_ID",
     )

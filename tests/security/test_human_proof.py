@@ -35,6 +35,13 @@ SESSION_ENV = {
     "CLAUDE_CODE_SESSION_ID": "0b6c8f0e-5f4e-4d8e-9d3e-2f1c7a1b9e10",
     "CLAUDE_CODE_ENTRYPOINT": "cli",
 }
+# What Codex, Gemini CLI and OpenCode put in their shell commands' environment
+# (docs/other-clis.md): each shell child is an agent's, never the human.
+OTHER_CLIS_ENV = [
+    ({"CODEX_THREAD_ID": "019a7c1e-0000-7000-8000-000000000001"}, "CODEX_THREAD_ID"),
+    ({"GEMINI_CLI": "1"}, "GEMINI_CLI"),
+    ({"OPENCODE": "1", "OPENCODE_PID": "4242", "AGENT": "1"}, "OPENCODE"),
+]
 # What the daemon's runners carry (localagents/runner.py), and other harnesses' convention.
 RUNNER_ENV = {"AGENTCOORD_JOB_ID": "job-1", "AGENT_ID": "worker"}
 
@@ -167,8 +174,12 @@ def test_detached_http_answer_with_the_token_from_a_session_is_refused(
 
 @pytest.mark.parametrize(
     ("env", "marker"),
-    [(SESSION_ENV, "CLAUDECODE"), (RUNNER_ENV, "AGENTCOORD_JOB_ID")],
-    ids=["session", "runner"],
+    [
+        (SESSION_ENV, "CLAUDECODE"),
+        (RUNNER_ENV, "AGENTCOORD_JOB_ID"),
+        *OTHER_CLIS_ENV,
+    ],
+    ids=["session", "runner", "codex", "gemini", "opencode"],
 )
 def test_detached_cli_answer_from_an_agent_is_refused(
     daemon: Daemon,

@@ -32,6 +32,13 @@ _START = "start it with `agentcoord serve` (or `agentcoord install --user`)"
 
 
 def run_hook(event: str, timeout: float = 5.0) -> int:
+    # ``gemini:EVENT``: Gemini CLI's hook, the same request, its answer in Gemini's shape
+    # (gemini/hookshape.py; docs/other-clis.md "Gemini CLI").
+    shape = None
+    if event.startswith("gemini:"):
+        from agentcoord.gemini.hookshape import gemini_output
+
+        event, shape = event.removeprefix("gemini:"), gemini_output
     try:
         raw = sys.stdin.read()
         payload = json.loads(raw) if raw.strip() else {}
@@ -71,7 +78,7 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
         if moved:
             output = _notice(_context_of(output), moved)
     if output:
-        _print(output)
+        _print(shape(event, output) if shape is not None else output)
     return 0
 
 

@@ -191,16 +191,28 @@ _WRITE_TOOLS = {
 }
 
 
-def _written_path(payload: dict[str, Any]) -> str | None:
-    """The file a write tool call is about to change; None for any other tool."""
+# The other CLIs' file-writing tools, whose hooks send the same JSON shape
+# (docs/other-clis.md): Gemini CLI's write_file and replace name their file in file_path;
+# Codex's apply_patch carries a patch that may touch several files.
+_OTHER_WRITE_TOOLS = {"write_file": "file_path", "replace": "file_path"}
+
+
+def _written_paths(payload: dict[str, Any]) -> list[str]:
+    """The files a write tool call is about to change; none for any other tool."""
     tool_input = payload.get("tool_input")
+    tool = str(payload.get("tool_name") or "")
+    if tool == "apply_patch":
+        from agentcoord.codex.patch import patch_paths
+
+        text = tool_input.get("command") if isinstance(tool_input, dict) else tool_input
+        return patch_paths(text) if isinstance(text, str) else []
     if not isinstance(tool_input, dict):
-        return None
-    field = _WRITE_TOOLS.get(str(payload.get("tool_name") or ""))
+        return []
+    field = _WRITE_TOOLS.get(tool) or _OTHER_WRITE_TOOLS.get(tool)
     if field is None:
-        return None
+        return []
     path = tool_input.get(field) or tool_input.get("file_path")
-    return path if isinstance(path, str) and path else None
+    return [path] if isinstance(path, str) and path else []
 
 
 def _writer_cwd(caller: Caller, payload: dict[str, Any]) -> str | None:
@@ -211,14 +223,15 @@ def _writer_cwd(caller: Caller, payload: dict[str, Any]) -> str | None:
 async def _guard_writes(
     deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """PreToolUse on Write/Edit/MultiEdit/NotebookEdit: deny when another agent holds a write
+    """PreToolUse on Write/Edit/MultiEdit/NotebookEdit (and the other CLIs' write tools, each
+    file of a Codex patch): deny when another agent holds a write
     claim on the file's canonical key (resolved against the writer's cwd), else take or renew
     the writer's automatic edit lease (docs/claims.md "Claiming files")."""
-    path = _written_path(payload)
-    if path is None:
-        return None
-    denied = await deps.leases.guard_write(caller, path, _writer_cwd(caller, payload))
-    return None if denied is None else {"deny": denied}
+    for path in _written_paths(payload):
+        denied = await deps.leases.guard_write(caller, path, _writer_cwd(caller, payload))
+        if denied is not None:
+            return {"deny": denied}
+    return None
 
 
 async def _guard_git(

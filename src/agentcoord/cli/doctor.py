@@ -313,6 +313,38 @@ def _state_dir_rules(cfg: Config) -> Check:
     )
 
 
+def _other_clis(home: Path, env: dict[str, str]) -> list[Check]:
+    """Codex, Gemini CLI and OpenCode: where one is installed, agent-coord is registered in its
+    user file with its hooks (OpenCode: its plugin) (docs/other-clis.md "Setup"); one not
+    installed is a note, not a failure."""
+    from agentcoord.codex import configure as codex
+    from agentcoord.gemini import configure as gemini
+    from agentcoord.opencode import configure as opencode
+
+    checks = []
+    for cli, path, registered, hooked in (
+        ("codex", codex.config_file(home, env, None), codex.registered, codex.hooks_installed),
+        ("gemini", gemini.settings_file(home, None), gemini.registered, gemini.hooks_installed),
+        (
+            "opencode",
+            opencode.config_file(home, env, None),
+            opencode.registered,
+            opencode.plugin_installed,
+        ),
+    ):
+        fix = f"agentcoord setup {cli}"
+        if shutil.which(cli) is None:
+            checks.append(Check(cli, True, f"{cli} is not on PATH (not checked)", info=True))
+        elif not registered(path):
+            checks.append(Check(cli, False, f"agent-coord not registered in {path}", fix))
+        elif not hooked(path):
+            what = "plugin" if cli == "opencode" else "hooks"
+            checks.append(Check(cli, False, f"agentcoord's {what} missing ({path})", fix))
+        else:
+            checks.append(Check(cli, True, f"agent-coord and its hooks in {path}"))
+    return checks
+
+
 def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
     """Every check, in the order a person would fix them."""
     home = home or Path(os.path.expanduser("~"))
@@ -327,4 +359,5 @@ def run_checks(cfg: Config, home: Path | None = None) -> list[Check]:
         *_claude(home, cfg.claude_dir),
         _hooks(cfg, status),
         _state_dir_rules(cfg),
+        *_other_clis(home, dict(os.environ)),
     ]

@@ -264,7 +264,9 @@ def _main_full(args: list[str]) -> int:
         "--json", action="store_true", help='{"url": the link, "expires_at": epoch seconds}'
     )
     p_setup = sub.add_parser(
-        "setup", help="connect a client (claude) to this daemon, or guard a repository's commits"
+        "setup",
+        help="connect a client (claude, codex, gemini, opencode) to this daemon, or guard a "
+        "repository's commits",
     )
     setup_sub = p_setup.add_subparsers(dest="client", required=True)
     p_claude = setup_sub.add_parser("claude", help="register the MCP server and the hooks")
@@ -275,6 +277,14 @@ def _main_full(args: list[str]) -> int:
         action="store_true",
         help="instead: install the agentcoord plugin (server, hooks, skill) with claude plugin",
     )
+    for other_cli, its_file in (
+        ("codex", "~/.codex/config.toml, or the project's .codex/config.toml"),
+        ("gemini", "~/.gemini/settings.json, or the project's .gemini/settings.json"),
+        ("opencode", "~/.config/opencode/opencode.json, or the project's opencode.json"),
+    ):
+        p_cli = setup_sub.add_parser(other_cli, help=f"register the MCP server in {its_file}")
+        p_cli.add_argument("--project", action="store_true", help="this project's file")
+        p_cli.add_argument("--remove", action="store_true", help="undo the setup")
     p_git = setup_sub.add_parser(
         "git", help="install the pre-commit and pre-push guards (claimed files)"
     )
@@ -314,6 +324,8 @@ def _main_full(args: list[str]) -> int:
             return _setup_git(ns.repo, ns.remove)
         if ns.command == "setup" and ns.client == "claude" and ns.plugin:
             return _setup_plugin(ns.project, ns.remove)
+        if ns.command == "setup" and ns.client in ("codex", "gemini", "opencode"):
+            return _setup_cli(ns.client, ns.project, ns.remove)
         if ns.command == "setup":
             return _setup(ns.project, ns.remove)
         if ns.command == "install":
@@ -489,6 +501,57 @@ def _setup(project: bool, remove: bool) -> int:
         print(f"Claude Code {verb} its file tools the daemon's state dir (permissions.deny):")
         for rule in report.denied:
             print(f"  {rule}")
+    return 0
+
+
+def _setup_cli(cli: str, project: bool, remove: bool) -> int:
+    """``setup codex|gemini|opencode [--project] [--remove]``: the MCP server in that CLI's
+    file (docs/other-clis.md "Setup")."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    from agentcoord.codex import configure as codex
+    from agentcoord.gemini import configure as gemini
+    from agentcoord.kernel.config import load_config
+    from agentcoord.opencode import configure as opencode
+
+    home = Path.home()
+    where = Path.cwd() if project else None
+    if where is not None:
+        command = "agentcoord"  # a committed file: the teammate's agentcoord on PATH
+    else:
+        # This install's own script first: a venv's bin need not be on the CLI's PATH.
+        own = Path(sys.executable).parent / "agentcoord"
+        command = str(own) if own.is_file() else shutil.which("agentcoord") or "agentcoord"
+    # What the file was before setup, kept outside the project, private.
+    backups = load_config({}).state_dir / f"{cli}-setup"
+    if cli == "codex":
+        path = codex.config_file(home, os.environ, where)
+        done = (
+            codex.remove_codex(path, backups)
+            if remove
+            else codex.setup_codex(path, command, backups)
+        )
+    elif cli == "gemini":
+        path = gemini.settings_file(home, where)
+        done = (
+            gemini.remove_gemini(path, backups)
+            if remove
+            else gemini.setup_gemini(path, command, backups)
+        )
+    else:
+        path = opencode.config_file(home, os.environ, where)
+        plugin = opencode.plugin_file(path, where)
+        if remove:
+            plugin_done = opencode.remove_plugin(plugin, backups)
+            done = opencode.remove_opencode(path, backups)
+        else:
+            done = opencode.setup_opencode(path, command, backups)
+            plugin_done = opencode.setup_plugin(plugin, command, backups)
+        print(f"{done} {path}")
+        path, done = plugin, plugin_done
+    print(f"{done} {path}")
     return 0
 
 

@@ -387,6 +387,11 @@ class IdentityResolver:
         kind = decision.session_kind
         if decision.kind == "session" and decision.proc is not None and kind is not None:
             proc = decision.proc
+            shared = kind.refusal(proc)
+            if shared is not None:
+                # One process serving several sessions: its callers cannot be told apart, so
+                # none is taken for another (docs/other-clis.md "Codex").
+                raise IdentityError(shared)
             session_id = kind.session_id(chain[0] if chain else None, proc)
             cwd = kind.cwd(proc)
             agent = await self._directory.session_agent(

@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 # Every session kind's markers (Claude Code gives every process it starts CLAUDECODE=1,
-# CLAUDE_CODE_ENTRYPOINT and, since 2.1.154, CLAUDE_CODE_SESSION_ID: identity/kinds/claudecode.py),
+# CLAUDE_CODE_ENTRYPOINT and, since 2.1.154, CLAUDE_CODE_SESSION_ID: identity/kinds/claudecode.py;
+# Codex, Gemini CLI and OpenCode theirs: docs/other-clis.md),
 # then AGENT_ID, the common convention of other agent harnesses, and AGENTCOORD_JOB_ID, which
 # the daemon's own runners carry (localagents/runner.py). A process started with ``setsid``
 # keeps them: detaching cuts the ancestry, not the environment.
@@ -46,8 +47,8 @@ HUMAN_TOKEN_FILE = "human.token"  # in the state dir, 0600 (daemon/run.py writes
 
 NOT_IDENTIFIED = (
     "this process is neither an agent nor the human: agents connect through `agentcoord mcp` "
-    "from Claude Code; the human's commands (`agentcoord answer`, `prompts`, ...) present the "
-    "human token ({token_file}) when run from your own terminal"
+    "from Claude Code, Codex, Gemini CLI or OpenCode; the human's commands (`agentcoord answer`, "
+    "`prompts`, ...) present the human token ({token_file}) when run from your own terminal"
 )
 
 

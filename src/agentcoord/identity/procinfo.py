@@ -19,4 +19,7 @@ class ProcInfo:
     argv0: str = ""
     exe: str = ""
     cwd: str | None = None
+    # The whole command line (argv[0] too), for CLIs told apart by their arguments: a node
+    # script's path, or a subcommand such as ``codex app-server``.
+    args: tuple[str, ...] = ()
     environ: Mapping[str, str] = field(default_factory=dict)

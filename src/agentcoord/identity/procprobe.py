@@ -325,6 +325,7 @@ class PsutilProbe:
                     argv0=cmdline[0] if cmdline else "",
                     exe=exe,
                     cwd=cwd,
+                    args=tuple(cmdline),
                     environ=env,
                 )
         except psutil.Error:

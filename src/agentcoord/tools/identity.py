@@ -12,7 +12,10 @@ __all__ = ["IdentityTools"]
 
 
 def _render(result: dict[str, Any]) -> str:
-    parts = [f"you are {result['agent']} ({result['kind']}, via {result['via']})"]
+    kind = result["kind"]
+    if result.get("session_kind"):
+        kind = f"{result['session_kind']} {kind}"  # "codex session"
+    parts = [f"you are {result['agent']} ({kind}, via {result['via']})"]
     if result.get("session"):
         parts.append(f"session {result['session']}")
     if result.get("cwd"):
@@ -36,6 +39,7 @@ class IdentityTools:
                 {
                     "agent": caller.agent,
                     "kind": caller.kind,
+                    "session_kind": caller.session_kind,  # which CLI: claude, codex, ...
                     "session": caller.session_id,
                     "cwd": caller.cwd,
                     "via": caller.via,
@@ -46,6 +50,7 @@ class IdentityTools:
         return {
             "agent": caller.agent,
             "kind": caller.kind,
+            "session_kind": caller.session_kind,
             "session": caller.session_id,
             "cwd": caller.cwd,
             "pid": caller.pid,

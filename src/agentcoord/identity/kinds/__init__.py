@@ -12,16 +12,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentcoord.identity.kinds.claudecode import ClaudeCode
+from agentcoord.identity.kinds.codex import Codex
+from agentcoord.identity.kinds.gemini import Gemini
+from agentcoord.identity.kinds.opencode import OpenCode
 from agentcoord.identity.kinds.protocol import SessionKind
 
 if TYPE_CHECKING:
     from agentcoord.kernel.config import Config
 
-__all__ = ["KINDS", "ClaudeCode", "SessionKind", "configured", "kind_markers"]
+__all__ = [
+    "KINDS",
+    "ClaudeCode",
+    "Codex",
+    "Gemini",
+    "OpenCode",
+    "SessionKind",
+    "configured",
+    "kind_markers",
+]
 
 # Nearest first wins in a process chain; where one process is a session of two kinds (none is
 # today), the earlier entry wins.
-KINDS: tuple[SessionKind, ...] = (ClaudeCode(),)
+KINDS: tuple[SessionKind, ...] = (ClaudeCode(), Codex(), Gemini(), OpenCode())
 
 
 def configured(cfg: Config, kinds: tuple[SessionKind, ...] = KINDS) -> tuple[SessionKind, ...]:

@@ -51,6 +51,9 @@ class ClaudeCode:
             return True
         return bool(proc.exe and _NATIVE_PATH.search(proc.exe))
 
+    def refusal(self, session: ProcInfo) -> str | None:
+        return None  # one claude process is one session
+
     def session_id(self, peer: ProcInfo | None, session: ProcInfo) -> str | None:
         found = peer.environ.get(_SESSION_ENV) if peer is not None else None
         if found:

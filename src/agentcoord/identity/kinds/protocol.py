@@ -39,6 +39,12 @@ class SessionKind(Protocol):
         Pure: it judges the values read, never the live process."""
         ...
 
+    def refusal(self, session: ProcInfo) -> str | None:
+        """Why the recognised process ``session`` cannot stand for one session (it serves
+        several, so its callers could be taken for one another), or None when it can. A caller
+        under such a process is refused with this text rather than guessed at."""
+        ...
+
     def session_id(self, peer: ProcInfo | None, session: ProcInfo) -> str | None:
         """The CLI's id of the session ``session`` (the process :meth:`recognise` matched),
         as far as ``peer`` (the calling process, with its environment) or the CLI's own files

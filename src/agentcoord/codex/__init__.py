@@ -1,0 +1,1 @@
+"""Codex CLI: ``agentcoord setup codex`` (docs/other-clis.md "Codex")."""

@@ -1,0 +1,60 @@
+"""OpenCode as a session kind (docs/other-clis.md "OpenCode").
+
+- **Recognised** by the ``opencode`` process (the npm package's ``bin/opencode`` is the native
+  binary itself, ``opencode.exe`` on disk), the direct parent of the MCP servers it starts.
+- **Session id**: OpenCode gives its MCP servers no session id (its plugins see ``sessionID``),
+  so the session is the process: one ``opencode`` process, one agent.
+- **cwd**: the process's working directory.
+- **Markers**: ``OPENCODE``, ``OPENCODE_PID`` and ``AGENT``, set for everything it starts.
+- **Name**: the basename of its cwd.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from agentcoord.identity.kinds.cwdname import basename_of
+from agentcoord.identity.procinfo import ProcInfo
+
+if TYPE_CHECKING:
+    from agentcoord.identity.kinds.protocol import SessionKind
+    from agentcoord.kernel.config import Config
+
+__all__ = ["OpenCode"]
+
+_NAMES = frozenset({"opencode", "opencode.exe"})
+
+
+@dataclass(frozen=True)
+class OpenCode:
+    """OpenCode sessions (its TUI or ``opencode run``)."""
+
+    name: ClassVar[str] = "opencode"
+    markers: ClassVar[tuple[str, ...]] = ("OPENCODE", "OPENCODE_PID", "AGENT")
+
+    def recognise(self, proc: ProcInfo) -> bool:
+        """The ``opencode`` process, by name or argv[0] basename."""
+        return proc.name in _NAMES or os.path.basename(proc.argv0) in _NAMES
+
+    def refusal(self, session: ProcInfo) -> str | None:
+        return None  # one opencode process serves one session
+
+    def session_id(self, peer: ProcInfo | None, session: ProcInfo) -> str | None:
+        return None
+
+    def cwd(self, session: ProcInfo) -> str | None:
+        return session.cwd
+
+    def name_base(self, session: ProcInfo) -> str | None:
+        return basename_of(session.cwd)
+
+    def configured(self, cfg: Config) -> OpenCode:
+        return self
+
+
+if TYPE_CHECKING:
+
+    def _satisfies_protocol() -> SessionKind:
+        return OpenCode()

@@ -1,0 +1,1 @@
+"""OpenCode: ``agentcoord setup opencode`` (docs/other-clis.md "OpenCode")."""
