@@ -266,7 +266,15 @@ class Kind:
         return self.kind + "List"
 
     def schema(self) -> Schema:
-        """The OpenAPI v3 schema of a whole object of this kind."""
+        """The OpenAPI v3 schema of a whole object of this kind, derived once: every write is
+        validated against it (callers that change it take a copy, as the discovery documents
+        do)."""
+        cached = _SCHEMAS.get(self.plural)
+        if cached is None:
+            cached = _SCHEMAS[self.plural] = self._derived_schema()
+        return cached
+
+    def _derived_schema(self) -> Schema:
         return {
             "type": "object",
             "description": self.description,
@@ -282,6 +290,8 @@ class Kind:
             ],
         }
 
+
+_SCHEMAS: dict[str, Schema] = {}  # by plural: Kind.schema()'s derivation, made once
 
 _AGE = Column("Age", "date", ".metadata.creationTimestamp")
 
