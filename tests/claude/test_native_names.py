@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
 from tests.claude.conftest import SERVER, Claude
 from tests.claude.model_api import Request, Text, ToolUse, context_texts, tool_results
-from tests.conftest import Daemon
+from tests.claude.test_native_inbox import interactive, native_agent
+from tests.conftest import Daemon, cli_json
 
 WHOAMI = f"mcp__{SERVER}__whoami"
 
@@ -38,3 +40,28 @@ def test_whoami_answers_the_name_claude_code_shows(daemon: Daemon, claude: Claud
     assert seen["name"], seen
     assert me["agent"] == seen["name"]
     assert f"you are agent `{seen['name']}`" in start
+
+
+def _registry_name(claude: Claude) -> str:
+    """The name Claude Code's registry record gives the session working in ``claude.cwd``."""
+    folder = Path(claude.env["CLAUDE_CONFIG_DIR"]) / "sessions"
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text())
+            if data.get("cwd") == str(claude.cwd) and data.get("name"):
+                return str(data["name"])
+    return ""
+
+
+def test_an_interactive_session_is_the_agent_claude_code_names(
+    daemon: Daemon, claude: Claude, tmp_path: Path
+) -> None:
+    """A plain interactive ``claude`` (tmux) is served under the name its registry record
+    shows, and ``agentcoord agents`` lists it with its live state."""
+    claude.api.script(Text("Noted."))
+    with interactive(claude, tmp_path):
+        agent = native_agent(daemon)
+        assert agent == _registry_name(claude)
+        rows = {r["name"]: r for r in cli_json(daemon, "agents")["agents"]}
+        assert agent in rows, rows
+        assert rows[agent].get("state") in {"idle", "working", "waiting-input"}, rows[agent]

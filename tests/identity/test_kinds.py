@@ -35,7 +35,7 @@ def _p(pid: int, name: str, argv0: str = "", exe: str = "", **env: str) -> ProcI
 
 @dataclass(frozen=True)
 class _Other:
-    """A second CLI, as a new kind would be: one value with the same five answers."""
+    """A second CLI, as a new kind would be: one value with the same six answers."""
 
     name: ClassVar[str] = "other"
     markers: ClassVar[tuple[str, ...]] = ("OTHER_SESSION", "CLAUDECODE")
