@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentcoord.kernel.directory import MemoryDirectory
 from agentcoord.kernel.sessionnames import host_suffix, session_name, session_stem
 
 pytestmark = pytest.mark.unit
@@ -84,3 +85,13 @@ def test_session_name_takes_the_clis_own_name(
 ) -> None:
     """The CLI's name for a session is the agent's name when valid and free, else <stem>-<n>."""
     assert session_name("app", taken, host, native) == name
+
+
+async def test_the_memory_directory_takes_the_clis_name_once() -> None:
+    """The in-memory directory names a new session by its CLI's name when free, and never
+    renames a session it knows."""
+    d = MemoryDirectory()
+    assert await d.session_agent((1, 1.0), "s1", "/w/app", "app", "app-7f") == "app-7f"
+    assert await d.session_agent((2, 2.0), "s2", "/w/app", "app", "app-7f") == "app-1"
+    assert await d.session_agent((3, 3.0), None, "/w/app", "app") == "app-2"
+    assert await d.session_agent((3, 3.0), None, "/w/app", "app", "app-c4") == "app-2"
