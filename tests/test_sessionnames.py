@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentcoord.kernel.directory import MemoryDirectory
 from agentcoord.kernel.sessionnames import host_suffix, session_name, session_stem
 
 pytestmark = pytest.mark.unit
@@ -58,3 +59,39 @@ def test_host_suffix() -> None:
     assert host_suffix(None) == ""
     assert host_suffix("") == ""
     assert host_suffix("build-box") == "--build-box"
+
+
+@pytest.mark.parametrize(
+    ("native", "taken", "host", "name"),
+    [
+        ("app-7f", set(), None, "app-7f"),  # known: taken as it is
+        ("app-7f", {"app-1"}, None, "app-7f"),
+        ("app-7f", set(), "host-a", "app-7f--host-a"),  # a shared NATS still qualifies it
+        ("app-7f", {"app-7f--host-b"}, "host-a", "app-7f--host-a"),
+        (None, set(), None, "app-1"),  # unknown: the numbered name
+        ("", set(), None, "app-1"),
+        ("app-7f", {"app-7f"}, None, "app-1"),  # taken: the numbered name
+        ("app-7f", {"app-7f--host-a"}, "host-a", "app-1--host-a"),
+        ("App-7F", set(), None, "app-1"),  # invalid: not lower-case
+        ("app.7f", set(), None, "app-1"),
+        ("app--7f", set(), None, "app-1"),  # "--" is the host suffix's
+        ("-app", set(), None, "app-1"),
+        ("app-", set(), None, "app-1"),
+        ("a" * 41, set(), None, "app-1"),  # longer than a stem
+    ],
+)
+def test_session_name_takes_the_clis_own_name(
+    native: str | None, taken: set[str], host: str | None, name: str
+) -> None:
+    """The CLI's name for a session is the agent's name when valid and free, else <stem>-<n>."""
+    assert session_name("app", taken, host, native) == name
+
+
+async def test_the_memory_directory_takes_the_clis_name_once() -> None:
+    """The in-memory directory names a new session by its CLI's name when free, and never
+    renames a session it knows."""
+    d = MemoryDirectory()
+    assert await d.session_agent((1, 1.0), "s1", "/w/app", "app", "app-7f") == "app-7f"
+    assert await d.session_agent((2, 2.0), "s2", "/w/app", "app", "app-7f") == "app-1"
+    assert await d.session_agent((3, 3.0), None, "/w/app", "app") == "app-2"
+    assert await d.session_agent((3, 3.0), None, "/w/app", "app", "app-c4") == "app-2"

@@ -35,7 +35,7 @@ def _p(pid: int, name: str, argv0: str = "", exe: str = "", **env: str) -> ProcI
 
 @dataclass(frozen=True)
 class _Other:
-    """A second CLI, as a new kind would be: one value with the same five answers."""
+    """A second CLI, as a new kind would be: one value with the same six answers."""
 
     name: ClassVar[str] = "other"
     markers: ClassVar[tuple[str, ...]] = ("OTHER_SESSION", "CLAUDECODE")
@@ -54,6 +54,9 @@ class _Other:
 
     def name_base(self, session: ProcInfo) -> str | None:
         return "other"
+
+    def native_name(self, session: ProcInfo) -> str | None:
+        return None
 
     def configured(self, cfg: object) -> _Other:
         return self
@@ -198,3 +201,22 @@ def test_both_kind_shapes_satisfy_the_protocol() -> None:
         assert isinstance(kind.name_base(proc), str)
         assert kind.cwd(proc) == "/w/4"
         assert kind.markers
+
+
+@pytest.mark.parametrize(
+    ("record", "name"),
+    [
+        ({"pid": 8, "sessionId": "s", "name": "app-7f"}, "app-7f"),
+        ({"pid": 8, "sessionId": "s"}, None),
+        ({"pid": 8, "name": ""}, None),
+        ({"pid": 8, "name": 7}, None),
+    ],
+)
+def test_claude_native_name_is_its_registry_name(
+    tmp_path: Path, record: dict[str, object], name: str | None
+) -> None:
+    """A Claude session's own name is the registry record's string ``name``, None without it."""
+    (tmp_path / "sessions").mkdir()
+    (tmp_path / "sessions" / "8.json").write_text(json.dumps(record))
+    assert ClaudeCode(tmp_path).native_name(_p(8, "claude")) == name
+    assert ClaudeCode(tmp_path).native_name(_p(9, "claude")) is None  # no record at all

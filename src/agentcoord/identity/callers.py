@@ -395,7 +395,11 @@ class IdentityResolver:
             session_id = kind.session_id(chain[0] if chain else None, proc)
             cwd = kind.cwd(proc)
             agent = await self._directory.session_agent(
-                (proc.pid, proc.create_time), session_id, cwd, kind.name_base(proc)
+                (proc.pid, proc.create_time),
+                session_id,
+                cwd,
+                kind.name_base(proc),
+                kind.native_name(proc),
             )
             return Caller(
                 "session",

@@ -23,10 +23,17 @@ class AgentDirectory(Protocol):
     """Names for callers; first contact from an unknown session creates its Agent."""
 
     async def session_agent(
-        self, key: SessionKey, session_id: str | None, cwd: str | None, name_base: str | None
+        self,
+        key: SessionKey,
+        session_id: str | None,
+        cwd: str | None,
+        name_base: str | None,
+        native: str | None = None,
     ) -> str:
         """The Agent name of a live session, created on first contact; a new one is named
-        from ``name_base`` (what its kind's name rule says it reads as)."""
+        ``native`` (the CLI's own name for it) when that is free and valid, else from
+        ``name_base`` (what its kind's name rule says it reads as). An existing session agent
+        keeps its name."""
         ...
 
     async def mark_used(self, name: str) -> None:
@@ -54,14 +61,19 @@ class MemoryDirectory:
         self._lock = asyncio.Lock()
 
     async def session_agent(
-        self, key: SessionKey, session_id: str | None, cwd: str | None, name_base: str | None
+        self,
+        key: SessionKey,
+        session_id: str | None,
+        cwd: str | None,
+        name_base: str | None,
+        native: str | None = None,
     ) -> str:
         async with self._lock:
             name = self._by_key.get(key)
             if name is None and session_id:
                 name = self._by_session_id.get(session_id)
             if name is None:
-                name = session_name(name_base, self._names, self._host)
+                name = session_name(name_base, self._names, self._host, native)
                 self._names.add(name)
             self._by_key[key] = name
             if session_id:

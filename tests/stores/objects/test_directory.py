@@ -56,3 +56,18 @@ async def test_session_without_id_found_after_restart_by_its_process(tmp_path: P
         d = StoreDirectory(store)
         assert await d.session_agent((7, 70.25), None, "/w/app", "app") == first
         assert await d.session_agent((7, 99.0), None, "/w/app", "app") != first  # pid reused
+
+
+async def test_a_session_named_by_its_cli_keeps_that_name_after_restart(tmp_path: Path) -> None:
+    """A session created with its CLI's name ``app-7f`` is that Agent; after a restart it is
+    found again under that name, and a native name read later renames no existing agent."""
+    async with ObjectStore(tmp_path / "o.db") as store:
+        d = StoreDirectory(store)
+        assert await d.session_agent((1, 1.0), SID, "/w/app", "app", "app-7f") == "app-7f"
+        assert await d.session_agent((2, 2.0), None, "/w/app", "app") == "app-1"
+        assert await d.session_agent((2, 2.0), None, "/w/app", "app", "app-c4") == "app-1"
+    async with ObjectStore(tmp_path / "o.db") as store:
+        d = StoreDirectory(store)
+        assert await d.session_agent((3, 3.0), SID, "/w/app", "app", "app-9e") == "app-7f"
+        assert await d.session_agent((2, 2.0), None, "/w/app", "app", "app-c4") == "app-1"
+        assert await d.session_agent((4, 4.0), "other", "/w/app", "app", "app-7f") == "app-2"

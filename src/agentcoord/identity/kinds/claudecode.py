@@ -10,8 +10,10 @@
 - **cwd**: the ``claude`` process's own working directory.
 - **Markers**: ``CLAUDECODE``, ``CLAUDE_CODE_SESSION_ID`` and ``CLAUDE_CODE_ENTRYPOINT``, set
   for every command it runs; ``setsid`` keeps them.
-- **Name**: the basename of its cwd (``/home/me/app`` reads as ``app``, so its agent is
-  ``app-1``).
+- **Name**: the ``name`` Claude Code gives the session in its registry (``<cwd basename>-<2
+  hex>``, ``app-7f``: what its ``ListAgents`` shows) when the record is there at the session's
+  first contact; else the basename of its cwd (``/home/me/app`` reads as ``app``, so its agent
+  is ``app-1``). docs/claude-code.md "Names".
 """
 
 from __future__ import annotations
@@ -66,6 +68,10 @@ class ClaudeCode:
 
     def name_base(self, session: ProcInfo) -> str | None:
         return os.path.basename((session.cwd or "").rstrip("/")) or None
+
+    def native_name(self, session: ProcInfo) -> str | None:
+        name = self._registry(session.pid).get("name")
+        return name if isinstance(name, str) and name else None
 
     def configured(self, cfg: Config) -> ClaudeCode:
         return replace(self, claude_dir=cfg.claude_dir)

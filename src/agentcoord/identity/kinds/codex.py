@@ -116,6 +116,9 @@ class Codex:
     def name_base(self, session: ProcInfo) -> str | None:
         return basename_of(self.cwd(session))
 
+    def native_name(self, session: ProcInfo) -> str | None:
+        return None  # the CLI does not name its sessions where another process can read it
+
     def configured(self, cfg: Config) -> Codex:
         return self
 

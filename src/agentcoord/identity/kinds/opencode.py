@@ -50,6 +50,9 @@ class OpenCode:
     def name_base(self, session: ProcInfo) -> str | None:
         return basename_of(session.cwd)
 
+    def native_name(self, session: ProcInfo) -> str | None:
+        return None  # the CLI does not name its sessions where another process can read it
+
     def configured(self, cfg: Config) -> OpenCode:
         return self
 

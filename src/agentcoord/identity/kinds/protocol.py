@@ -60,6 +60,11 @@ class SessionKind(Protocol):
         :func:`agentcoord.kernel.sessionnames.session_name` makes it safe and unique."""
         ...
 
+    def native_name(self, session: ProcInfo) -> str | None:
+        """The CLI's own name for the session (as its own list of sessions shows it), which a
+        new session agent takes when valid and free; None when the CLI has not named it."""
+        ...
+
     def configured(self, cfg: Config) -> SessionKind:
         """The kind with the daemon's settings (where the CLI keeps its files)."""
         ...

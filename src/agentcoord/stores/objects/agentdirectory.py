@@ -1,7 +1,8 @@
 """The agent directory backed by Agent objects (the store side of ``kernel.directory``).
 
 First contact from a session creates its Agent: named by
-:func:`agentcoord.kernel.sessionnames.session_name` (``<dir>-<n>`` for Claude Code), phase
+:func:`agentcoord.kernel.sessionnames.session_name` (Claude Code's own name for the session,
+``<dir>-<2 hex>`` from its registry, when known and free; else ``<dir>-<n>``), phase
 Running, labels for the session id and the readable part of the name, so ``kubectl get ag -l``
 finds sessions.
 A daemon restart finds the same Agent again by the session-id label, or, for a session
@@ -99,7 +100,12 @@ class StoreDirectory:
         return PROC_LABEL
 
     async def session_agent(
-        self, key: SessionKey, session_id: str | None, cwd: str | None, name_base: str | None
+        self,
+        key: SessionKey,
+        session_id: str | None,
+        cwd: str | None,
+        name_base: str | None,
+        native: str | None = None,
     ) -> str:
         async with self._lock:
             obj: dict[str, Any] | None = None
@@ -116,7 +122,7 @@ class StoreDirectory:
                         obj = found[0]
                         break
             if obj is None:
-                name = await self._create(key, session_id, cwd, name_base)
+                name = await self._create(key, session_id, cwd, name_base, native)
             else:
                 name = str(obj["metadata"]["name"])
                 await self._bring_back(obj, key)
@@ -180,12 +186,17 @@ class StoreDirectory:
         }
 
     async def _create(
-        self, key: SessionKey, session_id: str | None, cwd: str | None, name_base: str | None
+        self,
+        key: SessionKey,
+        session_id: str | None,
+        cwd: str | None,
+        name_base: str | None,
+        native: str | None,
     ) -> str:
         objs, _ = await self._store.list("agents", self._ns)
         taken = {o["metadata"]["name"] for o in objs}
         while True:
-            name = session_name(name_base, taken, self._host)
+            name = session_name(name_base, taken, self._host, native)
             body = self._body(name, key, session_id, cwd, name_base)
             try:
                 await self._store.create("agents", self._ns, body, keep_status=True)

@@ -1,0 +1,67 @@
+"""The real Claude Code's session is one agent under one name: the name its registry gives it
+(what its own ``ListAgents`` shows) is the agent name whoami and the SessionStart hook say
+(docs/claude-code.md "Names"). Offline, against the scripted model API."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+from tests.claude.conftest import SERVER, Claude
+from tests.claude.model_api import Request, Text, ToolUse, context_texts, tool_results
+from tests.claude.test_native_inbox import interactive, native_agent
+from tests.conftest import Daemon, cli_json
+
+WHOAMI = f"mcp__{SERVER}__whoami"
+
+
+def test_whoami_answers_the_name_claude_code_shows(daemon: Daemon, claude: Claude) -> None:
+    """While ``claude -p`` runs, its registry record's ``name`` is the agent whoami answers and
+    the agent the SessionStart hook told the model."""
+    sessions = Path(daemon.env["CLAUDE_CONFIG_DIR"]) / "sessions"
+    seen: dict[str, str] = {}
+
+    def record_then_echo(req: Request) -> Text:
+        # The session is alive here (it waits for this answer): its record is on disk.
+        for path in sessions.glob("*.json"):
+            body = json.loads(path.read_text())
+            if body.get("pid") == proc.pid:
+                seen["name"] = body["name"]
+        return Text("result: " + tool_results(req)[-1]["text"])
+
+    claude.api.script(ToolUse(WHOAMI, {}), record_then_echo)
+    first = len(claude.api.requests)
+    proc = claude.start("who am I?")
+    run = claude.finish(proc, first)
+    run.check()
+    me = json.loads(tool_results(run.requests[1])[0]["text"])
+    (start,) = context_texts(run.requests[0], "SessionStart")
+    assert seen["name"], seen
+    assert me["agent"] == seen["name"]
+    assert f"you are agent `{seen['name']}`" in start
+
+
+def _registry_name(claude: Claude) -> str:
+    """The name Claude Code's registry record gives the session working in ``claude.cwd``."""
+    folder = Path(claude.env["CLAUDE_CONFIG_DIR"]) / "sessions"
+    for path in folder.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text())
+            if data.get("cwd") == str(claude.cwd) and data.get("name"):
+                return str(data["name"])
+    return ""
+
+
+def test_an_interactive_session_is_the_agent_claude_code_names(
+    daemon: Daemon, claude: Claude, tmp_path: Path
+) -> None:
+    """A plain interactive ``claude`` (tmux) is served under the name its registry record
+    shows, and ``agentcoord agents`` lists it with its live state."""
+    claude.api.script(Text("Noted."))
+    with interactive(claude, tmp_path):
+        agent = native_agent(daemon)
+        assert agent == _registry_name(claude)
+        rows = {r["name"]: r for r in cli_json(daemon, "agents")["agents"]}
+        assert agent in rows, rows
+        assert rows[agent].get("state") in {"idle", "working", "waiting-input"}, rows[agent]
