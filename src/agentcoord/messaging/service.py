@@ -8,6 +8,7 @@ humans tools, the hooks, the console and agentops.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,20 @@ if TYPE_CHECKING:
     from agentcoord.kernel.caller import Caller
     from agentcoord.messaging.offers import Offer
 
-__all__ = ["Messaging"]
+__all__ = ["Messaging", "Watch"]
+
+log = logging.getLogger(__name__)
+
+
+class Watch:
+    """One watcher's hold on :meth:`Messaging.watch`'s wake-ups, until it unsubscribes."""
+
+    def __init__(self, messaging: Messaging, cb: Callable[[Any], Awaitable[None]]) -> None:
+        self._messaging = messaging
+        self._cb = cb
+
+    async def unsubscribe(self) -> None:
+        await self._messaging._unwatch(self._cb)
 
 
 class Messaging:
@@ -81,6 +95,8 @@ class Messaging:
         self._mail = Sending(self._bus, self._rooms, recipients)
         self._handoffs = Handoffs(nc, self._bus, self._offers, tasks, audit_log, recipients)
         self._humans = HumanPrompts(nc, prompts, audit_log, late=self._late_answer)
+        self._watchers: list[Callable[[Any], Awaitable[None]]] = []  # see watch()
+        self._watch_subs: list[Any] = []
 
     async def _late_answer(self, rec: PromptRecord, text: str, by: str) -> None:
         """Into the asker's inbox: the answer to a prompt its ask stopped waiting for."""
@@ -136,11 +152,33 @@ class Messaging:
         """How many messages wait in ``agent``'s inbox."""
         return await self._bus.waiting(agent)
 
-    async def watch(self, cb: Callable[[Any], Awaitable[None]]) -> list[Any]:
+    async def watch(self, cb: Callable[[Any], Awaitable[None]]) -> list[Watch]:
         """Call ``cb`` with every message published to an inbox, a broadcast or a channel, as
-        it is published (a wake-up, not a delivery); the caller unsubscribes what it gets."""
-        subjects = ("agents.*.inbox", BROADCAST_SUBJECT, "channels.>")
-        return [await self._nc.subscribe(subject, cb=cb) for subject in subjects]
+        it is published (a wake-up, not a delivery); the caller unsubscribes what it gets.
+        Every watcher shares one set of NATS subscriptions, made for the first: each message
+        is delivered into this process once, however many parts wait for wake-ups."""
+        self._watchers.append(cb)
+        if not self._watch_subs:
+            subjects = ("agents.*.inbox", BROADCAST_SUBJECT, "channels.>")
+            self._watch_subs = [
+                await self._nc.subscribe(subject, cb=self._fan_out) for subject in subjects
+            ]
+        return [Watch(self, cb)]
+
+    async def _fan_out(self, msg: Any) -> None:
+        for cb in tuple(self._watchers):
+            try:
+                await cb(msg)
+            except Exception:  # one watcher's failure must not cost the others their wake-up
+                log.exception("a messaging watcher failed")
+
+    async def _unwatch(self, cb: Callable[[Any], Awaitable[None]]) -> None:
+        if cb in self._watchers:
+            self._watchers.remove(cb)
+        if not self._watchers:
+            subs, self._watch_subs = self._watch_subs, []
+            for sub in subs:
+                await sub.unsubscribe()
 
     # Sending: what the messaging tools do (docs/messaging.md "Tools").
 
