@@ -43,7 +43,7 @@ from messaging import start_daemon  # noqa: E402
 
 from agentcoord.claude.inbox.client import write_frames  # noqa: E402
 from agentcoord.claude.inbox.frames import user_frame  # noqa: E402
-from agentcoord.claude.inbox.registry import read_peer  # noqa: E402
+from agentcoord.claude.inbox.sessionfiles import read_peer  # noqa: E402
 from agentcoord.client.rpc import call_unix  # noqa: E402
 from tests.claude.conftest import OFFLINE, VERSION  # noqa: E402
 from tests.claude.model_api import ModelAPI, Request, Text  # noqa: E402

@@ -173,3 +173,14 @@ def test_the_rank_check_sees_an_upward_import() -> None:
         if RANKS.get(_package(t), 0) < RANKS.get(_package(m), 0)
     ]
     assert len(downward) > 100
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    """A module's file name says what it does, once in the tree: no two modules (private
+    ``_name`` ones counted without the underscore, packages' ``__init__`` aside) share one."""
+    from collections import Counter
+
+    from tests.architecture._graph import source_files
+
+    names = Counter(p.name.lstrip("_") for p in source_files() if p.name != "__init__.py")
+    assert sorted(n for n, count in names.items() if count > 1) == []

@@ -19,7 +19,7 @@ from agentcoord.claude.inbox.frames import (
     unwrap,
     user_frame,
 )
-from agentcoord.claude.inbox.registry import proc_start, read_peer
+from agentcoord.claude.inbox.sessionfiles import proc_start, read_peer
 
 
 def test_a_user_frame_carries_the_text_inside_one_block() -> None:

@@ -224,9 +224,9 @@ def test_gemini_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -
 def test_each_clis_hooks_are_found_where_setup_put_them(tmp_path: Path) -> None:
     """What doctor reads: after setup, Codex's hooks, Gemini's hooks and OpenCode's plugin are
     found in the user's files; before it, none is."""
-    from agentcoord.codex.configure import hooks_installed as codex_hooks
-    from agentcoord.gemini.configure import hooks_installed as gemini_hooks
-    from agentcoord.opencode.configure import plugin_installed
+    from agentcoord.codex.codexsetup import hooks_installed as codex_hooks
+    from agentcoord.gemini.geminisetup import hooks_installed as gemini_hooks
+    from agentcoord.opencode.opencodesetup import plugin_installed
 
     home = tmp_path / "home"
     files = {cli: _file(cli, home) for cli in ("codex", "gemini", "opencode")}

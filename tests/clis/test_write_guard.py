@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentcoord.codex.patch import patch_paths
+from agentcoord.codex.applypatch import patch_paths
 from tests.conftest import FAKES, Daemon
 from tests.tools.session_helpers import finish, read_results, spawn_session
 

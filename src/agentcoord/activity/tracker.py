@@ -203,7 +203,7 @@ def _pid_of(labels: Mapping[str, str] | None) -> int | None:
 
 def _repository_name(cwd: str) -> str:
     """The repository's name (its main worktree's directory), else the directory's own."""
-    from agentcoord.approvals.service import repository_of
+    from agentcoord.approvals.standing import repository_of
     from agentcoord.leases.keytext import repo_name
 
     found = repository_of(cwd)

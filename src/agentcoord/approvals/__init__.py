@@ -4,7 +4,7 @@ would ask it (docs/approvals.md)."""
 from __future__ import annotations
 
 from agentcoord.approvals.rules import Request, Rule, allows, forbids, parse_rule
-from agentcoord.approvals.service import DEFAULT_FOR, Approvals, Decision, input_summary
+from agentcoord.approvals.standing import DEFAULT_FOR, Approvals, Decision, input_summary
 
 __all__ = [
     "DEFAULT_FOR",

@@ -4,6 +4,6 @@
 from __future__ import annotations
 
 from agentcoord.budgets.ceilings import Ceilings, Usage, over_ceiling
-from agentcoord.budgets.service import Budgets
+from agentcoord.budgets.usage import Budgets
 
 __all__ = ["Budgets", "Ceilings", "Usage", "over_ceiling"]

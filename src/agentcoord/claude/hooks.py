@@ -202,7 +202,7 @@ def _written_paths(payload: dict[str, Any]) -> list[str]:
     tool_input = payload.get("tool_input")
     tool = str(payload.get("tool_name") or "")
     if tool == "apply_patch":
-        from agentcoord.codex.patch import patch_paths
+        from agentcoord.codex.applypatch import patch_paths
 
         text = tool_input.get("command") if isinstance(tool_input, dict) else tool_input
         return patch_paths(text) if isinstance(text, str) else []

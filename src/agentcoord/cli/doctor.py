@@ -317,9 +317,9 @@ def _other_clis(home: Path, env: dict[str, str]) -> list[Check]:
     """Codex, Gemini CLI and OpenCode: where one is installed, agent-coord is registered in its
     user file with its hooks (OpenCode: its plugin) (docs/other-clis.md "Setup"); one not
     installed is a note, not a failure."""
-    from agentcoord.codex import configure as codex
-    from agentcoord.gemini import configure as gemini
-    from agentcoord.opencode import configure as opencode
+    from agentcoord.codex import codexsetup as codex
+    from agentcoord.gemini import geminisetup as gemini
+    from agentcoord.opencode import opencodesetup as opencode
 
     checks = []
     for cli, path, registered, hooked in (

@@ -317,7 +317,7 @@ def _main_full(args: list[str]) -> int:
 
             return run_hook(ns.event)
         if ns.command == "conflicts":
-            from agentcoord.cli.conflicts import show_conflicts
+            from agentcoord.cli.conflictview import show_conflicts
 
             return show_conflicts(ns.repo, ns.json)
         if ns.command == "setup" and ns.client == "git":
@@ -511,10 +511,10 @@ def _setup_cli(cli: str, project: bool, remove: bool) -> int:
     import shutil
     from pathlib import Path
 
-    from agentcoord.codex import configure as codex
-    from agentcoord.gemini import configure as gemini
+    from agentcoord.codex import codexsetup as codex
+    from agentcoord.gemini import geminisetup as gemini
     from agentcoord.kernel.config import load_config
-    from agentcoord.opencode import configure as opencode
+    from agentcoord.opencode import opencodesetup as opencode
 
     home = Path.home()
     where = Path.cwd() if project else None

@@ -3,7 +3,7 @@ live sessions and the daemon's own peer socket (docs/claude-code.md "The native 
 
 from agentcoord.claude.inbox.delivery import NativeInboxes, Published, Route, SessionLister
 from agentcoord.claude.inbox.mailboxes import ROUTER_NAME, Mailboxes
-from agentcoord.claude.inbox.registry import Peer, read_peer
+from agentcoord.claude.inbox.sessionfiles import Peer, read_peer
 
 __all__ = [
     "ROUTER_NAME",

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import json
 
-from agentcoord.claude.inbox.registry import Peer
+from agentcoord.claude.inbox.sessionfiles import Peer
 from agentcoord.errors import Unavailable
 
 __all__ = ["WRITE_TIMEOUT_S", "Unreachable", "write_frames"]

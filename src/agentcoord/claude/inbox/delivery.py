@@ -34,7 +34,7 @@ from agentcoord.claude.inbox.client import Unreachable, write_frames
 from agentcoord.claude.inbox.frames import Incoming, new_msg_id, notify_when_idle, user_frame
 from agentcoord.claude.inbox.listener import Conn, Identify
 from agentcoord.claude.inbox.mailboxes import ROUTER_NAME, Mailboxes
-from agentcoord.claude.inbox.registry import Peer, read_peer, registry_pids
+from agentcoord.claude.inbox.sessionfiles import Peer, read_peer, registry_pids
 from agentcoord.claude.push import context_line, pump_inbox
 from agentcoord.errors import Unavailable
 from agentcoord.kernel import wire

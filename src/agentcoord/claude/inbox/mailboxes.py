@@ -5,7 +5,7 @@ message"):
   so idle notices, receipts and replies come back there (a session sends receipts only to an
   address whose record names the process that wrote the frame);
 - a registry record for each agent that is not a Claude Code session (local package agents,
-  the human), under a :class:`~agentcoord.claude.inbox.records.Holder`'s pid, naming its
+  the human), under a :class:`~agentcoord.claude.inbox.peerrecords.Holder`'s pid, naming its
   mailbox: ``ListAgents`` lists it by that name and ``SendMessage`` reaches it.
 """
 
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentcoord.claude.inbox.listener import Identify, Limits, Listener, OnFrame
-from agentcoord.claude.inbox.records import (
+from agentcoord.claude.inbox.peerrecords import (
     Holder,
     remove_record,
     sweep_records,
     write_record,
 )
-from agentcoord.claude.inbox.registry import proc_start, sessions_dir
+from agentcoord.claude.inbox.sessionfiles import proc_start, sessions_dir
 
 __all__ = ["MAX_MAILBOXES", "ROUTER_NAME", "Mailboxes"]
 

@@ -23,7 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from agentcoord.claude.inbox.registry import (
+from agentcoord.claude.inbox.sessionfiles import (
     MAX_RECORD_BYTES,
     PEER_PROTOCOL,
     proc_start,
