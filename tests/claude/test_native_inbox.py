@@ -13,17 +13,16 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from tests.claude import test_real_runner
 from tests.claude.conftest import SERVER, Claude, claude_env
 from tests.claude.model_api import ModelAPI, Request, Text, ToolUse, tool_results
-from tests.claude.test_channels import Tmux, _seed
+from tests.claude.test_channels import Tmux, _poll, _seed
 from tests.conftest import Daemon, cli_json
 from tests.tools.session_helpers import session_call
 
@@ -31,17 +30,6 @@ WAIT = 60.0
 # A daemon with the local package agent ``alpha`` run by the real binary (shared fixtures).
 runner_daemon = test_real_runner.runner_daemon
 visible_root = test_real_runner.visible_root
-T = TypeVar("T")
-
-
-def _poll(pred: Callable[[], T | None], what: str) -> T:
-    """Poll ``pred`` until it returns something truthy (bounded; the pause only paces it)."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if value := pred():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def native_agent(d: Daemon) -> str:

@@ -15,28 +15,17 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from tests.claude.test_channels import _poll
 from tests.conftest import FAKES, Daemon, cli_json
 from tests.tools.conftest import human_call
 
 WAIT = 30.0
-T = TypeVar("T")
 WRITER = FAKES / "peer_writer.py"
-
-
-def _poll(pred: Callable[[], T | None], what: str) -> T:
-    """Poll ``pred`` until it returns something truthy (bounded; the pause only paces it)."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if value := pred():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def sessions_dir(d: Daemon) -> Path:
