@@ -24,12 +24,11 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from agentcoord.identity.kinds.cwdname import basename_of
+from agentcoord.identity.kinds.processkind import ProcessSessionKind
 from agentcoord.identity.procinfo import ProcInfo
 
 if TYPE_CHECKING:
     from agentcoord.identity.kinds.protocol import SessionKind
-    from agentcoord.kernel.config import Config
 
 __all__ = ["SHARED_APP_SERVER", "Codex"]
 
@@ -81,7 +80,7 @@ def _cd_option(args: tuple[str, ...]) -> str | None:
 
 
 @dataclass(frozen=True)
-class Codex:
+class Codex(ProcessSessionKind):
     """Codex CLI sessions (``codex``, ``codex exec``, ``codex resume``)."""
 
     name: ClassVar[str] = "codex"
@@ -112,15 +111,6 @@ class Codex:
         if posixpath.isabs(cd):
             return posixpath.normpath(cd)
         return posixpath.normpath(posixpath.join(session.cwd, cd)) if session.cwd else None
-
-    def name_base(self, session: ProcInfo) -> str | None:
-        return basename_of(self.cwd(session))
-
-    def native_name(self, session: ProcInfo) -> str | None:
-        return None  # the CLI does not name its sessions where another process can read it
-
-    def configured(self, cfg: Config) -> Codex:
-        return self
 
 
 if TYPE_CHECKING:

@@ -17,12 +17,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from agentcoord.identity.kinds.cwdname import basename_of
+from agentcoord.identity.kinds.processkind import ProcessSessionKind
 from agentcoord.identity.procinfo import ProcInfo
 
 if TYPE_CHECKING:
     from agentcoord.identity.kinds.protocol import SessionKind
-    from agentcoord.kernel.config import Config
 
 __all__ = ["Gemini"]
 
@@ -39,7 +38,7 @@ def _script(proc: ProcInfo) -> str:
 
 
 @dataclass(frozen=True)
-class Gemini:
+class Gemini(ProcessSessionKind):
     """Gemini CLI sessions (interactive or ``gemini -p``)."""
 
     name: ClassVar[str] = "gemini"
@@ -52,26 +51,11 @@ class Gemini:
         node = proc.name == "node" or os.path.basename(proc.argv0) in ("node", "nodejs")
         return node and os.path.basename(_script(proc)) in _SCRIPTS
 
-    def refusal(self, session: ProcInfo) -> str | None:
-        return None  # one gemini process serves one session
-
     def session_id(self, peer: ProcInfo | None, session: ProcInfo) -> str | None:
         for source in (peer, session):
             if source is not None and source.environ.get(_SESSION_ENV):
                 return source.environ[_SESSION_ENV]
         return None
-
-    def cwd(self, session: ProcInfo) -> str | None:
-        return session.cwd
-
-    def name_base(self, session: ProcInfo) -> str | None:
-        return basename_of(session.cwd)
-
-    def native_name(self, session: ProcInfo) -> str | None:
-        return None  # the CLI does not name its sessions where another process can read it
-
-    def configured(self, cfg: Config) -> Gemini:
-        return self
 
 
 if TYPE_CHECKING:

@@ -15,12 +15,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from agentcoord.identity.kinds.cwdname import basename_of
+from agentcoord.identity.kinds.processkind import ProcessSessionKind
 from agentcoord.identity.procinfo import ProcInfo
 
 if TYPE_CHECKING:
     from agentcoord.identity.kinds.protocol import SessionKind
-    from agentcoord.kernel.config import Config
 
 __all__ = ["OpenCode"]
 
@@ -28,7 +27,7 @@ _NAMES = frozenset({"opencode", "opencode.exe"})
 
 
 @dataclass(frozen=True)
-class OpenCode:
+class OpenCode(ProcessSessionKind):
     """OpenCode sessions (its TUI or ``opencode run``)."""
 
     name: ClassVar[str] = "opencode"
@@ -37,24 +36,6 @@ class OpenCode:
     def recognise(self, proc: ProcInfo) -> bool:
         """The ``opencode`` process, by name or argv[0] basename."""
         return proc.name in _NAMES or os.path.basename(proc.argv0) in _NAMES
-
-    def refusal(self, session: ProcInfo) -> str | None:
-        return None  # one opencode process serves one session
-
-    def session_id(self, peer: ProcInfo | None, session: ProcInfo) -> str | None:
-        return None
-
-    def cwd(self, session: ProcInfo) -> str | None:
-        return session.cwd
-
-    def name_base(self, session: ProcInfo) -> str | None:
-        return basename_of(session.cwd)
-
-    def native_name(self, session: ProcInfo) -> str | None:
-        return None  # the CLI does not name its sessions where another process can read it
-
-    def configured(self, cfg: Config) -> OpenCode:
-        return self
 
 
 if TYPE_CHECKING:
