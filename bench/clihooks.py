@@ -25,12 +25,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import human_token, median_ms, pct
+from hooks import command_timer, warm_sample
 from messaging import start_daemon
 
 from agentcoord.client.rpc import call_unix
@@ -59,38 +58,20 @@ def _post() -> bytes:
     return json.dumps(payload).encode()
 
 
-def _command(shell: str, stdin: bytes, expect: bytes | None = None) -> Callable[[], float]:
-    def run() -> float:
-        t0 = time.perf_counter()
-        out = subprocess.run(["/bin/sh", "-c", shell], input=stdin, capture_output=True, check=True)
-        took = time.perf_counter() - t0
-        if expect is not None and expect not in out.stdout:
-            raise SystemExit(f"{shell}: {out.stdout[:200]!r}")
-        return took
-
-    return run
-
-
-def _sample(run: Callable[[], float], n: int) -> list[float]:
-    for _ in range(3):
-        run()  # warm: page cache, the daemon's first resolution of this session
-    return [run() for _ in range(n)]
-
-
 def worker() -> None:
     """Runs as ``codex`` (argv: agentcoord command, work dir, claimed file, runs); prints
     {case: [seconds, ...]}."""
     agentcoord, work, claimed, runs = sys.argv[1:5]
     n, cwd = int(runs), Path(work)
     out = {
-        BARE: _sample(_command("true", _patch(cwd / "free.py", cwd)), n),
-        ALLOW: _sample(
-            _command(f"{agentcoord} hook pre-tool-use", _patch(cwd / "free.py", cwd)), n
+        BARE: warm_sample(command_timer("true", _patch(cwd / "free.py", cwd)), n),
+        ALLOW: warm_sample(
+            command_timer(f"{agentcoord} hook pre-tool-use", _patch(cwd / "free.py", cwd)), n
         ),
-        DENY: _sample(
-            _command(f"{agentcoord} hook pre-tool-use", _patch(Path(claimed), cwd), b"deny"), n
+        DENY: warm_sample(
+            command_timer(f"{agentcoord} hook pre-tool-use", _patch(Path(claimed), cwd), b"deny"), n
         ),
-        POST: _sample(_command(f"{agentcoord} hook post-tool-use", _post()), n),
+        POST: warm_sample(command_timer(f"{agentcoord} hook post-tool-use", _post()), n),
     }
     print(json.dumps(out))
 

@@ -97,17 +97,23 @@ def _permission(command: str, cwd: Path) -> bytes:
     ).encode()
 
 
-def _sample(run: Callable[[], float], n: int) -> list[float]:
+def warm_sample(run: Callable[[], float], n: int) -> list[float]:
+    """``n`` timed runs after three warm-up runs."""
     for _ in range(3):
         run()  # warm: page cache, the daemon's first resolution of this peer
     return [run() for _ in range(n)]
 
 
-def _command(shell: str, stdin: bytes) -> Callable[[], float]:
+def command_timer(shell: str, stdin: bytes, expect: bytes | None = None) -> Callable[[], float]:
+    """One run of a command hook, timed; ``expect``: bytes its output must hold."""
+
     def run() -> float:
         t0 = time.perf_counter()
-        subprocess.run(["/bin/sh", "-c", shell], input=stdin, capture_output=True, check=True)
-        return time.perf_counter() - t0
+        out = subprocess.run(["/bin/sh", "-c", shell], input=stdin, capture_output=True, check=True)
+        took = time.perf_counter() - t0
+        if expect is not None and expect not in out.stdout:
+            raise SystemExit(f"{shell}: {out.stdout[:200]!r}")
+        return took
 
     return run
 
@@ -146,21 +152,21 @@ def worker() -> None:
     free = _write(cwd / "free.py", cwd)
     # The http cases first, so the command hooks' processes are gone when they are timed.
     out = {
-        HTTP_ALLOW: _sample(_http(addr, "/hooks/pre-tool-use", free, None, True), n),
-        HTTP_DENY: _sample(
+        HTTP_ALLOW: warm_sample(_http(addr, "/hooks/pre-tool-use", free, None, True), n),
+        HTTP_DENY: warm_sample(
             _http(addr, "/hooks/pre-tool-use", _write(Path(claimed), cwd), b"deny", True), n
         ),
-        HTTP_POST: _sample(_http(addr, "/hooks/post-tool-use", _post_tool(), None, True), n),
-        HTTP_NEW: _sample(_http(addr, "/hooks/pre-tool-use", free, None, False), n),
-        HTTP_APPROVED: _sample(
+        HTTP_POST: warm_sample(_http(addr, "/hooks/post-tool-use", _post_tool(), None, True), n),
+        HTTP_NEW: warm_sample(_http(addr, "/hooks/pre-tool-use", free, None, False), n),
+        HTTP_APPROVED: warm_sample(
             _http(addr, "/hooks/permission-request", _permission("npm test", cwd), b"allow", True),
             n,
         ),
-        HTTP_ASKS: _sample(
+        HTTP_ASKS: warm_sample(
             _http(addr, "/hooks/permission-request", _permission("make all", cwd), None, True), n
         ),
-        BARE: _sample(_command("true", free), n),
-        COMMAND: _sample(_command(f"{agentcoord} hook pre-tool-use", free), n),
+        BARE: warm_sample(command_timer("true", free), n),
+        COMMAND: warm_sample(command_timer(f"{agentcoord} hook pre-tool-use", free), n),
     }
     print(json.dumps(out))
 
