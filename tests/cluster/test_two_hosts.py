@@ -145,8 +145,10 @@ def test_other_hosts_holder_pid_is_not_judged_here(
     """A restarted daemon does not release another host's claim over that host's pid."""
     # pids mean something only on their own host: only the owning daemon or the TTL ends it.
     a, b = hosts
+    # The TTL outlasts two daemon stops and a cluster start on a loaded machine, so only a
+    # wrong release (not the clock) can empty the key.
     holder = spawn_session(
-        a, claude_bin, [("claim", {"resource_key": "k", "ttl": "1m"})], hold=True
+        a, claude_bin, [("claim", {"resource_key": "k", "ttl": "30m"})], hold=True
     )
     try:
         grant = read_results(holder)[0]["structuredContent"]
