@@ -37,6 +37,15 @@ __all__ = [
 # open logs in first; blocking one-shot calls pass ``token=`` to ``call_unix`` instead.
 
 
+def private_home(root: Path) -> dict[str, str]:
+    """HOME and XDG_CONFIG_HOME under ``root`` for a benchmark's daemon and clients: a daemon
+    writes its pointer file under HOME (docs/daemon.md), and a benchmark must leave the
+    user's own pointer, and so the user's own daemon, alone."""
+    home = root / "home"
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return {"HOME": str(home), "XDG_CONFIG_HOME": str(root / "xdg")}
+
+
 def human_token(state_dir: Path) -> str:
     """The human token the daemon keeps (0600) in its state dir: what the CLI reads."""
     return (state_dir / HUMAN_TOKEN_FILE).read_text().strip()

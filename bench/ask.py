@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import human_token, median_ms, pct, table, wait_ready
+from _common import human_token, median_ms, pct, private_home, table, wait_ready
 
 from agentcoord.client.rpc import call_unix
 from agentcoord.identity.runners import RunnerInfo, Runners
@@ -54,6 +54,7 @@ def start_daemon(tmp: Path, runner: Path) -> subprocess.Popen[bytes]:
         AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
         AGENTCOORD_RUNNER_COMMAND=f"{runner} -p --output-format json",
         CLAUDE_CONFIG_DIR=str(tmp / "claude"),
+        **private_home(tmp),
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentcoord", "serve"], env=env, stderr=subprocess.DEVNULL

@@ -23,7 +23,7 @@ from typing import Any
 
 import nats
 import uvloop
-from _common import human_token, login
+from _common import human_token, login, private_home
 from nats.js import api
 
 from agentcoord.client.rpc import call_unix
@@ -275,6 +275,7 @@ def main() -> int:
         AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
         AGENTCOORD_LOG_LEVEL="WARNING",
         CLAUDE_CONFIG_DIR=str(root / "claude"),
+        **private_home(root),
     )
     log = (root / "daemon.log").open("wb")
     proc = subprocess.Popen(

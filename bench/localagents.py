@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median_ms, pct, table, wait_ready
+from _common import median_ms, pct, private_home, table, wait_ready
 
 from agentcoord.client.rpc import call_unix
 from agentcoord.identity.runners import RunnerInfo, Runners
@@ -124,6 +124,7 @@ def discover_over_socket(hub: Path, tmp: Path, runs: int) -> list[float]:
         AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
         AGENTIBRIDGE_LOCAL_AGENTS_ENABLED="true",
         AGENTIHUB_DIR=str(hub),
+        **private_home(tmp),
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "agentcoord", "serve"], env=env, stderr=subprocess.DEVNULL

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
-from _common import human_token, login, wait_ready
+from _common import human_token, login, private_home, wait_ready
 
 
 class Mcp:
@@ -172,9 +172,8 @@ def start_daemon(
     root: Path, extra: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTCOORD_", "CLAUDE"))}
-    (root / "home").mkdir(mode=0o700, parents=True, exist_ok=True)
     env.update(
-        HOME=str(root / "home"),  # the daemon's pointer file goes there, not in the user's
+        **private_home(root),
         AGENTCOORD_STATE_DIR=str(root / "state"),
         AGENTCOORD_RUNTIME_DIR=str(root / "run"),
         AGENTCOORD_HTTP_ADDR="127.0.0.1:0",

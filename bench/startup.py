@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import median_ms, table, wait_ready
+from _common import median_ms, private_home, table, wait_ready
 
 from agentcoord.kernel.natsbin import find_nats_server
 
@@ -75,6 +75,7 @@ def _env(tmp: Path) -> dict[str, str]:
         AGENTCOORD_STATE_DIR=str(tmp / "state"),
         AGENTCOORD_RUNTIME_DIR=str(tmp / "run"),
         AGENTCOORD_HTTP_ADDR="127.0.0.1:0",
+        **private_home(tmp),
     )
     return env
 
