@@ -22,9 +22,6 @@ files byte for byte, unless they were edited since in other ways (then only our 
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -33,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentcoord.errors import ConfigError
-from agentcoord.kernel.files import write_atomic, write_private
+from agentcoord.kernel import setuprecord
+from agentcoord.kernel.files import write_atomic
 
 if TYPE_CHECKING:
     from agentcoord.kernel.config import Config
@@ -324,45 +322,14 @@ def _apply(path: Path, change: Any, report: SetupReport, backups: Path | None) -
         return
     existed = path.exists()
     if backups is not None:
-        _remember(backups, path, before)
+        # A file that holds none of our entries (setup removed by hand since) is recorded
+        # again; one that does keeps the first record: the state to give back.
+        setuprecord.remember(backups, path, again=before == without_server(without_hooks(before)))
     _save(path, after)
     (report.changed if existed else report.created).append(path)
 
 
 # -- the record of what setup changed, for an exact removal -----------------------------------
-
-
-def _record_file(backups: Path, path: Path) -> Path:
-    key = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:32]
-    return backups / f"{key}.json"
-
-
-def _remember(backups: Path, path: Path, before: dict[str, Any]) -> None:
-    """Record ``path`` as it is before setup's first change to it (a later setup that only
-    updates our entries keeps the first record: that is the state to give back)."""
-    record = _record_file(backups, path)
-    if record.exists() and before != without_server(without_hooks(before)):
-        return  # already holds our entries: the recorded original stays the one to restore
-    created = not path.exists()
-    dirs = [str(d) for d in (path.parent, *path.parent.parents) if not d.exists()]
-    entry: dict[str, Any] = {"path": str(path.absolute()), "created": created, "dirs": dirs}
-    if not created:
-        entry["original"] = base64.b64encode(path.read_bytes()).decode()
-    backups.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_private(record, json.dumps(entry))
-
-
-def _recall(backups: Path | None, path: Path) -> tuple[Path, dict[str, Any]] | None:
-    if backups is None:
-        return None
-    record = _record_file(backups, path)
-    try:
-        entry = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(entry, dict) or entry.get("path") != str(path.absolute()):
-        return None
-    return record, entry
 
 
 _CONTAINERS = ("mcpServers", "hooks", "permissions")
@@ -378,7 +345,7 @@ def _undo(path: Path, change: Any, report: SetupReport, backups: Path | None) ->
     for it (to remove when empty), when setup created the file and it is now gone."""
     before = _load(path)
     after = change(before)
-    recalled = _recall(backups, path)
+    recalled = setuprecord.recall(backups, path) if backups is not None else None
     if recalled is None:
         if after == before:
             report.unchanged.append(path)
@@ -386,12 +353,11 @@ def _undo(path: Path, change: Any, report: SetupReport, backups: Path | None) ->
             _save(path, after)
             report.changed.append(path)
         return []
-    record, entry = recalled
     dirs: list[Path] = []
-    if entry.get("created"):
+    if recalled.created:
         if _pruned(after, {}) == {}:
             path.unlink()
-            dirs = [Path(d) for d in entry.get("dirs", [])]
+            dirs = recalled.dirs
             report.removed.append(path)
         elif after != before:
             _save(path, after)
@@ -399,26 +365,18 @@ def _undo(path: Path, change: Any, report: SetupReport, backups: Path | None) ->
         else:
             report.unchanged.append(path)
     else:
-        original = base64.b64decode(entry.get("original", ""))
-        try:
-            was = json.loads(original.decode() or "{}")
-        except ValueError:
-            was = None
+        was = recalled.original_json()
         if isinstance(was, dict) and _pruned(after, was) == was:
             # Nothing else changed since setup: the file's own bytes back, not a re-dump.
-            _restore_bytes(path, original)
+            setuprecord.restore_bytes(path, recalled.original)
             report.changed.append(path)
         elif after != before:
             _save(path, after)
             report.changed.append(path)
         else:
             report.unchanged.append(path)
-    record.unlink()
+    recalled.record.unlink()
     return dirs
-
-
-def _restore_bytes(path: Path, data: bytes) -> None:
-    write_atomic(path, data, keep_mode=True)
 
 
 def setup_claude(
@@ -478,7 +436,5 @@ def remove_claude(
         if path.exists():
             created_dirs.update(_undo(path, change, report, backups))
     # Once both files are handled (a moved config dir holds both), deepest first.
-    for d in sorted(created_dirs, key=lambda d: len(d.parts), reverse=True):
-        with contextlib.suppress(OSError):  # not empty: it holds something else now
-            d.rmdir()
+    setuprecord.remove_dirs(list(created_dirs))
     return report

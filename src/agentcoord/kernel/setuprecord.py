@@ -17,23 +17,36 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from agentcoord.errors import ConfigError
 from agentcoord.kernel.files import write_atomic, write_private
 
-__all__ = ["JsonEntry", "apply", "give_back", "remember"]
+__all__ = [
+    "JsonEntry",
+    "Recalled",
+    "apply",
+    "give_back",
+    "recall",
+    "record_file",
+    "remember",
+    "remove_dirs",
+    "restore_bytes",
+]
 
 
-def _record_file(backups: Path, path: Path) -> Path:
+def record_file(backups: Path, path: Path) -> Path:
+    """Where the record of ``path`` lives under ``backups``."""
     key = hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:32]
     return backups / f"{key}.json"
 
 
-def remember(backups: Path, path: Path) -> None:
+def remember(backups: Path, path: Path, *, again: bool = False) -> None:
     """Record ``path`` as it is now, unless a record is already there (a second setup keeps the
-    first record: the state to give back)."""
-    record = _record_file(backups, path)
-    if record.exists():
+    first record: the state to give back); ``again`` replaces it (the file holds none of
+    setup's entries any more, so what it is now is the state to give back)."""
+    record = record_file(backups, path)
+    if record.exists() and not again:
         return
     created = not path.exists()
     dirs = [str(d) for d in (path.parent, *path.parent.parents) if not d.exists()]
@@ -42,6 +55,50 @@ def remember(backups: Path, path: Path) -> None:
         entry["original"] = base64.b64encode(path.read_bytes()).decode()
     backups.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_private(record, json.dumps(entry))
+
+
+class Recalled(NamedTuple):
+    """A file's record: where it is, whether setup created the file, the dirs setup created
+    for it, and its bytes before (empty when setup created it)."""
+
+    record: Path
+    created: bool
+    dirs: list[Path]
+    original: bytes
+
+    def original_json(self) -> object:
+        """The original bytes as JSON (``{}`` when empty), or None when they are not JSON."""
+        try:
+            return json.loads(self.original.decode() or "{}")
+        except ValueError:
+            return None
+
+
+def recall(backups: Path, path: Path) -> Recalled | None:
+    """The record of ``path``, or None when there is none (or it names another file)."""
+    record = record_file(backups, path)
+    try:
+        entry = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or entry.get("path") != str(path.absolute()):
+        return None
+    dirs = [Path(d) for d in entry.get("dirs", []) if isinstance(d, str)]
+    original = base64.b64decode(entry.get("original", ""))
+    return Recalled(record, bool(entry.get("created")), dirs, original)
+
+
+def restore_bytes(path: Path, data: bytes) -> None:
+    """Write a file's recorded bytes back (its mode kept, its dir made again if gone)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data, keep_mode=True)
+
+
+def remove_dirs(dirs: list[Path]) -> None:
+    """Remove the dirs setup created, deepest first, each only when empty."""
+    for d in sorted(dirs, key=lambda d: -len(d.parts)):
+        with contextlib.suppress(OSError):  # not empty: it holds something else now
+            d.rmdir()
 
 
 def give_back(
@@ -57,29 +114,21 @@ def give_back(
         return "unchanged"
     current = path.read_bytes()
     left = without_ours(current)
-    record = _record_file(backups, path)
-    try:
-        entry = json.loads(record.read_text())
-    except (OSError, ValueError):
-        entry = None
-    if not isinstance(entry, dict) or entry.get("path") != str(path.absolute()):
+    recalled = recall(backups, path)
+    if recalled is None:
         if left == current:
             return "unchanged"
         write_atomic(path, left, keep_mode=True)
         return "stripped"
-    record.unlink()
-    if entry.get("created"):
+    recalled.record.unlink()
+    if recalled.created:
         if same(left, b""):
             path.unlink()
-            for d in sorted((Path(d) for d in entry.get("dirs", [])), key=lambda d: -len(d.parts)):
-                with contextlib.suppress(OSError):  # not empty: it holds something else now
-                    d.rmdir()
+            remove_dirs(recalled.dirs)
             return "deleted"
-    else:
-        original = base64.b64decode(entry.get("original", ""))
-        if same(left, original):
-            write_atomic(path, original, keep_mode=True)
-            return "restored"
+    elif same(left, recalled.original):
+        write_atomic(path, recalled.original, keep_mode=True)
+        return "restored"
     if left == current:
         return "unchanged"
     write_atomic(path, left, keep_mode=True)

@@ -16,9 +16,7 @@ Claude Code wrote it (docs/plugin.md "Removal").
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -31,7 +29,7 @@ from typing import Any
 from agentcoord.claude.configure import SERVER_NAME, user_config_file
 from agentcoord.claude.plugin._generate import MARKETPLACE_NAME, PLUGIN_ID, write_plugin
 from agentcoord.errors import ConfigError
-from agentcoord.kernel.files import write_atomic, write_private
+from agentcoord.kernel import setuprecord
 
 __all__ = ["PluginReport", "install_plugin", "plugin_home", "remove_plugin", "set_up_directly"]
 
@@ -159,28 +157,6 @@ def _list_json(claude: str, args: list[str], env: Mapping[str, str], cwd: Path) 
 # -- the record of each file before Claude Code's first change --------------------------------
 
 
-def _record_file(backups: Path, path: Path) -> Path:
-    return backups / (hashlib.sha256(str(path.absolute()).encode()).hexdigest()[:32] + ".json")
-
-
-def _remember(backups: Path, path: Path) -> None:
-    """Record ``path`` as it is now, unless a record is there (an install again keeps the state
-    from before the first one: that is the one to give back)."""
-    record = _record_file(backups, path)
-    if record.exists():
-        return
-    created = not path.exists()
-    entry: dict[str, Any] = {
-        "path": str(path.absolute()),
-        "created": created,
-        "dirs": [str(d) for d in (path.parent, *path.parent.parents) if not d.exists()],
-    }
-    if not created:
-        entry["original"] = base64.b64encode(path.read_bytes()).decode()
-    backups.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_private(record, json.dumps(entry))
-
-
 # Keys Claude Code writes into a registry file it creates, whatever it holds.
 _FORMAT_KEYS = ("version",)
 
@@ -212,43 +188,30 @@ def _load(path: Path) -> Any:
 def _give_back(backups: Path, path: Path, report: PluginReport) -> list[Path]:
     """Restore ``path`` from its record when only emptied containers differ; returns the dirs
     the install created for it (to remove when empty)."""
-    record = _record_file(backups, path)
-    try:
-        entry = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return []
-    if not isinstance(entry, dict) or entry.get("path") != str(path.absolute()):
+    recalled = setuprecord.recall(backups, path)
+    if recalled is None:
         return []
     dirs: list[Path] = []
     now = _load(path) if path.exists() else {}
-    if entry.get("created"):
+    if recalled.created:
         if not path.exists():
-            dirs = [Path(d) for d in entry.get("dirs", [])]
+            dirs = recalled.dirs
         elif bare(now, {}) == {}:
             path.unlink()
             report.removed.append(path)
-            dirs = [Path(d) for d in entry.get("dirs", [])]
+            dirs = recalled.dirs
         else:
             report.kept.append(path)
     else:
-        original = base64.b64decode(entry.get("original", ""))
-        try:
-            was = json.loads(original.decode() or "{}")
-        except ValueError:
-            was = None
+        was = recalled.original_json()
         if now is not None and was is not None and bare(now, was) == was:
-            if not path.exists() or path.read_bytes() != original:
-                _restore_bytes(path, original)
+            if not path.exists() or path.read_bytes() != recalled.original:
+                setuprecord.restore_bytes(path, recalled.original)
                 report.restored.append(path)
         else:
             report.kept.append(path)
-    record.unlink()
+    recalled.record.unlink()
     return dirs
-
-
-def _restore_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, data, keep_mode=True)
 
 
 # -- install and remove -----------------------------------------------------------------------
@@ -274,7 +237,7 @@ def install_plugin(
     where = plugin_home(env)
     report = PluginReport(where, scope)
     for path in _watched(claude_dir, project):
-        _remember(backups, path)
+        setuprecord.remember(backups, path)
     write_plugin(where, command, http_addr)
     report.done.append(f"wrote the marketplace {where}")
     known = _list_json(claude, ["marketplace", "list"], env, cwd)
@@ -338,7 +301,5 @@ def remove_plugin(
         for d in (_cache_dir(claude_dir).parent, where.parent, backups):
             with contextlib.suppress(OSError):  # holds something else: stays
                 d.rmdir()
-    for d in sorted(created, key=lambda d: len(d.parts), reverse=True):
-        with contextlib.suppress(OSError):
-            d.rmdir()
+    setuprecord.remove_dirs(list(created))
     return report
