@@ -220,21 +220,35 @@ class ChannelPush:
         self._poll = poll
         self._targets: dict[str, _Target] = {}
         self._tasks = TaskSet("channel push")
+        # Wake-ups are watched only while some session is pushed to: every message sent on
+        # the machine is copied into the daemon for them, which costs the sends of everyone
+        # else when nobody is listening (docs/messaging.md "Wake-ups").
         self._subs: list[Any] = []
+        self._watch_lock = asyncio.Lock()
 
     async def __aenter__(self) -> ChannelPush:
         await self._tasks.__aenter__()
-        self._subs = await self._messaging.watch(self._on_message)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        for sub in self._subs:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
         for target in self._targets.values():
             target.stopped = True
             target.wake.set()
         await self._tasks.__aexit__(*exc)
+        await self._unwatch(force=True)
+
+    async def _watch(self) -> None:
+        async with self._watch_lock:
+            if not self._subs:
+                self._subs = await self._messaging.watch(self._on_message)
+
+    async def _unwatch(self, force: bool = False) -> None:
+        async with self._watch_lock:
+            if self._subs and (force or not self._targets):
+                subs, self._subs = self._subs, []
+                for sub in subs:
+                    with contextlib.suppress(Exception):
+                        await sub.unsubscribe()
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -301,14 +315,19 @@ class ChannelPush:
                 target.wake.set()
 
     async def _pump(self, target: _Target) -> None:
-        await pump_inbox(
-            self._messaging,
-            target.agent,
-            target.wake,
-            lambda: target.stopped,
-            lambda got, written: self._write(target, got, written),
-            self._poll,
-        )
+        # Watching before the first read: a message sent after that read wakes the pump.
+        await self._watch()
+        try:
+            await pump_inbox(
+                self._messaging,
+                target.agent,
+                target.wake,
+                lambda: target.stopped,
+                lambda got, written: self._write(target, got, written),
+                self._poll,
+            )
+        finally:
+            await self._unwatch()
 
     async def _write(self, target: _Target, got: list[Any], written: int) -> int:
         """Write ``got`` as notifications until one fails; the highest seq written."""
