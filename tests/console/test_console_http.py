@@ -128,7 +128,15 @@ def test_audit_stream_relays_events(daemon: Daemon) -> None:
     assert line.startswith(b"data: ")
     event = json.loads(line.split(b"data: ", 1)[1])
     text = "-  TEST_EVENT  a-1"  # the one rendering of an event (agentcoord.text.events)
-    assert event == {"type": "TEST_EVENT", "agent": "a-1", "subject": "events.test", "text": text}
+    # Beside the line, what the page's filters use: the agents and repositories it names.
+    assert event == {
+        "type": "TEST_EVENT",
+        "agent": "a-1",
+        "subject": "events.test",
+        "text": text,
+        "names": ["a-1"],
+        "repos": [],
+    }
 
 
 def test_recent_audit_only_on_request(daemon: Daemon) -> None:
