@@ -1,10 +1,14 @@
-"""The console's layout in a real browser (headless Chromium via Playwright) at 800, 1400 and
-1920 px: with agents, long focus lines, file claims, a waiting prompt with context, a channel
-and contention on the page, no word is broken across two lines and the page does not scroll
-sideways. Screenshots are kept in the test's directory (or $AGENTCOORD_TEST_SCREENSHOTS)."""
+"""The console's layout in a real browser (headless Chromium via Playwright) at 800, 1440 and
+2560 px (docs/console.md "Layout"): with agents, long focus lines, file claims in two worktrees,
+a waiting prompt with context, a channel and contention on the page, no word is broken across
+two lines, nothing is wider than the window or its section, the queue is above the fold, the
+key parts are in view, and the wide window is used in columns. A screenshot of each width is
+saved in the test's directory (or $AGENTCOORD_TEST_SCREENSHOTS) and checked by decoding it in
+the browser: the window's size, and not blank."""
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -22,7 +26,10 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)"
 )
 
-WIDTHS = (800, 1400, 1920)
+WIDTHS = (800, 1440, 2560)
+HEIGHT = 1000
+# Columns of sections each width must give (sections are at least 520 px: docs/console.md).
+COLUMNS = {800: 1, 1440: 2, 2560: 4}
 _GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 # Every run of letters and digits in a text node of the page (form fields aside) whose first
@@ -30,10 +37,11 @@ _GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 # "/", "-", ":" or "_" is between words and allowed.
 _BROKEN_WORDS = """() => {
   const broken = [];
-  const walker = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT);
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
     const el = node.parentElement;
-    if (!el || el.closest("textarea, select, option") || !el.getClientRects().length) continue;
+    if (!el || el.closest("textarea, select, option, dialog")) continue;
+    if (!el.getClientRects().length) continue;
     for (const m of node.data.matchAll(/[\\p{L}\\p{N}]{2,}/gu)) {
       const range = document.createRange();
       range.setStart(node, m.index);
@@ -51,6 +59,65 @@ _BROKEN_WORDS = """() => {
 }"""
 
 _OVERFLOW = """() => [document.documentElement.scrollWidth, window.innerWidth]"""
+
+# Every visible element whose box reaches past the window's right edge, and every section that
+# scrolls sideways (its content wider than itself).
+_WIDE = """() => {
+  const out = [];
+  for (const el of document.body.querySelectorAll("*")) {
+    if (el.closest("dialog, [hidden]")) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width && r.right > window.innerWidth + 0.5) {
+      out.push(`${el.tagName} #${el.id} right ${r.right}`);
+    }
+  }
+  for (const s of document.querySelectorAll("main:not([hidden]) section")) {
+    if (s.scrollWidth > s.clientWidth + 1) {
+      out.push(`section #${s.id} scrolls: ${s.scrollWidth} > ${s.clientWidth}`);
+    }
+  }
+  return out;
+}"""
+
+# Where the parts are: the queue's first item (it must be in the first screen), the columns the
+# sections make, and whether each key part is in view and drawn.
+_PLACES = """() => {
+  const box = (sel) => {
+    const e = document.querySelector(sel);
+    if (!e) return null;
+    const r = e.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, width: r.width, height: r.height};
+  };
+  const sections = [...document.querySelectorAll("#overview > section")];
+  const lefts = new Set(sections.map(s => Math.round(s.getBoundingClientRect().left)));
+  const keys = ["header #q", "#queue .item", "#agents table", "#claims table",
+                "#conflicts table", "#audit div", "#channels table"];
+  const shown = (k) => !!box(k) && box(k).width > 0 && box(k).height > 0;
+  return {item: box("#queue .item"), queue: box("#queue-section"), columns: lefts.size,
+          shown: Object.fromEntries(keys.map(k => [k, shown(k)]))};
+}"""
+
+# A screenshot decoded by the browser: its size, how many colours a grid of samples holds, and
+# the share of samples unlike the most common colour (a blank or one-colour shot has ~0).
+_DECODE = """async (b64) => {
+  const img = new Image();
+  img.src = "data:image/png;base64," + b64;
+  await img.decode();
+  const c = document.createElement("canvas");
+  c.width = img.naturalWidth; c.height = img.naturalHeight;
+  const g = c.getContext("2d");
+  g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  const counts = new Map();
+  let n = 0;
+  for (let y = 0; y < c.height; y += 7) for (let x = 0; x < c.width; x += 7) {
+    const i = (y * c.width + x) * 4;
+    const k = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2];
+    counts.set(k, (counts.get(k) || 0) + 1); n++;
+  }
+  const top = Math.max(...counts.values());
+  return {width: c.width, height: c.height, colours: counts.size, other: (n - top) / n};
+}"""
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -88,6 +155,10 @@ def busy_console(daemon: Daemon, claude_bin: Path, tmp_path: Path) -> Iterator[D
             a.call("claim", resource_key=f"file:{key}", mode="write", purpose="migration")
         b.call("claim", resource_key="file:src/billing/accounts/repository.py", mode="write")
         b.call("claim", resource_key="deploy:staging", mode="read")
+        # Both worktrees change the ledger: a conflict between worktrees the page shows.
+        for tree in (app, tmp_path / "billing-rename"):
+            (tree / "src" / "billing").mkdir(parents=True, exist_ok=True)
+            (tree / "src" / "billing" / "ledger.py").write_text(f"# {tree.name}\n")
         refused = b.call("claim", resource_key="file:src/billing/models.py", mode="write")
         assert refused["acquired"] is False  # "who waits on whom" shows it
         c.call(
@@ -120,9 +191,11 @@ def _shots_dir(tmp_path: Path) -> Path:
     return where
 
 
-def test_no_word_breaks_at_three_widths(busy_console: Daemon, tmp_path: Path) -> None:
-    """At 800, 1400 and 1920 px no word on the console spans two lines, and the page is no
-    wider than the window; a screenshot of each width is saved."""
+def test_layout_at_three_widths(busy_console: Daemon, tmp_path: Path) -> None:
+    """At 800, 1440 and 2560 px: no word spans two lines, nothing reaches past the window or
+    scrolls its section sideways, the queue's first item is in the first screen, the key parts
+    are shown, the sections make 1, 2 and 4 columns, and each saved screenshot is the window's
+    size and not blank."""
     from playwright.sync_api import sync_playwright
 
     shots = _shots_dir(tmp_path)
@@ -133,21 +206,50 @@ def test_no_word_breaks_at_three_widths(busy_console: Daemon, tmp_path: Path) ->
             args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
         )
         try:
-            context = browser.new_context(viewport={"width": WIDTHS[0], "height": 1000})
+            context = browser.new_context(viewport={"width": WIDTHS[0], "height": HEIGHT})
             page = context.new_page()
             page.goto(console_link(busy_console))
             page.wait_for_selector("text=before the Friday freeze", timeout=20_000)
             page.wait_for_selector("#waits td", timeout=20_000)
             page.wait_for_selector("#channels td", timeout=20_000)
+            page.wait_for_selector("#conflicts td", timeout=30_000)
+            page.wait_for_selector("#audit div", timeout=20_000)
             # The prompt's context is on the page with its question.
-            assert "The migration took 41 minutes on staging" in page.inner_text("#prompts")
+            assert "The migration took 41 minutes on staging" in page.inner_text("#queue")
+            # Claims are grouped by repository and shown as repo:path.
+            claims = page.inner_text("#claims")
+            assert "billing-service:src/billing/models.py" in claims
+            assert "billing-service (3)" in claims
+            assert "billing-service:src/billing/ledger.py" in page.inner_text("#conflicts")
+            decoder = context.new_page()  # about:blank: decodes the screenshots
             for width in WIDTHS:
-                page.set_viewport_size({"width": width, "height": 1000})
+                page.set_viewport_size({"width": width, "height": HEIGHT})
                 page.evaluate("() => new Promise(requestAnimationFrame)")
-                page.screenshot(path=str(shots / f"console-{width}.png"), full_page=True)
-                found[width] = (page.evaluate(_BROKEN_WORDS), page.evaluate(_OVERFLOW))
+                shot = shots / f"console-{width}.png"
+                png = page.screenshot(path=str(shot))
+                page.screenshot(path=str(shots / f"console-{width}-full.png"), full_page=True)
+                image = decoder.evaluate(_DECODE, base64.b64encode(png).decode())
+                found[width] = (
+                    page.evaluate(_BROKEN_WORDS),
+                    page.evaluate(_OVERFLOW),
+                    page.evaluate(_WIDE),
+                    page.evaluate(_PLACES),
+                    image,
+                    shot.stat().st_size,
+                )
         finally:
             browser.close()
-    for width, (broken, (page_width, window)) in found.items():
-        assert broken == [], f"{width} px: words broken across lines: {broken} ({shots})"
-        assert page_width <= window, f"{width} px: the page is {page_width} px wide ({shots})"
+    for width, (broken, (page_width, window), wide, places, image, size) in found.items():
+        where = f"{width} px ({shots})"
+        assert broken == [], f"{where}: words broken across lines: {broken}"
+        assert page_width <= window, f"{where}: the page is {page_width} px wide"
+        assert wide == [], f"{where}: wider than the window or its section: {wide}"
+        assert places["item"] is not None, f"{where}: the queue has no item"
+        assert places["item"]["bottom"] <= HEIGHT, f"{where}: the queue is below the fold"
+        assert places["queue"]["top"] < 200, f"{where}: the queue is not at the top"
+        assert all(places["shown"].values()), f"{where}: not shown: {places['shown']}"
+        assert places["columns"] == COLUMNS[width], f"{where}: {places['columns']} columns"
+        assert (image["width"], image["height"]) == (width, HEIGHT), f"{where}: {image}"
+        assert image["colours"] >= 8, f"{where}: the screenshot is nearly one colour: {image}"
+        assert image["other"] >= 0.02, f"{where}: the screenshot is blank: {image}"
+        assert size > 10_000, f"{where}: the screenshot is {size} bytes"
