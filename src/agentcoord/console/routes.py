@@ -1,4 +1,6 @@
-"""Console endpoints under ``/console``: page, login link, state snapshot, answers, audit SSE.
+"""Console endpoints under ``/console``: the page (the overview and each agent's page) and its
+files, the login link, the state snapshot, an agent's page as data, answers, standing approvals
+and the audit as server-sent events (docs/console.md "Pages").
 
 Auth is the HTTP API's: the human's bearer token in a header, or the console's session cookie
 (HttpOnly, SameSite=Strict, scoped to ``/console``) that ``/console/login?code=...`` sets for a
