@@ -253,3 +253,57 @@ def test_layout_at_three_widths(busy_console: Daemon, tmp_path: Path) -> None:
         assert image["colours"] >= 8, f"{where}: the screenshot is nearly one colour: {image}"
         assert image["other"] >= 0.02, f"{where}: the screenshot is blank: {image}"
         assert size > 10_000, f"{where}: the screenshot is {size} bytes"
+
+
+def test_search_and_filters_narrow_every_list(busy_console: Daemon) -> None:
+    """The agent filter keeps that agent's row, claims and audit lines; the repository filter
+    keeps that repository's claims; the event filter keeps one type; the search box (reached
+    with /) narrows agents, claims and audit by text."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": HEIGHT})
+            page.goto(console_link(busy_console))
+            page.wait_for_selector("#claims td", timeout=20_000)
+            page.wait_for_selector("#audit >> text=CHANNEL_OPENED", timeout=20_000)
+            agents = page.locator("#agents tr:has(td)")
+            expect(agents).to_have_count(3)
+            names = [n.strip() for n in page.locator("#agents td b").all_inner_texts()]
+            renamer = next(n for n in names if n.startswith("billing-rename"))
+            page.select_option("#f-agent", renamer)
+            expect(agents).to_have_count(1)
+            expect(page.locator("#agents")).to_contain_text("Renaming billing_accounts")
+            claims = page.inner_text("#claims")
+            assert "accounts/repository.py" in claims
+            assert "models.py" not in claims  # another agent's claim
+            lines = page.locator("#audit div").all_inner_texts()
+            assert lines
+            assert all(renamer in line for line in lines)
+
+            page.select_option("#f-agent", "")
+            page.select_option("#f-repo", "billing-service")
+            expect(page.locator("#claims")).not_to_contain_text("deploy:staging")
+            expect(page.locator("#claims")).to_contain_text("billing-service:src/billing/models.py")
+
+            page.select_option("#f-repo", "")
+            page.select_option("#f-type", "CLAIM_ACQUIRED")
+            lines = page.locator("#audit div").all_inner_texts()
+            assert len(lines) == 4
+            assert all("CLAIM_ACQUIRED" in line for line in lines)
+
+            page.select_option("#f-type", "")
+            page.keyboard.press("/")
+            page.keyboard.type("release notes")
+            expect(agents).to_have_count(1)
+            expect(page.locator("#agents")).to_contain_text("Writing the release notes")
+            expect(page.locator("#claims")).to_contain_text("none")
+            lines = page.locator("#audit div").all_inner_texts()
+            assert lines
+            assert all("release notes" in line for line in lines)
+        finally:
+            browser.close()
