@@ -1,7 +1,8 @@
 """An agent's page in the console, /console/agents/<name>, in Chromium (docs/console.md "An
 agent's page"): its focus and state, its claims as repo:path, the messages to and from it and
 the audit lines naming it, and the last text turns of the transcript the daemon finds for its
-session (the tool calls and results in it left out); an unknown name is a 404."""
+session (the tool calls and results in it left out), whole at 800 px; an unknown name is a
+404."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from agentcoord.localagents.sessions import project_dir_name
 from tests.conftest import Daemon, console_link
+from tests.console.probes import BROKEN_WORDS, WIDE
 from tests.tools.conftest import AgentProc
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -92,11 +94,17 @@ def test_agent_page(daemon: Daemon, claude_bin: Path, tmp_path: Path) -> None:
                 claims = page.inner_text("#agent-claims")
                 messages = page.inner_text("#agent-messages")
                 audit = page.inner_text("#agent-audit")
+                # At the narrowest width the page is still read whole (docs/console.md "Layout").
+                page.set_viewport_size({"width": 800, "height": 1000})
+                page.evaluate("() => new Promise(requestAnimationFrame)")
+                page.screenshot(path=str(tmp_path / "agent-800.png"), full_page=True)
+                narrow = (page.evaluate(BROKEN_WORDS), page.evaluate(WIDE))
             finally:
                 browser.close()
     finally:
         worker.close()
         peer.close()
+    assert narrow == ([], []), f"at 800 px: {narrow}"
     assert "Adding the ledger table" in state
     assert str(app) in state
     assert SESSION in state

@@ -15,8 +15,10 @@ from agentcoord.console.auditrows import audit_row
 from agentcoord.console.conflictsource import WorktreeConflicts
 from agentcoord.console.queue import queue_items, suggested_rule
 from agentcoord.console.transcripts import TAIL_BYTES, last_turns, transcript_path
+from agentcoord.kernel.timetext import human_time
 from agentcoord.stores.records import PromptRecord
 
+WHEN = "2026-01-01T00:00:00.000Z"
 _GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 
@@ -110,14 +112,14 @@ def test_last_turns(tmp_path: Path) -> None:
         _line("user", [{"type": "tool_result", "content": "out"}]),
         _line("user", "<command-name>/clear</command-name>"),
         _line("user", "meta", isMeta=True),
-        _line("assistant", [{"type": "text", "text": "x" * 3000}], timestamp="T1"),
+        _line("assistant", [{"type": "text", "text": "x" * 3000}], timestamp=WHEN),
         "not json",
     ]
     path.write_text("\n".join(lines) + "\n")
     turns = last_turns(path, count=3)
     assert [t["text"] for t in turns[:2]] == ["question 8", "question 9"]
     assert turns[2]["role"] == "assistant"
-    assert turns[2]["ts"] == "T1"
+    assert turns[2]["ts"] == human_time(WHEN)
     assert turns[2]["text"].endswith("... (3000 characters)")
     assert last_turns(tmp_path / "missing.jsonl") == []
     assert last_turns(None) == []

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agentcoord.kernel.timetext import human_time
 from agentcoord.localagents.sessions import project_dir_name
 
 __all__ = ["TAIL_BYTES", "last_turns", "transcript_path", "turn_text"]
@@ -85,5 +86,8 @@ def last_turns(path: Path | None, count: int = 6) -> list[dict[str, str]]:
         if len(text) > _TURN_CHARS:
             text = text[:_TURN_CHARS].rstrip() + f" ... ({len(text)} characters)"
         ts = entry.get("timestamp")
-        turns.append({"role": entry["type"], "text": text, "ts": ts if isinstance(ts, str) else ""})
+        # Written as every time people read (docs/architecture.md "Times and keys shown to
+        # people").
+        when = human_time(ts) if isinstance(ts, str) and ts else ""
+        turns.append({"role": entry["type"], "text": text, "ts": when})
     return turns[::-1]
