@@ -29,12 +29,13 @@ if TYPE_CHECKING:
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
-__all__ = ["AgentPages", "claim_row"]
+__all__ = ["AgentPages", "SiteLookup", "claim_row"]
 
 _RECENT_S = 24 * 3600.0  # how far back the page looks for audit lines naming the agent
 _ABOUT = 60  # audit lines shown
 _MESSAGES = 30  # message events shown
 
+# (key, token) -> the holder's (worktree, branch) for a file claim, when this daemon knows them
 SiteLookup = Callable[[str, int | None], tuple[str | None, str | None] | None]
 
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.console.agentpage import AgentPages, claim_row
+from agentcoord.console.agentpage import AgentPages, SiteLookup, claim_row
 from agentcoord.console.auditrows import audit_row
 from agentcoord.console.conflictsource import WorktreeConflicts
 from agentcoord.console.queue import queue_items
@@ -39,8 +39,6 @@ __all__ = ["AUDIT_ROWS", "ConsoleSections"]
 AUDIT_ROWS = 500  # audit lines the page loads, then follows live
 
 Section = Callable[[], Awaitable[Any]]
-# (key, token) -> the holder's (worktree, branch) for a file claim, when this daemon knows them
-SiteLookup = Callable[[str, int | None], tuple[str | None, str | None] | None]
 
 
 def _no_site(key: str, token: int | None) -> None:
