@@ -64,6 +64,7 @@ def test_keys_answer_the_queue(daemon: Daemon, claude_bin: Path, tmp_path: Path)
                 page.wait_for_selector(
                     "#queue >> text=waiting for permission: Bash make test -j4", timeout=20_000
                 )
+                page.screenshot(path=str(tmp_path / "queue-1440.png"))
                 selected = page.locator("#queue .selected")
                 expect(selected).to_contain_text("Drop the staging database?")
                 page.keyboard.press("j")
