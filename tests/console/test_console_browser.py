@@ -62,8 +62,8 @@ def test_browser_answers_prompt(daemon: Daemon, claude_bin: Path) -> None:
                 page.wait_for_selector("text=Ship release 1.4 to production?", timeout=20_000)
                 assert "deploy:prod" in page.inner_text("#claims")
                 assert "deploying the release" in page.inner_text("#agents")
-                page.fill("#prompts textarea", "yes, ship it")
-                page.click("#prompts button")
+                page.fill("#queue textarea", "yes, ship it")
+                page.click("#queue button")
                 page.wait_for_selector("text=nothing is waiting for you", timeout=20_000)
             finally:
                 browser.close()

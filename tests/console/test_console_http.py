@@ -128,7 +128,15 @@ def test_audit_stream_relays_events(daemon: Daemon) -> None:
     assert line.startswith(b"data: ")
     event = json.loads(line.split(b"data: ", 1)[1])
     text = "-  TEST_EVENT  a-1"  # the one rendering of an event (agentcoord.text.events)
-    assert event == {"type": "TEST_EVENT", "agent": "a-1", "subject": "events.test", "text": text}
+    # Beside the line, what the page's filters use: the agents and repositories it names.
+    assert event == {
+        "type": "TEST_EVENT",
+        "agent": "a-1",
+        "subject": "events.test",
+        "text": text,
+        "names": ["a-1"],
+        "repos": [],
+    }
 
 
 def test_recent_audit_only_on_request(daemon: Daemon) -> None:
@@ -165,3 +173,49 @@ def test_claim_contention_shows_in_waits(daemon: Daemon, claude_bin: Any) -> Non
         ).items()
     finally:
         finish(holder)
+
+
+def test_page_files_and_strict_csp(daemon: Daemon) -> None:
+    """The page, an agent's page and the page's script and style sheet are served to a
+    logged-in browser under a CSP that allows only the daemon's own files and no inline code;
+    without the login they are 401, and a file the page does not have is 404."""
+    cookie = _login(daemon)
+    for path, kind in (
+        ("/console/", "text/html"),
+        ("/console/agents/some-agent", "text/html"),
+        ("/console/static/app.js", "text/javascript"),
+        ("/console/static/app.css", "text/css"),
+    ):
+        status, headers, body = _get(daemon, path, cookie)
+        assert status == 200, path
+        assert headers["content-type"].startswith(kind), path
+        csp = headers["content-security-policy"]
+        assert "default-src 'none'" in csp
+        assert "script-src 'self'" in csp
+        assert "unsafe-inline" not in csp
+        assert headers["x-content-type-options"] == "nosniff"
+        assert body
+        assert _get(daemon, path)[0] == 401, path
+    page = _get(daemon, "/console/", cookie)[2]
+    assert b"<script>" not in page  # no inline script: the CSP would refuse it
+    assert b"style=" not in page
+    assert _get(daemon, "/console/static/other.js", cookie)[0] == 404
+    assert _get(daemon, "/console/static/../routes.py", cookie)[0] == 404
+
+
+def test_repository_grant_needs_a_live_session(daemon: Daemon) -> None:
+    """ "Allow for this repository" names a session, whose directory the daemon reads: a name
+    with no live session is 404, and nothing is granted."""
+    conn = _conn(daemon)
+    conn.request(
+        "POST",
+        "/console/api/approvals",
+        body=json.dumps({"rule": "Bash(make:*)", "repo_of": "nobody-9"}).encode(),
+        headers={"cookie": _login(daemon), "x-agentcoord": "1"},
+    )
+    resp = conn.getresponse()
+    body = json.loads(resp.read())
+    conn.close()
+    assert resp.status == 404
+    assert "nobody-9" in body["error"]
+    assert json.loads(_get(daemon, "/console/api/state", _login(daemon))[2])["approvals"] == []

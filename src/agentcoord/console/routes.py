@@ -1,4 +1,6 @@
-"""Console endpoints under ``/console``: page, login link, state snapshot, answers, audit SSE.
+"""Console endpoints under ``/console``: the page (the overview and each agent's page) and its
+files, the login link, the state snapshot, an agent's page as data, answers, standing approvals
+and the audit as server-sent events (docs/console.md "Pages").
 
 Auth is the HTTP API's: the human's bearer token in a header, or the console's session cookie
 (HttpOnly, SameSite=Strict, scoped to ``/console``) that ``/console/login?code=...`` sets for a
@@ -19,11 +21,11 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
+from agentcoord.console.auditrows import audit_row
 from agentcoord.console.logins import ConsoleLogins
 from agentcoord.errors import AgentCoordError, IdentityError, NotFound
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.httpserver import HttpRequest, HttpResponse, json_response
-from agentcoord.text.events import render_event
 
 if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
@@ -36,6 +38,18 @@ log = logging.getLogger(__name__)
 
 COOKIE = "agentcoord_console"
 _SSE_QUEUE = 256
+# The page's own files (docs/console.md "Front end"): plain modules and a style sheet, no build
+# step, nothing fetched from elsewhere.
+_STATIC = {
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
+# Scripts and styles from the daemon only, no inline script or style, no frames, no plugins
+# (docs/security.md "Console login" and docs/console.md "Front end").
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 _SSE_KEEPALIVE = 15.0
 _LOGIN_PAGE = b"""<!doctype html><meta charset="utf-8"><title>agentcoord</title>
 <body style="font-family:system-ui;background:#0f1115;color:#d7dbe3;padding:40px">
@@ -96,7 +110,9 @@ class ConsoleRoutes:
         self._status = status
         self._sections = sections
         self._nc = nc
-        self._page = (resources.files("agentcoord.console") / "static" / "index.html").read_bytes()
+        static = resources.files("agentcoord.console") / "static"
+        self._page = (static / "index.html").read_bytes()
+        self._static = {name: (static / name).read_bytes() for name in _STATIC}
 
     async def _human(self, req: HttpRequest, *, cookie: bool = True) -> Caller | None:
         """The human, by the bearer token or (``cookie``) a session cookie; else None."""
@@ -128,30 +144,28 @@ class ConsoleRoutes:
                 return HttpResponse(405, b"", [("allow", "POST")])
             return await self._login_code(req)
         human = await self._human(req)
-        if path in ("", "/", "/index.html") and req.method == "GET":
+        page = path in ("", "/", "/index.html") or _agent_path(path) is not None
+        if page and req.method == "GET":
             if human is None:
                 return HttpResponse(
                     401, _LOGIN_PAGE, [("content-type", "text/html; charset=utf-8")]
                 )
             if path == "":
                 return HttpResponse(308, b"", [("location", "/console/")])
-            return HttpResponse(
-                200,
-                self._page,
-                [
-                    ("content-type", "text/html; charset=utf-8"),
-                    (
-                        "content-security-policy",
-                        "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'",
-                    ),
-                    ("x-frame-options", "DENY"),
-                ],
-            )
+            # One page: the script shows the overview or, at /console/agents/<name>, that
+            # agent's page (docs/console.md "Pages").
+            return HttpResponse(200, self._page, _page_headers("text/html; charset=utf-8"))
+        if path.startswith("/static/") and req.method == "GET" and human is not None:
+            name = path.removeprefix("/static/")
+            if name in _STATIC:
+                return HttpResponse(200, self._static[name], _page_headers(_STATIC[name]))
         if human is None:
             return json_response(401, b'{"error":"log in with the link from `agentcoord console`"}')
         if path == "/api/state" and req.method == "GET":
             with_audit = req.query.get("audit") == ["1"]
             return json_response(200, json.dumps(await self.snapshot(with_audit)).encode())
+        if path.startswith("/api/agents/") and req.method == "GET":
+            return await self._agent(unquote(path.removeprefix("/api/agents/")))
         if path == "/api/events" and req.method == "GET":
             return await self._events()
         if path == "/api/approvals" or path.startswith("/api/approvals/"):
@@ -209,6 +223,16 @@ class ConsoleRoutes:
                 log.exception("console section %s failed", name)
                 out[name] = []
         return out
+
+    async def _agent(self, name: str) -> HttpResponse:
+        """One agent's page as data (docs/console.md "An agent's page")."""
+        if not name or "/" in name:
+            return json_response(404, b'{"error":"no such agent"}')
+        try:
+            page = await self._sections.agent_page(name)
+        except NotFound as exc:
+            return json_response(404, json.dumps({"error": str(exc)}).encode())
+        return json_response(200, json.dumps(page).encode())
 
     async def _answer(self, req: HttpRequest, prompt_id: str, human: Caller) -> HttpResponse:
         if req.headers.get("x-agentcoord") != "1":
@@ -276,6 +300,22 @@ class ConsoleRoutes:
         return HttpResponse(200, headers=[("content-type", "text/event-stream")], stream=stream())
 
 
+def _agent_path(path: str) -> str | None:
+    """The name in ``/agents/<name>``, else None."""
+    name = path.removeprefix("/agents/")
+    return unquote(name) if name != path and name and "/" not in name else None
+
+
+def _page_headers(content_type: str) -> list[tuple[str, str]]:
+    return [
+        ("content-type", content_type),
+        ("content-security-policy", _CSP),
+        ("x-frame-options", "DENY"),
+        ("x-content-type-options", "nosniff"),
+        ("cache-control", "no-store"),
+    ]
+
+
 def _sse_data(subject: str, data: bytes) -> bytes:
     try:
         event = json.loads(data)
@@ -284,5 +324,6 @@ def _sse_data(subject: str, data: bytes) -> bytes:
     except ValueError:
         event = {"data": data.decode("utf-8", "replace")}
     event.setdefault("subject", subject)
-    event["text"] = render_event(event)  # the page shows the CLI's line (agentcoord.text.events)
+    # The page shows the CLI's line (agentcoord.text.events) and filters on the rest.
+    event.update(audit_row(event))
     return b"data: " + json.dumps(event).encode() + b"\n\n"

@@ -6,39 +6,54 @@ its real key beside the shown one."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.console.agentpage import AgentPages, SiteLookup, claim_row
+from agentcoord.console.auditrows import audit_row
+from agentcoord.console.conflictsource import WorktreeConflicts
+from agentcoord.console.queue import queue_items
 from agentcoord.errors import InvalidArguments, NotFound
 from agentcoord.kernel.timetext import human_time
-from agentcoord.leases.keytext import display_key
-from agentcoord.text.events import render_event
+from agentcoord.leases.filekeys import FILE_PREFIX, resolve_file_key, split_file_key
+from agentcoord.leases.keytext import display_key, repo_name
+from agentcoord.stores.objects.agentdirectory import PROC_LABEL, parse_proc
 
 if TYPE_CHECKING:
     from agentcoord.approvals import Approvals
     from agentcoord.budgets import Budgets
     from agentcoord.kernel.caller import Caller
     from agentcoord.localagents import LocalAgents
+    from agentcoord.localagents.sessions import LiveSession
     from agentcoord.messaging import Messaging
     from agentcoord.stores.agentsource import AgentSource
     from agentcoord.stores.audit import AuditLog
     from agentcoord.stores.kv import ClaimStore, FocusStore
 
-__all__ = ["ConsoleSections"]
+__all__ = ["AUDIT_ROWS", "ConsoleSections"]
+
+AUDIT_ROWS = 500  # audit lines the page loads, then follows live
 
 Section = Callable[[], Awaitable[Any]]
-# (key, token) -> the holder's (worktree, branch) for a file claim, when this daemon knows them
-SiteLookup = Callable[[str, int | None], tuple[str | None, str | None] | None]
 
 
 def _no_site(key: str, token: int | None) -> None:
     return None
 
 
+def _pid(row: dict[str, Any]) -> int | None:
+    proc = parse_proc((row.get("labels") or {}).get(PROC_LABEL))
+    return proc[0] if proc else None
+
+
 class ConsoleSections:
-    """The console's sections (agents, claims, channels, prompts, waits, audit) and its one
-    write: the human answering a prompt."""
+    """The console's sections (queue, agents, claims, conflicts, channels, prompts, waits,
+    approvals, budgets, audit), one agent's page, and the human's writes: answering a prompt,
+    granting and revoking a standing approval."""
 
     def __init__(
         self,
@@ -52,6 +67,7 @@ class ConsoleSections:
         site: SiteLookup = _no_site,
         approvals: Approvals | None = None,
         budgets: Budgets | None = None,
+        claude_dir: Path | None = None,
     ) -> None:
         self._claims = claims
         self._site = site
@@ -62,10 +78,23 @@ class ConsoleSections:
         self._audit = audit
         self._approvals = approvals
         self._budgets = budgets
+        self._conflicts = WorktreeConflicts()
+        self._repos: dict[str, str] = {}  # a session's cwd -> its repository's name
+        self.pages = AgentPages(
+            agents=agents,
+            focus=focus,
+            claims=claims,
+            audit=audit,
+            sessions=self._live_sessions,
+            claude_dir=claude_dir,
+            site=site,
+        )
         self.providers: dict[str, Section] = {
             "budgets": self.budgets,
             "approvals": self.approvals,
+            "queue": self.queue,
             "claims": self.claims,
+            "conflicts": self.conflicts,
             "agents": self.agents,
             "waits": self.waits,
             "audit": self.audit,
@@ -73,25 +102,68 @@ class ConsoleSections:
             "channels": self.channels,
         }
 
+    def _live_sessions(self) -> Sequence[LiveSession]:
+        """The live Claude Code sessions (the local agents' probe: psutil, cached; blocking)."""
+        return self._local.probe.sessions()
+
+    def _repo_of(self, cwd: str) -> str:
+        """The name of the repository ``cwd`` is in, else the directory's (runs git once per
+        directory; blocking)."""
+        if cwd not in self._repos:
+            key = resolve_file_key(os.path.join(cwd, ".agentcoord-console"), None)
+            self._repos[cwd] = repo_name(key.repo) if key.repo else os.path.basename(cwd)
+        return self._repos[cwd]
+
+    async def _session_repos(self, rows: list[dict[str, Any]]) -> dict[str, str]:
+        """Agent name -> its session's repository, for the rows given (live sessions only)."""
+        by_pid = {s.pid: s.cwd for s in await asyncio.to_thread(self._live_sessions)}
+
+        def resolve() -> dict[str, str]:
+            out = {}
+            for row in rows:
+                pid = _pid(row)
+                live = by_pid.get(pid) if pid is not None else None
+                if live is not None:
+                    out[row["name"]] = self._repo_of(live)
+            return out
+
+        return await asyncio.to_thread(resolve)
+
     async def claims(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "resource_key": key,
-                "key": display_key(key, *(self._site(key, h.token) or (None, None))),
-                "agent": h.agent,
-                "mode": h.mode,
-                "expires_at": human_time(h.expires),
-                "purpose": h.purpose,
-            }
-            for key, h in self._claims.check("")
-        ]
+        """Every live claim, file claims grouped by repository, shown as ``repo:path``."""
+        rows = [claim_row(key, h, self._site) for key, h in self._claims.check("")]
+        return sorted(rows, key=lambda r: (r["repo"] == "", r["repo"], r["key"]))
+
+    async def conflicts(self) -> list[dict[str, Any]]:
+        """Worktrees of one repository changing the same files (docs/claims.md "Conflicts
+        between worktrees"), from :mod:`agentcoord.console.conflictsource`, the one place the
+        console reads them from."""
+        directories: set[str] = set()
+        for key, h in self._claims.check(FILE_PREFIX):
+            common, _ = split_file_key(key)
+            if common and os.path.basename(common) == ".git":
+                directories.add(os.path.dirname(common))
+            where = self._site(key, h.token)
+            if where and where[0]:
+                directories.add(where[0])
+        directories |= {s.cwd for s in await asyncio.to_thread(self._live_sessions)}
+        return await self._conflicts.rows(directories)
+
+    async def queue(self) -> list[dict[str, Any]]:
+        """What waits on the human, in the order the page's queue shows it."""
+        rows = await self._agents.list_agents()
+        waiting = [r for r in rows if str(r.get("state", "")).startswith("waiting")]
+        repos = await self._session_repos(waiting) if waiting else {}
+        return queue_items(await self._messaging.open_prompts(), waiting, repos)
 
     async def agents(self) -> list[dict[str, Any]]:
         held: dict[str, list[str]] = {}
         for key, h in self._claims.check(""):
             held.setdefault(h.agent, []).append(display_key(key))
+        every = await self._agents.list_agents()
+        repos = await self._session_repos([r for r in every if r.get("phase") != "Ended"])
         rows = []
-        for row in await self._agents.list_agents():
+        for row in every:
             f = self._focus.get(row["name"])
             rows.append(
                 {
@@ -102,6 +174,7 @@ class ConsoleSections:
                     "state_since": human_time(row["state_since"]) if row.get("state_since") else "",
                     "focus": f.intent if f else "",
                     "claims": held.get(row["name"], []),
+                    "repo": repos.get(row["name"], ""),
                     # Ended sessions are sent too; the page shows them on request.
                     "ended": row.get("phase") == "Ended",
                     "ended_at": human_time(row["ended_at"]) if row.get("ended_at") else "",
@@ -155,11 +228,16 @@ class ConsoleSections:
         return out
 
     async def audit(self) -> list[dict[str, Any]]:
-        rows = []
-        for e in await self._audit.query(limit=50):
-            row = {"type": e.type, "agent": e.agent, "ts": e.as_dict()["ts"], "data": e.data}
-            rows.append({**row, "text": render_event(row)})  # the CLI's line, as is
-        return rows
+        """The newest :data:`AUDIT_ROWS` events, oldest first, each as the CLI's line with the
+        names and repositories the page's filters use (agentcoord.console.auditrows)."""
+        return [
+            audit_row({"type": e.type, "agent": e.agent, "ts": e.ts, "data": e.data, "seq": e.seq})
+            for e in await self._audit.query(limit=AUDIT_ROWS)
+        ]
+
+    async def agent_page(self, name: str) -> dict[str, Any]:
+        """One agent's page (agentcoord.console.agentpage); NotFound for a name nothing knows."""
+        return await self.pages.page(name)
 
     async def prompts(self) -> list[dict[str, Any]]:
         return [
@@ -198,11 +276,16 @@ class ConsoleSections:
         """The human grants an approval from the console (the CLI's ``allow``)."""
         if self._approvals is None:
             raise NotFound("standing approvals are not served by this daemon")
-        values = {k: body.get(k) or None for k in ("rule", "repo", "session", "duration")}
+        names = ("rule", "repo", "session", "duration", "repo_of")
+        values = {k: body.get(k) or None for k in names}
         if not isinstance(values["rule"], str) or any(
             v is not None and not isinstance(v, str) for v in values.values()
         ):
-            raise InvalidArguments("rule (and repo, session, duration) are strings")
+            raise InvalidArguments("rule (and repo, session, duration, repo_of) are strings")
+        if values["repo_of"] is not None:
+            # "Allow for this repository": the directory is the session's own, read from its
+            # process here, never taken from the request (docs/console.md "The queue").
+            values["repo"] = await self._session_dir(values["repo_of"])
         return await self._approvals.grant(
             values["rule"],
             human,
@@ -210,6 +293,13 @@ class ConsoleSections:
             session=values["session"],
             duration=values["duration"],
         )
+
+    async def _session_dir(self, name: str) -> str:
+        row = await self._agents.get_agent(name)
+        live = await self.pages.live_session(row) if row is not None else None
+        if live is None:
+            raise NotFound(f"no live session named {name!r} to take the repository from")
+        return live.cwd
 
     async def revoke(self, approval_id: str, human: Caller) -> dict[str, Any]:
         if self._approvals is None:

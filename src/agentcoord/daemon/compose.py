@@ -429,6 +429,7 @@ async def _listeners(
         site=_claim_site(s),
         approvals=s.approvals,
         budgets=s.budgets,
+        claude_dir=cfg.claude_dir,
     )
     # The console's sessions are signed with the human token (docs/security.md "Console
     # login"), the one _services wrote; unreadable, a random key: no console login works.

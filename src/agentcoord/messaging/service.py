@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.kernel import wire
 from agentcoord.messaging.access import AgentAccess, credentials_view
 from agentcoord.messaging.channels import Channels
 from agentcoord.messaging.offers import Handoffs, OfferBook
@@ -180,7 +181,9 @@ class Messaging:
             for sub in subs:
                 await sub.unsubscribe()
 
-    # Sending: what the messaging tools do (docs/messaging.md "Tools").
+    # Sending: what the messaging tools do (docs/messaging.md "Tools"). Each send, post and
+    # broadcast is one audit event naming who, to whom, the kind and the length, never the
+    # text: agents read the audit too (docs/messaging.md "Audit").
 
     async def send(
         self,
@@ -194,19 +197,36 @@ class Messaging:
         queue_unknown: bool = False,
     ) -> dict[str, Any]:
         """A direct message from ``me`` into ``to``'s inbox."""
-        return await self._mail.to_agent(
+        out = await self._mail.to_agent(
             me, to, kind, text, correlation_id, key, queue_unknown=queue_unknown
         )
+        if not out.get("duplicate"):  # a retry of a send already audited
+            self.emit(
+                "MESSAGE_SENT",
+                me,
+                to=to,
+                kind=wire.kind_name(kind),
+                delivery=out["delivery"],
+                chars=len(text),
+            )
+        return out
 
     async def post(
         self, me: str, channel: str, kind: int, text: str, correlation_id: str = "", key: str = ""
     ) -> dict[str, Any]:
         """A post on a channel ``me`` takes part in."""
-        return await self._mail.to_channel(me, channel, kind, text, correlation_id, key)
+        out = await self._mail.to_channel(me, channel, kind, text, correlation_id, key)
+        if not out.get("duplicate"):
+            self.emit(
+                "CHANNEL_POSTED", me, channel=channel, kind=wire.kind_name(kind), chars=len(text)
+            )
+        return out
 
     async def broadcast(self, me: str, text: str) -> dict[str, Any]:
         """A message to every agent."""
-        return await self._mail.broadcast(me, text)
+        out = await self._mail.broadcast(me, text)
+        self.emit("BROADCAST_SENT", me, chars=len(text))
+        return out
 
     async def inbox(
         self, me: str, limit: int = 100, wait: float = 0.0, after: int | None = None
@@ -228,7 +248,7 @@ class Messaging:
         queue_unknown: bool = False,
     ) -> dict[str, Any]:
         """Open (or reopen, or with ``add`` widen) the channel ``name``."""
-        return await self._rooms.open(
+        out = await self._rooms.open(
             me,
             name,
             participants,
@@ -237,10 +257,21 @@ class Messaging:
             add=add,
             queue_unknown=queue_unknown,
         )
+        # Who takes part, not the topic: the audit holds no free text (docs/messaging.md
+        # "Audit").
+        self.emit(
+            "CHANNEL_WIDENED" if add else "CHANNEL_OPENED",
+            me,
+            channel=name,
+            participants=sorted(set(participants)),
+        )
+        return out
 
     async def close_channel(self, me: str, name: str) -> dict[str, Any]:
         """Close a channel ``me`` opened."""
-        return await self._rooms.close(me, name)
+        out = await self._rooms.close(me, name)
+        self.emit("CHANNEL_CLOSED", me, channel=name)
+        return out
 
     async def visible_channels(self, me: str, *, everyone: bool) -> list[dict[str, Any]]:
         """The channels ``me`` takes part in (``everyone``: all of them, for the human)."""
