@@ -200,7 +200,7 @@ class IdentityResolver:
                 # process presents it (docs/tokens.md).
                 named = self.agent_tokens.lookup(bearer)
                 if named is None:
-                    raise IdentityError("unknown or expired bearer token")
+                    raise IdentityError("unknown bearer token (or one expired or revoked)")
                 return Caller(kind="runner", agent=named, via="http-token")
             if agent.startswith("human:"):
                 return await self._human_over_tcp(peer, local, agent, body)
