@@ -915,6 +915,14 @@ def area_hooks(ctx: Ctx) -> Area:
     return hooks.report(ctx)
 
 
+def area_clihooks(ctx: Ctx) -> Area:
+    """One command hook per tool call for Codex, Gemini CLI and OpenCode against a bare `true`
+    command hook (bench/clihooks.py)."""
+    import clihooks
+
+    return clihooks.report(ctx)  # type: ignore[no-any-return]
+
+
 def area_channels(ctx: Ctx) -> Area:
     """A message pushed into a Claude Code session: send -> notification (bench/channels.py)."""
     import channels
@@ -941,6 +949,7 @@ AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("memory", area_memory),
     ("week", area_week),
     ("hooks", area_hooks),
+    ("clihooks", area_clihooks),
     ("channels", area_channels),
     ("results", area_results),
 ]

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import human_token, median_ms, pct
@@ -113,6 +114,28 @@ def measure(root: Path, runs: int) -> dict[str, list[float]]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def report(ctx: Any) -> Any:
+    """bench/run's area (bench/_areas.py): each hook's p50 against the bare ``true`` hook of
+    the same run, and every case's latency samples."""
+    from _areas import Area
+    from _common import Figure
+
+    tmp = ctx.tmp / "clihooks"
+    tmp.mkdir()
+    samples = measure(tmp, ctx.size(20, 100))
+    base = median_ms(samples[BARE])
+    figures = [
+        Figure(f"{name}, p50", median_ms(xs), BARE, base, "ms")
+        for name, xs in samples.items()
+        if name != BARE
+    ]
+    notes = [
+        "The measuring process runs as `codex` (a session): Codex, Gemini CLI and OpenCode "
+        'have no http hooks, so each hook is a process (docs/other-clis.md "Setup").',
+    ]
+    return Area("CLI command hooks", figures, latency=dict(samples), notes=notes)
 
 
 def main() -> int:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Call", "ChatCompletions", "GeminiAPI", "Responses", "Say", "Scripted"]
+__all__ = ["Call", "ChatCompletions", "GeminiAPI", "Patch", "Responses", "Say", "Scripted"]
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,21 @@ class Call:
 
 @dataclass(frozen=True)
 class Say:
-    """The model answers ``text`` and ends its turn."""
+    """The model answers ``text`` and ends its turn; with ``hold``, not before it is set (the
+    CLI's process waits at the model meanwhile, holding what it holds)."""
+
+    text: str
+    hold: threading.Event | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Codex only: the model calls its freeform ``apply_patch`` tool with ``text``."""
 
     text: str
 
 
-Turn = Call | Say
+Turn = Call | Say | Patch
 
 
 def _pick(names: list[str], tool: str) -> str:
@@ -111,6 +120,8 @@ class Scripted:
 
     def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         turn = self._next(handler.path, body)
+        if isinstance(turn, Say) and turn.hold is not None:
+            turn.hold.wait(timeout=300)
         events = self.events(turn, body)
         handler.send_response(200)
         handler.send_header("content-type", "text/event-stream")
@@ -168,6 +179,14 @@ class Responses(Scripted):
             }
             if space:
                 item["namespace"] = space
+        elif isinstance(turn, Patch):
+            item = {
+                "type": "custom_tool_call",
+                "id": "ctc_1",
+                "call_id": f"call_{len(self.requests)}",
+                "name": "apply_patch",
+                "input": turn.text,
+            }
         else:
             item = {
                 "type": "message",
@@ -193,7 +212,8 @@ class Responses(Scripted):
         out = []
         for _, body in self.requests:
             for item in body.get("input", []):
-                if isinstance(item, dict) and item.get("type") == "function_call_output":
+                outputs = ("function_call_output", "custom_tool_call_output")
+                if isinstance(item, dict) and item.get("type") in outputs:
                     output = item.get("output")
                     out.append(output if isinstance(output, str) else json.dumps(output))
         return out

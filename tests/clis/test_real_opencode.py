@@ -123,3 +123,44 @@ def test_opencode_plugin_from_setup_denies_a_write_to_a_claimed_file(
         assert not target.exists()
     finally:
         holder.close()
+
+
+def test_opencode_plugin_says_who_it_is_and_hands_the_inbox_to_the_first_prompt(
+    daemon: Daemon, real_opencode: Path, chat_api: Scripted, tmp_path: Path, claude_bin: Path
+) -> None:
+    """After `agentcoord setup opencode --project`, its plugin puts which agent the session is
+    in the system prompt of its first model request and the message a Claude Code session
+    queued for it before it started in that request's prompt, with no tool call before."""
+    sender = AgentProc(daemon, claude_bin, tmp_path / "work" / "planner")
+    try:
+        suffix = sender.name.removeprefix("planner-1")
+        me = f"api-1{suffix}"  # the name the OpenCode session in api/ will take
+        sent = sender.call("send", to=me, text="take the billing module", queue_unknown=True)
+        assert sent["delivery"] == "queued", sent
+    finally:
+        sender.close()
+    project = tmp_path / "api"
+    project.mkdir()
+    chat_api.script(Say("done"))
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**daemon.env, **OFFLINE, "HOME": str(tmp_path / "oc-home"), "PWD": str(project)}
+    env = {k: v for k, v in env.items() if not k.startswith("XDG_") or k == "XDG_RUNTIME_DIR"}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    opencode_config(project, chat_api, env)
+    out = subprocess.run(
+        [str(real_opencode), "run", "--format", "json", "-m", "standin/m", "what next?"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    turns = [body for _, body in chat_api.requests if chat_api.is_turn("", body)]
+    assert turns, (chat_api.extra, out.stdout[-3000:])
+    first = turns[0]["messages"]
+    system = json.dumps([m for m in first if m.get("role") == "system"])
+    prompt = json.dumps([m for m in first if m.get("role") == "user"])
+    assert f"you are agent `{me}`" in system, system[-3000:]
+    assert "take the billing module" in prompt, prompt[-3000:]
+    assert "what next?" in prompt

@@ -250,6 +250,19 @@ def _main_full(args: list[str]) -> int:
     p_allow.add_argument("--list", action="store_true", help="list the standing approvals")
     p_allow.add_argument("--revoke", metavar="ID", help="revoke an approval")
     p_allow.add_argument("--json", action="store_true", help="machine-readable output")
+    p_token = sub.add_parser(
+        "token", help="tokens that make an HTTP MCP client an agent: mint NAME, list, revoke ID"
+    )
+    token_sub = p_token.add_subparsers(dest="token_op", required=True)
+    p_mint = token_sub.add_parser("mint", help="print a new token for agent NAME")
+    p_mint.add_argument("arg", metavar="NAME", help="the agent the client will be")
+    p_mint.add_argument("--for", dest="duration", metavar="DURATION", help="default 720h")
+    p_tlist = token_sub.add_parser("list", help="list the tokens (never the tokens themselves)")
+    p_revoke = token_sub.add_parser("revoke", help="end a token at once")
+    p_revoke.add_argument("arg", metavar="ID", help="its id (agentcoord token list)")
+    for p_t in (p_mint, p_tlist, p_revoke):
+        _common(p_t)
+        p_t.add_argument("--json", action="store_true", help="machine-readable output")
     p_version = sub.add_parser("version", help="print the version")
     p_version.add_argument("--json", action="store_true", help="machine-readable output")
     p_doctor = sub.add_parser("doctor", help="check this machine and say how to fix problems")
@@ -370,6 +383,11 @@ def _main_full(args: list[str]) -> int:
                 revoke=ns.revoke,
                 as_json=ns.json,
             )
+        if ns.command == "token":
+            from agentcoord.cli.tokens import token
+
+            arg = getattr(ns, "arg", None)
+            return token(cfg, ns.token_op, arg, getattr(ns, "duration", None), ns.json)
         if ns.command == "top":
             from agentcoord.cli.top import run_top
 

@@ -28,6 +28,7 @@ from agentcoord.daemon.services import Services
 from agentcoord.daemon.startup import Phases
 from agentcoord.daemon.status import DaemonStatus
 from agentcoord.errors import ConfigError
+from agentcoord.identity.agenttokens import AGENT_TOKENS_FILE, AgentTokens
 from agentcoord.identity.callers import IdentityResolver, TokenStore
 from agentcoord.identity.kinds import configured as session_kinds
 from agentcoord.identity.procprobe import PsutilProbe, listener_limits
@@ -196,7 +197,11 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     index = PackageIndex(
         resolve_agentihub_dir(cfg.agentihub_dir) if cfg.local_agents_enabled else None
     )
-    recipients = Recipients(store, ns, packages=index, human=f"human:{cfg.user}", host=host)
+    # The human's tokens for generic MCP clients: each names an agent (docs/tokens.md).
+    agent_tokens = AgentTokens(cfg.state_dir / AGENT_TOKENS_FILE, audit)
+    recipients = Recipients(
+        store, ns, packages=index, human=f"human:{cfg.user}", host=host, also=agent_tokens.names
+    )
     # Messaging (docs/messaging.md): JetStream inboxes, channels, handoff offers, prompts.
     messaging = Messaging(
         nc,
@@ -234,6 +239,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         directory=directory,
         tokens=tokens,
         audit=audit,  # refused attempts to act as the human (docs/security.md)
+        agent_tokens=agent_tokens,
     )
     async with asyncio.TaskGroup() as tg:
         claims_t = tg.create_task(

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.errors import IdentityError, PeerGone
+from agentcoord.identity.agenttokens import AGENT_TOKENS_FILE, AgentTokens
 from agentcoord.identity.ancestry import ProcInfo, decide
 from agentcoord.identity.humanproof import (
     HUMAN_REFUSED,
@@ -131,6 +132,7 @@ class IdentityResolver:
         directory: AgentDirectory,
         tokens: TokenStore,
         audit: AuditSink,
+        agent_tokens: AgentTokens | None = None,
     ) -> None:
         self._uid = uid
         self._user = user
@@ -140,6 +142,9 @@ class IdentityResolver:
         self._directory = directory
         self._tokens = tokens
         self.audit = audit  # where refusals are recorded (docs/security.md)
+        # The human's tokens for generic MCP clients, beside the human's (docs/tokens.md).
+        where = tokens.human_token_file.parent / AGENT_TOKENS_FILE
+        self.agent_tokens = agent_tokens or AgentTokens(where, audit)
         self._refusals = RefusalLimiter()
         # pid -> (reason, token) of a refused login on an anonymous connection: recorded with
         # the request that follows it (the CLI sends both at once), or when it hangs up.
@@ -191,7 +196,12 @@ class IdentityResolver:
         if bearer is not None:
             agent = self._tokens.lookup(bearer)
             if agent is None:
-                raise IdentityError("unknown bearer token")
+                # A token the human minted for a name: that agent, never the human, whatever
+                # process presents it (docs/tokens.md).
+                named = self.agent_tokens.lookup(bearer)
+                if named is None:
+                    raise IdentityError("unknown bearer token (or one expired or revoked)")
+                return Caller(kind="runner", agent=named, via="http-token")
             if agent.startswith("human:"):
                 return await self._human_over_tcp(peer, local, agent, body)
             return Caller(kind="runner", agent=agent, via="http-token")

@@ -70,6 +70,7 @@ log = logging.getLogger(__name__)
 
 APPROVALS = "agentcoord/approvals"  # vendor method: the human's standing approvals
 BUDGETS = "agentcoord/budgets"  # vendor method: each ceiling and what is used of it
+TOKENS = "agentcoord/tokens"  # vendor method: the human's tokens for MCP clients
 ACCESS_DENIED = -32001  # JSON-RPC server error: the caller may not use this daemon
 REPLY_TOO_LARGE = -32003  # JSON-RPC server error: the answer is over the reply size limit
 
@@ -294,6 +295,8 @@ class McpCore:
             return self._status.status()
         if method == APPROVALS and self._approvals is not None:  # ``agentcoord allow``
             return await self._approvals_call(session.caller, req.params)
+        if method == TOKENS:  # ``agentcoord token``
+            return self._tokens_call(session.caller, req.params)
         if method == BUDGETS and self._budgets is not None:  # ``top`` shows the ceilings
             return await self._budgets.report()
         if method == "agentcoord/hook":  # vendor method for ``agentcoord hook EVENT``
@@ -339,6 +342,27 @@ class McpCore:
         except DomainError as exc:  # the service's refusal, its text as the error's message
             raise ProtocolError(INVALID_PARAMS, str(exc)) from None
         raise ProtocolError(INVALID_PARAMS, f"op must be list, grant or revoke, not {op!r}")
+
+    def _tokens_call(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
+        """``agentcoord/tokens {op: list | mint | revoke, ...}``: the tokens that make a
+        generic MCP client an agent (docs/tokens.md); only the human is answered."""
+        if caller.kind != "human":
+            raise ProtocolError(ACCESS_DENIED, "Access denied: only the human manages tokens")
+        tokens = self._identity.agent_tokens
+        op = params.get("op")
+        try:
+            if op == "list":
+                return {"tokens": tokens.listing()}
+            if op == "mint":
+                duration = params.get("duration")
+                if duration is not None and not isinstance(duration, str):
+                    raise ProtocolError(INVALID_PARAMS, "duration is a string (e.g. 8h)")
+                return {"token": tokens.mint(params.get("agent"), duration, caller.agent)}
+            if op == "revoke":
+                return {"token": tokens.revoke(params.get("id"), caller.agent)}
+        except DomainError as exc:
+            raise ProtocolError(INVALID_PARAMS, str(exc)) from None
+        raise ProtocolError(INVALID_PARAMS, f"op must be list, mint or revoke, not {op!r}")
 
     def _initialize(self, params: dict[str, Any], session: McpSession) -> dict[str, Any]:
         asked = params.get("protocolVersion")

@@ -14,7 +14,7 @@ nor the daemon.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from agentcoord.errors import NotFound
@@ -73,10 +73,13 @@ class Recipients:
         packages: PackageAgents | None = None,
         human: str = "",
         host: str | None = None,
+        also: Callable[[], set[str]] | None = None,
     ) -> None:
         """``store``: Agent objects in ``namespace`` (None: none, for tests that have no
         store); ``packages``: local package agents; ``human``: the human's name
-        (``human:<user>``)."""
+        (``human:<user>``); ``also``: more names that exist (the agents of the human's tokens
+        for MCP clients, docs/tokens.md)."""
+        self._also = also
         self._store = store
         self._ns = namespace
         self._packages = packages
@@ -97,6 +100,8 @@ class Recipients:
             names.update(pkg.agent_id for pkg in p.packages())
         if self._human:
             names.add(self._human)
+        if self._also is not None:
+            names.update(self._also())
         return names
 
     async def check(self, names: Iterable[str]) -> None:
@@ -110,7 +115,7 @@ class Recipients:
     def exists(self, name: str) -> bool:
         """One lookup per place a name can live: every send asks, and listing every Agent
         (each decoded from its JSON) and package is only worth it for the suggestions."""
-        if name == self._human:
+        if name == self._human or (self._also is not None and name in self._also()):
             return True
         if self._store is not None:
             try:

@@ -1,6 +1,8 @@
 // agentcoord's OpenCode plugin, written by `agentcoord setup opencode` (`--remove` deletes it).
-// It hands each file write to the agentcoord hook client, a child of this OpenCode process so
-// the daemon knows which session writes (docs/other-clis.md "OpenCode"), and throws to deny.
+// It hands each file write, each prompt and each session's start to the agentcoord hook
+// client, a child of this OpenCode process so the daemon knows which session calls
+// (docs/other-clis.md "OpenCode"), and throws to deny a write.
+import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 
 const COMMAND = "__AGENTCOORD__";
@@ -9,7 +11,7 @@ function hook(event, payload) {
   const out = spawnSync(COMMAND, ["hook", event], {
     input: JSON.stringify(payload),
     encoding: "utf8",
-    timeout: 5000,
+    timeout: event === "session-start" ? 10000 : 5000,
   });
   if (out.status !== 0 || !out.stdout) return {};
   try {
@@ -30,17 +32,58 @@ function asWrite(tool, args) {
   return null;
 }
 
-export const AgentCoord = async ({ directory }) => ({
-  "tool.execute.before": async (input, output) => {
-    const write = asWrite(input.tool, output.args);
-    if (!write) return;
-    const answer = hook("pre-tool-use", { hook_event_name: "PreToolUse", cwd: directory, ...write });
-    if (answer.permissionDecision === "deny") throw new Error(answer.permissionDecisionReason);
-  },
-  "tool.execute.after": async (input, output) => {
-    const answer = hook("post-tool-use", { hook_event_name: "PostToolUse", tool_name: input.tool, cwd: directory });
-    if (answer.additionalContext && typeof output.output === "string") {
-      output.output += "\n\n" + answer.additionalContext;
-    }
-  },
-});
+// A part id as OpenCode makes them ("prt_", 12 hex digits of the time, 14 random characters),
+// with the time's last counter value so that it sorts after the prompt's own parts.
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+function partId() {
+  const time = (BigInt(Date.now()) * 4096n + 4095n).toString(16).padStart(12, "0").slice(-12);
+  const tail = Array.from(randomBytes(14), (b) => BASE62[b % 62]).join("");
+  return `prt_${time}${tail}`;
+}
+
+export const AgentCoord = async ({ directory }) => {
+  // What SessionStart said, per OpenCode session: asked once, at the session's first model
+  // request, and kept in its system prompt from then on.
+  const started = new Map();
+  return {
+    "experimental.chat.system.transform": async (input, output) => {
+      if (!input.sessionID || !Array.isArray(output.system)) return;
+      let text = started.get(input.sessionID);
+      if (text === undefined) {
+        const answer = hook("session-start", {
+          hook_event_name: "SessionStart",
+          source: "startup",
+          cwd: directory,
+        });
+        text = answer.additionalContext || "";
+        started.set(input.sessionID, text);
+      }
+      if (text) output.system.push(text);
+    },
+    "chat.message": async (input, output) => {
+      const answer = hook("user-prompt-submit", { hook_event_name: "UserPromptSubmit", cwd: directory });
+      if (!answer.additionalContext || !output.message || !Array.isArray(output.parts)) return;
+      // A synthetic part: sent to the model, not drawn as the user's words.
+      output.parts.push({
+        id: partId(),
+        messageID: output.message.id,
+        sessionID: input.sessionID,
+        type: "text",
+        text: answer.additionalContext,
+        synthetic: true,
+      });
+    },
+    "tool.execute.before": async (input, output) => {
+      const write = asWrite(input.tool, output.args);
+      if (!write) return;
+      const answer = hook("pre-tool-use", { hook_event_name: "PreToolUse", cwd: directory, ...write });
+      if (answer.permissionDecision === "deny") throw new Error(answer.permissionDecisionReason);
+    },
+    "tool.execute.after": async (input, output) => {
+      const answer = hook("post-tool-use", { hook_event_name: "PostToolUse", tool_name: input.tool, cwd: directory });
+      if (answer.additionalContext && typeof output.output === "string") {
+        output.output += "\n\n" + answer.additionalContext;
+      }
+    },
+  };
+};
