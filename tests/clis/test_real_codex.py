@@ -1,7 +1,7 @@
 """The real Codex CLI (``codex exec``), offline against a scripted Responses API: the MCP
 server it starts is ``agentcoord mcp``, which finds the user's one daemon from Codex's
 stripped environment (through the per-user pointer) and is a Codex session agent
-(docs/other-clis.md "Codex")."""
+(docs/codex.md)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_codex_hooks_from_setup_say_who_it_is_and_deliver_its_inbox(
 ) -> None:
     """After `agentcoord setup codex`, codex exec's SessionStart hook tells the model which
     agent it is and its UserPromptSubmit hook hands it the message a Claude Code session sent
-    before it started (docs/other-clis.md "Codex")."""
+    before it started (docs/codex.md)."""
     sender = AgentProc(daemon, claude_bin, tmp_path / "work" / "planner")
     try:
         suffix = sender.name.removeprefix("planner-1")

@@ -1,7 +1,6 @@
 """The real Gemini CLI (``gemini -p``), offline against a scripted Gemini API: the MCP server
 that `agentcoord setup gemini` registered in its settings.json is ``agentcoord mcp``, and
-whoami answers a Gemini session agent of the user's one daemon (docs/other-clis.md "Gemini
-CLI")."""
+whoami answers a Gemini session agent of the user's one daemon (docs/gemini.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The real OpenCode (``opencode run``), offline against a scripted Chat Completions API: the
 local MCP server `agentcoord setup opencode --project` put in its opencode.json is
 ``agentcoord mcp``, and whoami answers an OpenCode
-session agent of the user's one daemon (docs/other-clis.md "OpenCode")."""
+session agent of the user's one daemon (docs/opencode.md)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ _START = "start it with `agentcoord serve` (or `agentcoord install --user`)"
 
 def run_hook(event: str, timeout: float = 5.0) -> int:
     # ``gemini:EVENT``: Gemini CLI's hook, the same request, its answer in Gemini's shape
-    # (gemini/hookshape.py; docs/other-clis.md "Gemini CLI").
+    # (gemini/hookshape.py; docs/gemini.md).
     shape = None
     if event.startswith("gemini:"):
         from agentcoord.gemini.hookshape import gemini_output

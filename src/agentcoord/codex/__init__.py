@@ -1,1 +1,1 @@
-"""Codex CLI: ``agentcoord setup codex`` (docs/other-clis.md "Codex")."""
+"""Codex CLI: ``agentcoord setup codex`` (docs/codex.md)."""

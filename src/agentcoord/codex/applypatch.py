@@ -1,5 +1,5 @@
 """The files a Codex ``apply_patch`` call changes, read from its patch text (its PreToolUse
-hook gives the patch in ``tool_input.command``; docs/other-clis.md "Codex").
+hook gives the patch in ``tool_input.command``; docs/codex.md).
 
 The patch format names each file on a header line: ``*** Add File: P``, ``*** Update File: P``
 (with an optional ``*** Move to: Q`` after it), ``*** Delete File: P``.

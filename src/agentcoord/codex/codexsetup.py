@@ -42,7 +42,7 @@ def _parse(text: str, where: Path) -> dict[str, object]:
         raise ConfigError(f"{where} is not valid TOML ({exc}); not touching it") from None
 
 
-# Codex's command hooks take Claude Code's JSON in and out (docs/other-clis.md "Codex"), so
+# Codex's command hooks take Claude Code's JSON in and out (docs/codex.md), so
 # they run the same hook client: event -> (matcher or None, our event name, timeout seconds).
 HOOKS: dict[str, tuple[str | None, str, int]] = {
     "SessionStart": (None, "session-start", 10),  # says who the session is

@@ -1,1 +1,1 @@
-"""Gemini CLI: ``agentcoord setup gemini`` (docs/other-clis.md "Gemini CLI")."""
+"""Gemini CLI: ``agentcoord setup gemini`` (docs/gemini.md)."""

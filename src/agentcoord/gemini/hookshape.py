@@ -1,6 +1,6 @@
 """Gemini CLI's hook answers: ``agentcoord hook gemini:EVENT`` runs the same hook client as
 Claude Code and Codex, and this turns the daemon's answer (Claude Code's shape) into Gemini's
-(docs/other-clis.md "Gemini CLI"): a deny is ``{"decision": "deny", "reason": ...}``, context
+(docs/gemini.md): a deny is ``{"decision": "deny", "reason": ...}``, context
 is ``hookSpecificOutput.additionalContext`` under Gemini's event name. Imported by the hook
 client, so it imports nothing of the daemon's.
 """

@@ -400,7 +400,7 @@ class IdentityResolver:
             shared = kind.refusal(proc)
             if shared is not None:
                 # One process serving several sessions: its callers cannot be told apart, so
-                # none is taken for another (docs/other-clis.md "Codex").
+                # none is taken for another (docs/codex.md).
                 raise IdentityError(shared)
             session_id = kind.session_id(chain[0] if chain else None, proc)
             cwd = kind.cwd(proc)

@@ -1,1 +1,1 @@
-"""OpenCode: ``agentcoord setup opencode`` (docs/other-clis.md "OpenCode")."""
+"""OpenCode: ``agentcoord setup opencode`` (docs/opencode.md)."""

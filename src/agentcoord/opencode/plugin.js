@@ -1,7 +1,7 @@
 // agentcoord's OpenCode plugin, written by `agentcoord setup opencode` (`--remove` deletes it).
 // It hands each file write, each prompt and each session's start to the agentcoord hook
 // client, a child of this OpenCode process so the daemon knows which session calls
-// (docs/other-clis.md "OpenCode"), and throws to deny a write.
+// (docs/opencode.md), and throws to deny a write.
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 

@@ -1,4 +1,4 @@
-"""OpenAI's Codex CLI as a session kind (docs/other-clis.md "Codex").
+"""OpenAI's Codex CLI as a session kind (docs/codex.md).
 
 - **Recognised** by the native ``codex`` process (the npm package's ``codex`` node script
   starts it from ``@openai/codex-linux-*/vendor``; the node process is not the session). It is
@@ -45,7 +45,7 @@ SHARED_APP_SERVER = (
     "this MCP server runs under Codex's shared app-server (pid {pid}), which may serve several "
     "Codex sessions at once, so the daemon cannot tell which session is calling; start codex "
     "with `--disable daemon_auto_start` (or `[features] daemon_auto_start = false` in "
-    'config.toml) so each session runs its own MCP servers (docs/other-clis.md "Codex")'
+    "config.toml) so each session runs its own MCP servers (docs/codex.md)"
 )
 
 

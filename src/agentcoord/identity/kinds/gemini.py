@@ -1,4 +1,4 @@
-"""Google's Gemini CLI as a session kind (docs/other-clis.md "Gemini CLI").
+"""Google's Gemini CLI as a session kind (docs/gemini.md).
 
 - **Recognised** by a ``node`` process whose script (argv[1]) is ``gemini`` or ``gemini.js``
   (the npm package's ``bin/gemini`` links to ``bundle/gemini.js``), or a process whose argv[0]

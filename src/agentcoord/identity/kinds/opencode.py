@@ -1,4 +1,4 @@
-"""OpenCode as a session kind (docs/other-clis.md "OpenCode").
+"""OpenCode as a session kind (docs/opencode.md).
 
 - **Recognised** by the ``opencode`` process (the npm package's ``bin/opencode`` is the native
   binary itself, ``opencode.exe`` on disk), the direct parent of the MCP servers it starts.
