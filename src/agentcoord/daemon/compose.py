@@ -275,6 +275,12 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     sessions = await stack.enter_async_context(
         SessionWatch(store, directory, ns, retention=cfg.session_retention, forget=forget)
     )
+    # Files two live worktrees both change, followed from filesystem events; their sessions
+    # are told through their inboxes (docs/claims.md "Conflicts between worktrees").
+    from agentcoord.leases.conflictwatch import ConflictWatch
+
+    conflicts = await stack.enter_async_context(ConflictWatch(sessions.live_cwds, messaging))
+    sessions.on_live_change.append(conflicts.sessions_changed)
     return Services(
         config=cfg,
         identity=identity,
@@ -294,6 +300,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns)),
         activity=activity,
         budgets=budgets,
+        conflicts=conflicts,
     )
 
 
