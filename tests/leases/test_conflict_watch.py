@@ -1,0 +1,117 @@
+"""The daemon's conflict watch against the real daemon (docs/claims.md "Conflicts between
+worktrees"): real repositories with ``git worktree add``, sessions as stand-in ``claude``
+processes; files are edited and committed with real git, and what each session is told is read
+from its own inbox (a long poll: the test waits on the message, not on a clock)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.tools.test_repo_claims import Session, _git, _worktree, sessions, wt
+
+__all__ = ["sessions", "wt"]  # fixtures used here
+
+WAIT = 30
+
+
+def _notices(session: Session) -> list[str]:
+    """The next messages in the session's inbox (waiting for the first), those from the daemon
+    as text."""
+    got: list[dict[str, Any]] = session.call("inbox", wait_secs=WAIT)["messages"]
+    assert got, f"{session.name} was told nothing in {WAIT}s"
+    return [str(m.get("text") or m.get("body")) for m in got if m.get("from") == "agentcoord"]
+
+
+def _write(tree: Path, name: str, text: str) -> None:
+    (tree / name).parent.mkdir(parents=True, exist_ok=True)
+    (tree / name).write_text(text)
+
+
+def test_two_sessions_changing_one_file_are_each_told_once(
+    wt: tuple[Path, Path], sessions: Callable[[Path], Session]
+) -> None:
+    """A in W1 and B in W2 both change src/app.py (uncommitted): each is told once, naming the
+    file, the other session and that git cannot tell yet; editing the file again on both sides
+    tells nothing more, and a second shared file is a notice of its own naming only it."""
+    w1, w2 = wt
+    a, b = sessions(w1), sessions(w2)
+    _write(w1, "src/app.py", "a's change\n")
+    _write(w2, "src/app.py", "b's change\n")
+    (to_a,) = _notices(a)
+    (to_b,) = _notices(b)
+    assert "src/app.py" in to_a and b.name in to_a and str(w2) in to_a, to_a
+    assert "src/app.py" in to_b and a.name in to_b and str(w1) in to_b, to_b
+    assert "git cannot tell yet" in to_a
+    # The same file again, then a new one: the next notice (after the re-edit's recompute)
+    # names only the new file.
+    _write(w1, "src/app.py", "a's second change\n")
+    _write(w2, "src/app.py", "b's second change\n")
+    _write(w1, "src/other.py", "a\n")
+    _write(w2, "src/other.py", "b\n")
+    (again_a,) = _notices(a)
+    (again_b,) = _notices(b)
+    for text in (again_a, again_b):
+        assert text.splitlines()[0].endswith(": src/other.py"), text
+        assert "also shared, told before: src/app.py" in text
+    shown = a.call("check_conflicts")
+    assert shown["tracked"] is True
+    (overlap,) = shown["overlaps"]
+    assert overlap["files"] == ["src/app.py", "src/other.py"]
+    assert overlap["conflicts"] is None
+    sides = {overlap["a"]["worktree"]: overlap["a"], overlap["b"]["worktree"]: overlap["b"]}
+    assert sides[str(w1)]["sessions"] == [a.name]
+    assert sides[str(w2)]["sessions"] == [b.name]
+
+
+@pytest.mark.parametrize("clash", [True, False])
+def test_git_merge_tree_says_whether_committed_changes_conflict(
+    wt: tuple[Path, Path], sessions: Callable[[Path], Session], clash: bool
+) -> None:
+    """Two feature worktrees commit changes to one file, on the same line (a real conflict) or
+    far apart (none): the notice and check_conflicts give git merge-tree's verdict."""
+    w1, w2 = wt
+    lines = [f"line {n}\n" for n in range(40)]
+    _write(w1, "shared.txt", "".join(lines))
+    _git(w1, "add", "shared.txt")
+    _git(w1, "commit", "-q", "-m", "shared")
+    w3 = _worktree(w1, w1.parent / "app-other", "other")
+    _git(w2, "merge", "-q", "--ff-only", "main")
+    mine, theirs = list(lines), list(lines)
+    mine[0] = "feature's line 0\n"
+    theirs[0 if clash else 39] = "other's line\n"
+    for tree, text in ((w2, mine), (w3, theirs)):
+        _write(tree, "shared.txt", "".join(text))
+        _git(tree, "commit", "-q", "-am", "change")
+    b, c = sessions(w2), sessions(w3)
+    (told,) = _notices(b)
+    assert c.name in told
+    (overlap,) = c.call("check_conflicts")["overlaps"]
+    assert overlap["files"] == ["shared.txt"]
+    if clash:
+        assert "WILL conflict in shared.txt (git merge-tree)" in told, told
+        assert overlap["conflicts"] == ["shared.txt"]
+    else:
+        assert "merge cleanly (git merge-tree)" in told, told
+        assert overlap["conflicts"] == []
+
+
+def test_a_repository_no_session_works_in_is_computed_on_demand(
+    wt: tuple[Path, Path], sessions: Callable[[Path], Session], tmp_path: Path
+) -> None:
+    """check_conflicts with ``repo`` naming a repository no live session works in answers from
+    git at once (``tracked`` false), with the shared file; a path outside git is a clear
+    error."""
+    w1, w2 = wt
+    _write(w1, "src/x.py", "1\n")
+    _write(w2, "src/x.py", "2\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    s = sessions(elsewhere)
+    shown = s.call("check_conflicts", repo=str(w1))
+    assert shown["tracked"] is False
+    assert [o["files"] for o in shown["overlaps"]] == [["src/x.py"]]
+    assert "not in a git repository" in s.text("check_conflicts", repo=str(elsewhere))
