@@ -43,8 +43,10 @@ def test_two_sessions_changing_one_file_are_each_told_once(
     _write(w2, "src/app.py", "b's change\n")
     (to_a,) = _notices(a)
     (to_b,) = _notices(b)
-    assert "src/app.py" in to_a and b.name in to_a and str(w2) in to_a, to_a
-    assert "src/app.py" in to_b and a.name in to_b and str(w1) in to_b, to_b
+    for text, other, there in ((to_a, b, w2), (to_b, a, w1)):
+        assert "src/app.py" in text, text
+        assert other.name in text, text
+        assert str(there) in text, text
     assert "git cannot tell yet" in to_a
     # The same file again, then a new one: the next notice (after the re-edit's recompute)
     # names only the new file.
