@@ -5,12 +5,16 @@ from its own inbox (a long poll: the test waits on the message, not on a clock).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import Daemon
 from tests.tools.test_repo_claims import Session, _git, _worktree, sessions, wt
 
 __all__ = ["sessions", "wt"]  # fixtures used here
@@ -32,11 +36,12 @@ def _write(tree: Path, name: str, text: str) -> None:
 
 
 def test_two_sessions_changing_one_file_are_each_told_once(
-    wt: tuple[Path, Path], sessions: Callable[[Path], Session]
+    daemon: Daemon, wt: tuple[Path, Path], sessions: Callable[[Path], Session]
 ) -> None:
     """A in W1 and B in W2 both change src/app.py (uncommitted): each is told once, naming the
     file, the other session and that git cannot tell yet; editing the file again on both sides
-    tells nothing more, and a second shared file is a notice of its own naming only it."""
+    tells nothing more, and a second shared file is a notice of its own naming only it;
+    ``agentcoord conflicts`` shows the daemon's overlap with both sessions."""
     w1, w2 = wt
     a, b = sessions(w1), sessions(w2)
     _write(w1, "src/app.py", "a's change\n")
@@ -67,6 +72,28 @@ def test_two_sessions_changing_one_file_are_each_told_once(
     sides = {overlap["a"]["worktree"]: overlap["a"], overlap["b"]["worktree"]: overlap["b"]}
     assert sides[str(w1)]["sessions"] == [a.name]
     assert sides[str(w2)]["sessions"] == [b.name]
+    cli = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "conflicts"],
+        cwd=w1,
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert f"{w1} (branch main; {a.name}) and {w2} (branch feature; {b.name})" in cli.stdout
+    assert "both change: src/app.py, src/other.py (since " in cli.stdout
+    as_json = subprocess.run(
+        [sys.executable, "-m", "agentcoord", "conflicts", str(w2), "--json"],
+        env=daemon.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    (row,) = json.loads(as_json.stdout)["overlaps"]
+    assert isinstance(row.pop("since"), float)  # epoch seconds for scripts
+    assert row == {k: v for k, v in overlap.items() if k != "since"}
 
 
 @pytest.mark.parametrize("clash", [True, False])
