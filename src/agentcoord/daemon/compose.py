@@ -425,6 +425,7 @@ async def _listeners(
         limits=McpLimits.from_config(cfg),
         approvals=s.approvals,
         budgets=s.budgets,
+        live_cwds=s.sessions.live_cwds,  # the checkout and ref guards (docs/claims.md)
     )
     sections = ConsoleSections(
         claims=s.claims,

@@ -8,7 +8,7 @@ session in either is told once, through its inbox.
   ``refs/`` count (a commit, a branch switch, a reset, the base branch moving); the rest of
   ``.git`` (objects, the index, logs, lock files) is left out. The set follows the sessions:
   :meth:`ConflictWatch.sessions_changed` (called by the session watch) rebuilds it.
-- **What a change costs**: changes are gathered for a debounce window; then, per worktree a
+- **What a change costs**: changes are gathered until none came for 50 ms (at most 300 ms); then, per worktree a
   change touched, one ``git status --porcelain``; a ref change adds ``rev-parse``, and only when
   HEAD or the base moved, ``merge-base`` and one ``diff --name-only``
   (:mod:`agentcoord.leases.conflicttrees`); ``git merge-tree`` runs only for an overlapping pair
@@ -54,8 +54,8 @@ __all__ = ["SENDER", "ConflictWatch", "Inboxes", "TrackedOverlap", "TreeSide", "
 log = logging.getLogger(__name__)
 
 SENDER = "agentcoord"  # who the notices are from: the daemon itself, as its native inbox says
-DEBOUNCE_MS = 300  # changes are gathered this long after the first (an editor writes in bursts)
-_STEP_MS = 50  # ... and until none came for this long
+DEBOUNCE_MS = 300  # changes are gathered until none came for _STEP_MS, at most this long
+_STEP_MS = 50  # (an editor writes in bursts: watchfiles' debounce and step)
 _WAIT_MS = 1000  # how long one watch call waits before looking at the stop flag again
 _GIT_REF_NAMES = ("HEAD", "packed-refs")
 
@@ -201,7 +201,7 @@ class ConflictWatch:
             await self._resync.wait()
             self._resync.clear()
             self._stop.clear()
-            await self._follow_sessions()
+            await self.follow_sessions()
             paths = self._paths()
             if not paths:
                 continue
@@ -220,11 +220,13 @@ class ConflictWatch:
                     )
                     if isinstance(changes, str):
                         continue  # "timeout" (look at the flag again), "stop" or "signal"
-                    await self._changed([path for _, path in changes])
+                    await self.changed([path for _, path in changes])
             finally:
                 watcher.close()
 
-    async def _follow_sessions(self) -> None:
+    async def follow_sessions(self) -> None:
+        """Read the live sessions and find the worktrees they work in (git asked once per new
+        cwd)."""
         live = dict(self._sessions())
         unknown = [cwd for cwd in set(live.values()) if cwd not in self._where]
         if unknown:
@@ -249,8 +251,9 @@ class ConflictWatch:
                 paths.add(tree.repo)  # a linked worktree's repository lives elsewhere
         return sorted(paths)
 
-    async def _changed(self, paths: Iterable[str]) -> None:
-        """Which worktrees the changed ``paths`` touch, then one recompute."""
+    async def changed(self, paths: Iterable[str]) -> None:
+        """What the watch does with one batch of changed ``paths``: which worktrees they touch,
+        then one recompute of those (and the notices it brings)."""
         files: set[str] = set()
         refs: set[str] = set()
         for path in paths:
