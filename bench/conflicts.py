@@ -59,6 +59,20 @@ class _Inboxes:
         pass
 
 
+def _tops(x: Path, y: Path) -> tuple[str, str]:
+    return str(x.resolve()), str(y.resolve())
+
+
+def _raw_status(tree: Path) -> None:
+    """The baseline: git status as the watch asks it, run straight from this thread."""
+    subprocess.run(
+        ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
+        cwd=tree,
+        check=True,
+        capture_output=True,
+    )
+
+
 async def measure(x: Path, y: Path, n: int) -> dict[str, list[float]]:
     """Seconds per handled change (ours) and per raw ``git status`` (raw), alternating."""
     from agentcoord.leases.conflictwatch import ConflictWatch
@@ -66,7 +80,7 @@ async def measure(x: Path, y: Path, n: int) -> dict[str, list[float]]:
     inboxes = _Inboxes()
     watch = ConflictWatch(lambda: {"a": str(x), "b": str(y)}, inboxes)
     await watch.follow_sessions()
-    top, other = str(x.resolve()), str(y.resolve())
+    top, other = _tops(x, y)
     # The first round, both worktrees: refs, merge base, status; the pair is told.
     await watch.changed([f"{top}/shared.txt", f"{other}/shared.txt"])
     assert inboxes.sent, "the pair was not seen"
@@ -80,12 +94,7 @@ async def measure(x: Path, y: Path, n: int) -> dict[str, list[float]]:
         ours.append(time.perf_counter() - t0)
         target.write_text(f"x = -{i}\n")
         t0 = time.perf_counter()
-        subprocess.run(
-            ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
-            cwd=x,
-            check=True,
-            capture_output=True,
-        )
+        _raw_status(x)
         raw.append(time.perf_counter() - t0)
     return {"ours": ours, "raw": raw}
 
