@@ -9,8 +9,9 @@ session in either is told once, through its inbox.
   ``.git`` (objects, the index, logs, lock files) is left out. The set follows the sessions:
   :meth:`ConflictWatch.sessions_changed` (called by the session watch) rebuilds it.
 - **What a change costs**: changes are gathered until none came for 50 ms (at most 300 ms);
-  then, per worktree a change touched, one ``git status --porcelain``; a ref change adds ``rev-parse``, and only when
-  HEAD or the base moved, ``merge-base`` and one ``diff --name-only``
+  then, per worktree a change touched, one ``git status --porcelain``; a ref change adds
+  ``rev-parse``, and only when HEAD or the base moved, ``merge-base`` and one ``diff
+  --name-only``
   (:mod:`agentcoord.leases.conflicttrees`); ``git merge-tree`` runs only for an overlapping pair
   whose shared files are all committed, once per pair of HEADs.
 - **Who is told what**: :mod:`agentcoord.leases.conflictnotes` (pure).
