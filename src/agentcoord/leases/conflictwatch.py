@@ -125,18 +125,26 @@ class ConflictWatch:
         self._resync = asyncio.Event()
         self._closing = False
         self._tasks = TaskSet("conflict watch")
+        self._task: asyncio.Task[None | None] | None = None
         self.recomputes = 0  # rounds of git work done, for tests and the benchmark
 
     async def __aenter__(self) -> ConflictWatch:
         await self._tasks.__aenter__()
         self._resync.set()
-        self._tasks.spawn(self._run(), name="conflict-watch")
+        self._task = self._tasks.spawn(self._run(), name="conflict-watch")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self._closing = True
         self._stop.set()  # the watch thread returns within one step
-        await self._tasks.__aexit__(None, None, None)
+        self._resync.set()
+        try:
+            if self._task is not None:
+                # Let the loop close its watcher itself: closing it under a thread that is
+                # still inside watch() is not safe (as localagents/index.py does).
+                await asyncio.wait([self._task], timeout=5)
+        finally:
+            await self._tasks.__aexit__(None, None, None)
 
     def sessions_changed(self) -> None:
         """A session started, ended or moved: watch what the live ones work in."""
@@ -200,6 +208,8 @@ class ConflictWatch:
 
         while not self._closing:
             await self._resync.wait()
+            if self._closing:
+                return
             self._resync.clear()
             self._stop.clear()
             await self.follow_sessions()
