@@ -144,3 +144,42 @@ def test_a_repository_no_session_works_in_is_computed_on_demand(
     assert shown["tracked"] is False
     assert [o["files"] for o in shown["overlaps"]] == [["src/x.py"]]
     assert "not in a git repository" in s.text("check_conflicts", repo=str(elsewhere))
+
+
+class _Inboxes:
+    """Where a watch built in the test process sends its notices: a list."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    async def deliver(self, to: str, msg: Any, msg_id: str | None = None) -> None:
+        self.sent.append((to, msg.body.decode()))
+
+    def emit(self, event: str, agent: str, **data: Any) -> None:
+        pass
+
+
+def test_a_change_under_dot_github_is_a_change_of_the_tree(wt: tuple[Path, Path]) -> None:
+    """The watch (built here, over two named sessions) takes ``.github/ci.yml`` for a file of
+    the worktree, not for git's own dir: both sessions are told of it; a change inside the
+    repository's objects tells nothing and runs no git."""
+    import asyncio
+
+    from agentcoord.leases.conflictwatch import ConflictWatch
+
+    w1, w2 = wt
+    for tree in (w1, w2):
+        _write(tree, ".github/ci.yml", f"{tree.name}\n")
+    inboxes = _Inboxes()
+    watch = ConflictWatch(lambda: {"a": str(w1), "b": str(w2)}, inboxes)
+
+    async def run() -> int:
+        await watch.follow_sessions()
+        await watch.changed([str(w1.resolve() / ".git" / "objects" / "ab" / "cd")])
+        before = watch.recomputes
+        await watch.changed([str(t.resolve() / ".github" / "ci.yml") for t in (w1, w2)])
+        return before
+
+    assert asyncio.run(run()) == 0
+    assert sorted(to for to, _ in inboxes.sent) == ["a", "b"]
+    assert all(".github/ci.yml" in text for _, text in inboxes.sent)

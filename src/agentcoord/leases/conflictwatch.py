@@ -275,8 +275,10 @@ class ConflictWatch:
                         # base branch may be the one that moved.
                         refs.update(t for t, o in self._trees.items() if o.repo == tree.repo)
                     break
-                if path.startswith(top + os.sep) and not path.startswith(os.path.join(top, ".git")):
-                    files.add(top)
+                if path.startswith(top + os.sep):
+                    dotgit = os.path.join(top, ".git")  # a linked worktree's pointer file
+                    if path != dotgit and not path.startswith(dotgit + os.sep):
+                        files.add(top)  # .github/ and .gitignore are files of the tree
                     break
         if files or refs:
             await self._recompute(files | refs, refs)
