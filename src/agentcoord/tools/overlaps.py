@@ -72,8 +72,9 @@ class ConflictTools:
         CLI's ``agentcoord conflicts REPO``)."""
         where = args.get("repo") or caller.cwd
         if not where or not os.path.isabs(where):
-            raise InvalidArguments("check_conflicts needs your working directory, or `repo`")
+            raise InvalidArguments("check_conflicts needs `repo` as an absolute path here")
         repo = self._watch.repo_of(where)
+        tracked = repo is not None
         if repo is not None:
             rows = [overlap_row(o) for o in self._watch.overlaps(repo)]
         else:
@@ -85,4 +86,4 @@ class ConflictTools:
         if for_model(caller):
             for row in rows:
                 row["since"] = short_time(row["since"])
-        return {"repo": repo, "tracked": self._watch.repo_of(where) is not None, "overlaps": rows}
+        return {"repo": repo, "tracked": tracked, "overlaps": rows}
