@@ -66,7 +66,15 @@ def _tops(x: Path, y: Path) -> tuple[str, str]:
 def _raw_status(tree: Path) -> None:
     """The baseline: git status as the watch asks it, run straight from this thread."""
     subprocess.run(
-        ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
+        [
+            "git",
+            "--no-optional-locks",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+        ],
         cwd=tree,
         check=True,
         capture_output=True,

@@ -96,8 +96,16 @@ def refresh_commits(tree: TreeChanges) -> TreeChanges:
 def refresh_pending(tree: TreeChanges) -> TreeChanges:
     """``tree`` with what it has not committed (staged, unstaged, untracked but not ignored)
     as it is now: one ``git status``."""
+    # --no-optional-locks: git status would otherwise refresh the index under index.lock, and a
+    # user's own git command at that moment would fail on the lock (git(1) "GIT_OPTIONAL_LOCKS").
     code, out = _git(
-        tree.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
+        tree.top,
+        "--no-optional-locks",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
     )
     if code != 0:
         return tree
