@@ -58,6 +58,7 @@ SENDER = "agentcoord"  # who the notices are from: the daemon itself, as its nat
 DEBOUNCE_MS = 300  # changes are gathered until none came for _STEP_MS, at most this long
 _STEP_MS = 50  # (an editor writes in bursts: watchfiles' debounce and step)
 _WAIT_MS = 1000  # how long one watch call waits before looking at the stop flag again
+_RETRY_S = 1.0  # after the watch failed, before watching again
 _GIT_REF_NAMES = ("HEAD", "packed-refs")
 
 
@@ -215,6 +216,7 @@ class ConflictWatch:
             await self.follow_sessions()
             paths = self._paths()
             if not paths:
+                await self._evaluate()  # no live worktree: no pair, nothing told is kept
                 continue
             try:
                 watcher = await asyncio.to_thread(RustNotify, paths, False, False, 300, True, True)
@@ -222,18 +224,27 @@ class ConflictWatch:
                 log.warning("cannot watch %s; conflicts are not followed", paths, exc_info=True)
                 continue
             try:
-                # After the watch is in place: a change made before it is seen here, one made
-                # after by the watch.
-                await self._recompute(set(self._trees), set(self._trees))
-                while not self._stop.is_set():
-                    changes = await asyncio.to_thread(
-                        watcher.watch, self._debounce, _STEP_MS, _WAIT_MS, self._stop
-                    )
-                    if isinstance(changes, str):
-                        continue  # "timeout" (look at the flag again), "stop" or "signal"
-                    await self.changed([path for _, path in changes])
+                await self._follow(watcher)
+            except Exception:  # a worktree removed under the watch, say: watch again
+                log.warning("the conflict watch failed; watching again", exc_info=True)
+                self._resync.set()
+                await asyncio.sleep(_RETRY_S)  # a back-off, not a poll
             finally:
                 watcher.close()
+
+    async def _follow(self, watcher: Any) -> None:
+        """Recompute everything once the watch is in place, then each batch of changes, until
+        the sessions change or the watch stops."""
+        # After the watch is in place: a change made before it is seen here, one made after
+        # by the watch.
+        await self._recompute(set(self._trees), set(self._trees))
+        while not self._stop.is_set():
+            changes = await asyncio.to_thread(
+                watcher.watch, self._debounce, _STEP_MS, _WAIT_MS, self._stop
+            )
+            if isinstance(changes, str):
+                continue  # "timeout" (look at the flag again), "stop" or "signal"
+            await self.changed([path for _, path in changes])
 
     async def follow_sessions(self) -> None:
         """Read the live sessions and find the worktrees they work in (git asked once per new
