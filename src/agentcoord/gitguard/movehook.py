@@ -14,7 +14,9 @@ own hooks see them (githooks(5)):
   rewrites the symbolic HEAD, which git before 2.45 does not pass through the transaction, so
   only ``post-checkout`` sees it.
 
-Both are the same small client as the commit guard (:data:`agentcoord.gitguard.commitguard.
+Most ref updates are commits, fetches and pushes, so the ``reference-transaction`` hook's shell
+part tells them from a move itself (at most ``git symbolic-ref`` and ``git show -s``) and starts
+the interpreter only for a move. Both are the same small client as the commit guard (:data:`agentcoord.gitguard.commitguard.
 SHARED`: no agentcoord import, ``-I -S``, builtin modules only), chained and removed the same
 way, and fail open. They ask the daemon ``agentcoord/tree-check``
 (:mod:`agentcoord.gitguard.treecheck`), which identifies the caller from the socket.
@@ -34,11 +36,39 @@ _HEAD = r"""#!/bin/sh
 # another live session works in (see "@SECTION@" in docs/claims.md). Installed by `agentcoord
 # setup git`; undone by `agentcoord setup git --remove`. Override: @ALLOW_ENV@=1 git ...
 ''':'
-# A transaction's other states need no interpreter, unless a chained hook runs in them.
-if [ "@HOOK@" = reference-transaction ] && [ "$1" != prepared ] && [ ! -x "${0%/*}/@CHAINED@" ]
-then exit 0; fi
 py=@PYTHON@
 [ -x "$py" ] || py=python3
+if [ "@HOOK@" = reference-transaction ] && [ ! -x "${0%/*}/@CHAINED@" ]; then
+  # Most ref updates are commits, fetches and pushes: the shell tells them from a move with at
+  # most two git calls, and the interpreter starts only for a move (moved_refs, is_move below).
+  [ "$1" = prepared ] || exit 0
+  lines=$(cat)
+  NL='
+'
+  branch=
+  moved=
+  while read -r old new ref; do
+    [ "$old" = "$new" ] && continue
+    case "$old$new" in *:*) continue ;; esac
+    case "$old" in *[!0]*) ;; *) continue ;; esac
+    case "$new" in *[!0]*) ;; *) continue ;; esac
+    case "$ref" in HEAD|refs/heads/*) ;; *) continue ;; esac
+    [ -n "$branch" ] || branch=$(git symbolic-ref -q HEAD || echo HEAD)
+    [ "$ref" = "$branch" ] || continue
+    parents=$(git show -s --format=%P "$new" "$old" 2>/dev/null) || { moved=1; break; }
+    newp=${parents%%"$NL"*}
+    oldp=${parents#*"$NL"}
+    case " $newp " in *" $old "*) continue ;; esac
+    [ "$newp" = "$oldp" ] && continue
+    moved=1
+    break
+  done <<EOF
+$lines
+EOF
+  [ -n "$moved" ] || exit 0
+  printf '%s\n' "$lines" | "$py" -I -S "$0" "$@"
+  exit $?
+fi
 exec "$py" -I -S "$0" "$@"
 '''
 """
