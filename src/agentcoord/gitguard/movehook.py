@@ -18,8 +18,9 @@ Most ref updates are commits, fetches and pushes, so the ``reference-transaction
 part tells them from a move itself (at most ``git symbolic-ref`` and ``git show -s``) and starts
 the interpreter only for a move. Both are the same small client as the commit guard
 (:data:`agentcoord.gitguard.commitguard.SHARED`: no agentcoord import, ``-I -S``, builtin
-modules only), chained and removed the same way, and fail open. They ask the daemon ``agentcoord/tree-check``
-(:mod:`agentcoord.gitguard.treecheck`), which identifies the caller from the socket.
+modules only), chained and removed the same way, and fail open. They ask the daemon
+``agentcoord/tree-check`` (:mod:`agentcoord.gitguard.treecheck`), which identifies the caller
+from the socket.
 """
 
 from __future__ import annotations
