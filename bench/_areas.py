@@ -302,6 +302,29 @@ def area_claimkeys(ctx: Ctx) -> Area:
     )
 
 
+def area_conflicts(ctx: Ctx) -> Area:
+    """The conflict watch's handling of one file change against a raw ``git status``."""
+    import conflicts as bench_conflicts
+
+    x, y = bench_conflicts.make_repo(ctx.tmp / "conflicts", ctx.size(500, 2000))
+    r = _bounded(bench_conflicts.measure(x, y, ctx.size(50, 200)))
+    figures = [
+        Figure(figure, ours, base_name, base, "ms", goal)
+        for figure, ours, base_name, base, goal in bench_conflicts.report(r)
+    ]
+    return Area(
+        "Conflicts between worktrees",
+        figures,
+        latency={"conflict watch, one change": r["ours"], "raw git status": r["raw"]},
+        notes=[
+            "Two linked worktrees share a changed file; a file of one is rewritten and the "
+            "watch handles the change (which worktree, one git status, the pair, the cached "
+            "merge-tree verdict, the notices), alternating with a raw git status --porcelain "
+            "of the same worktree after the same rewrite."
+        ],
+    )
+
+
 def area_claims_stress(ctx: Ctx) -> Area:
     sys.path.insert(0, str(ROOT))
     from tests.conftest import FAKES, Daemon, make_env
@@ -941,6 +964,7 @@ AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("startup", area_startup),
     ("claims", area_claims),
     ("claimkeys", area_claimkeys),
+    ("conflicts", area_conflicts),
     ("claims_stress", area_claims_stress),
     ("messaging", area_messaging),
     ("localagents", area_localagents),

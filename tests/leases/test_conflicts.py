@@ -101,7 +101,7 @@ def test_the_cli_prints_the_overlaps(trees: tuple[Path, Path, Path, dict[str, st
         out = subprocess.run(
             [sys.executable, "-m", "agentcoord", "conflicts", *args],
             cwd=x,
-            env=env,
+            env=dict(env, HOME=str(x.parent / "home")),  # no daemon: git alone answers
             capture_output=True,
             text=True,
             timeout=60,

@@ -106,4 +106,4 @@ def test_snapshots_hold_every_tool() -> None:
         t.name for t in registry.listed_for("session")
     ]
     assert init["agentcoord/readOnlyTools"] == registry.read_only_names()
-    assert len(init["agentcoord/readOnlyTools"]) == 8
+    assert len(init["agentcoord/readOnlyTools"]) == 9

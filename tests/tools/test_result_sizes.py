@@ -114,6 +114,7 @@ SEED_ARGUMENTS: dict[str, dict[str, tuple[str, bool]]] = {
 # The tools that only read (each declared with read_only=True).
 READ_ONLY = {
     "whoami",
+    "check_conflicts",
     "list_agents",
     "get_agent",
     "find_agents",

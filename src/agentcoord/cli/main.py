@@ -578,10 +578,11 @@ def _setup_git(repo: str | None, remove: bool) -> int:
     "Commit guard", "Push guard")."""
     from pathlib import Path
 
-    from agentcoord.gitguard.commitguard import ALLOW_ENV, GUARDS, install_guard, remove_guard
+    from agentcoord.gitguard.commitguard import GUARDS, install_guard, remove_guard
+    from agentcoord.gitguard.movehook import MODE_KEY, MOVE_GUARDS  # checkout, ref guards
 
     where = Path(repo) if repo else Path.cwd()
-    for guard in GUARDS:
+    for guard in (*GUARDS, *MOVE_GUARDS):
         report = remove_guard(where, guard) if remove else install_guard(where, guard=guard)
         name = f"{guard.what} guard"
         if report.action == "absent":
@@ -595,7 +596,10 @@ def _setup_git(repo: str | None, remove: bool) -> int:
             print(f"{done} the {name}: {report.hook}" if done else f"already there: {report.hook}")
             if report.chained is not None:
                 print(f"it runs the previous {guard.hook} hook first: {report.chained}")
-            print(f"override for one {guard.what}: {ALLOW_ENV}=1 git {guard.what} ...")
+            if guard in MOVE_GUARDS:
+                print(f"it warns; to refuse resets: git config {MODE_KEY} refuse")
+            else:
+                print(f"override for one {guard.what}: {guard.allow_env}=1 git {guard.what} ...")
     return EXIT_OK
 
 

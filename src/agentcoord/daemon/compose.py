@@ -281,6 +281,12 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     sessions = await stack.enter_async_context(
         SessionWatch(store, directory, ns, retention=cfg.session_retention, forget=forget)
     )
+    # Files two live worktrees both change, followed from filesystem events; their sessions
+    # are told through their inboxes (docs/claims.md "Conflicts between worktrees").
+    from agentcoord.leases.conflictwatch import ConflictWatch
+
+    conflicts = await stack.enter_async_context(ConflictWatch(sessions.live_cwds, messaging))
+    sessions.on_live_change.append(conflicts.sessions_changed)
     return Services(
         config=cfg,
         identity=identity,
@@ -300,6 +306,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns)),
         activity=activity,
         budgets=budgets,
+        conflicts=conflicts,
     )
 
 
@@ -424,6 +431,7 @@ async def _listeners(
         limits=McpLimits.from_config(cfg),
         approvals=s.approvals,
         budgets=s.budgets,
+        live_cwds=s.sessions.live_cwds,  # the checkout and ref guards (docs/claims.md)
     )
     sections = ConsoleSections(
         claims=s.claims,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from agentcoord.daemon.natslink import NatsLink
     from agentcoord.identity.callers import IdentityResolver
     from agentcoord.kernel.config import Config
+    from agentcoord.leases.conflictwatch import ConflictWatch
     from agentcoord.leases.leasing import Leases
     from agentcoord.localagents import LocalAgents
     from agentcoord.localagents.session_end import SessionWatch
@@ -50,3 +51,4 @@ class Services:
     approvals: Approvals  # the human's standing approvals (docs/approvals.md)
     activity: SessionActivity  # every session's state, live (docs/activity.md)
     budgets: Budgets  # ceilings on sessions, started agents and spend (docs/budgets.md)
+    conflicts: ConflictWatch  # files live worktrees both change (docs/claims.md)

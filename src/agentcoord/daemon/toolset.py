@@ -14,6 +14,7 @@ from agentcoord.tools.humans import HUMAN_ONLY, HumanTools
 from agentcoord.tools.identity import IdentityTools
 from agentcoord.tools.lifecycle import LifecycleTools
 from agentcoord.tools.messaging import MessagingTools
+from agentcoord.tools.overlaps import ConflictTools
 from agentcoord.tools.registry import ToolRegistry
 
 __all__ = ["build_registry", "families"]
@@ -25,6 +26,7 @@ def families(s: Services) -> list[object]:
         IdentityTools(),
         DiscoveryTools(s.agents, s.focus, s.local_agents),
         ClaimTools(s.leases, s.audit),
+        ConflictTools(s.conflicts),
         AgentTools(s.local_agents),
         MessagingTools(s.messaging),
         HandoffTools(s.messaging),

@@ -47,6 +47,7 @@ __all__ = [
     "MARKER",
     "PUSH",
     "PUSH_MARKER",
+    "SHARED",
     "Guard",
     "GuardReport",
     "hook_text",
@@ -76,7 +77,7 @@ class GuardReport:
 # interpreter on this file; Python reads the shell lines as a string. The runtime dir follows
 # agentcoord.kernel.locate (docs/daemon.md "Finding the daemon"), as ``agentcoord hook`` and the
 # shim do: the environment's dir, then the one the daemon's pointer names.
-_TEMPLATE = r"""#!/bin/sh
+_HEAD = r"""#!/bin/sh
 @MARKER@: refuses a @WHAT@ that touches a file another agent holds a write
 # claim on (see "@SECTION@" in docs/claims.md). Installed by `agentcoord setup git`; undone by
 # `agentcoord setup git --remove`. Override: @ALLOW_ENV@=1 git @WHAT@ ...
@@ -85,7 +86,11 @@ py=@PYTHON@
 [ -x "$py" ] || py=python3
 exec "$py" -I -S "$0" "$@"
 '''
-import sys
+"""
+
+# What every guard hook shares: the modules it may use, spawning git, reading the daemon's
+# pointer, failing open (gitguard/movehook.py builds the checkout and ref guards on it too).
+SHARED = r"""import sys
 
 try:
     import posix, _socket, _json
@@ -211,7 +216,9 @@ def read_stdin():
         chunks.append(chunk)
 
 
-def names(out):
+"""
+
+_BODY = r"""def names(out):
     return [p.decode("utf-8", "surrogateescape").strip("\n") for p in out.split(b"\0")]
 
 
@@ -312,6 +319,8 @@ except Exception as exc:  # a broken guard must not stop every @WHAT@: fail open
     off("the @WHAT@ guard failed (%r)" % (exc,))
 """
 
+_TEMPLATE = _HEAD + SHARED + _BODY
+
 
 @dataclass(frozen=True)
 class Guard:
@@ -324,6 +333,8 @@ class Guard:
     what: str  # "commit", "push"
     doing: str  # "committing", "pushing"
     section: str  # its section of docs/claims.md
+    template: str = ""  # the hook's program; the commit and push guards' when empty
+    allow_env: str = ALLOW_ENV  # the override for one run
 
 
 COMMIT = Guard("pre-commit", MARKER, CHAINED, "commit", "committing", "Commit guard")
@@ -338,8 +349,9 @@ def hook_text(python: str, guard: Guard = COMMIT) -> str:
     if "'" in python or "\n" in python:
         raise AgentCoordError(f"cannot use an interpreter path with a quote: {python!r}")
     return (
-        _TEMPLATE.replace("@MARKER@", guard.marker)
-        .replace("@ALLOW_ENV@", ALLOW_ENV)
+        (guard.template or _TEMPLATE)
+        .replace("@MARKER@", guard.marker)
+        .replace("@ALLOW_ENV@", guard.allow_env)
         .replace("@CHAINED@", guard.chained)
         .replace("@HOOK@", guard.hook)
         .replace("@WHAT@", guard.what)

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 
 from agentcoord.leases.gitrun import git
 
-__all__ = ["Overlap", "Worktree", "base_branch", "changed_files", "overlaps", "worktrees"]
+__all__ = [
+    "Overlap",
+    "Worktree",
+    "base_branch",
+    "changed_files",
+    "merge_conflicts",
+    "overlaps",
+    "worktrees",
+]
 
 _GIT_TIMEOUT = 20.0
 _BASES = ("main", "master")
@@ -85,7 +93,10 @@ def changed_files(tree: Worktree, base: str) -> tuple[set[str], set[str]]:
     return {p for p in committed.split("\0") if p}, pending
 
 
-def _merge_conflicts(directory: str, a: str, b: str) -> tuple[str, ...] | None:
+def merge_conflicts(directory: str, a: str, b: str) -> tuple[str, ...] | None:
+    """The files the commits ``a`` and ``b`` conflict in when merged (``git merge-tree
+    --write-tree``, no tree touched); empty when they merge cleanly; None when git cannot
+    say (older than 2.38, or an error)."""
     code, out = _git(directory, "merge-tree", "--write-tree", "--name-only", "--no-messages", a, b)
     if code == 0:
         return ()
@@ -111,6 +122,6 @@ def overlaps(directory: str) -> list[Overlap]:
                 continue
             # merge-tree reads commits: a shared file not committed on one side cannot be told.
             told = not shared & (pa | pb)
-            conflicts = _merge_conflicts(directory, a.head, b.head) if told else None
+            conflicts = merge_conflicts(directory, a.head, b.head) if told else None
             found.append(Overlap(a, b, tuple(sorted(shared)), conflicts))
     return found

@@ -96,6 +96,8 @@ class SessionWatch:
         self._deadlines: dict[str, float] = {}  # ended agent -> when it is removed (wall clock)
         self._cwds: dict[str, str] = {}  # live session agent -> its cwd (spec.cwd)
         self._changed = asyncio.Event()
+        # Called when the live sessions or their cwds change (the conflict watch follows them).
+        self.on_live_change: list[Callable[[], None]] = []
         # The watch, the retention timer and one waiter per live session.
         self._tasks = TaskSet("session watch")
 
@@ -159,8 +161,9 @@ class SessionWatch:
         if phase == "Running" and key is not None:
             self._set_deadline(name, None)
             cwd = (obj.get("spec") or {}).get("cwd")
-            if isinstance(cwd, str) and cwd:
+            if isinstance(cwd, str) and cwd and self._cwds.get(name) != cwd:
                 self._cwds[name] = cwd
+                self._live_changed()
             current = self._waiters.get(name)
             if current is not None and current[0] == key:
                 return
@@ -176,8 +179,16 @@ class SessionWatch:
         "who works in this worktree" (docs/claims.md "Working-tree guard")."""
         return {name: cwd for name, cwd in self._cwds.items() if name in self._waiters}
 
+    def _live_changed(self) -> None:
+        for call in self.on_live_change:
+            try:
+                call()
+            except Exception:  # a listener's bug must not stop the watch
+                log.exception("session watch: a live-session listener failed")
+
     def _stop_waiting(self, name: str) -> None:
-        self._cwds.pop(name, None)
+        if self._cwds.pop(name, None) is not None:
+            self._live_changed()
         current = self._waiters.pop(name, None)
         if current is not None:  # still waiting: a waiter that is ending is no longer listed
             current[1].cancel("the session agent changed")
@@ -190,7 +201,8 @@ class SessionWatch:
         current = self._waiters.get(name)
         if current is not None and current[1] is asyncio.current_task():
             del self._waiters[name]  # from here on a change of the Agent does not cancel us
-            self._cwds.pop(name, None)
+            if self._cwds.pop(name, None) is not None:
+                self._live_changed()
         await self._end(name, key, "process exited")
 
     async def _end(self, name: str, key: SessionKey, reason: str) -> None:

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from agentcoord import __version__
 from agentcoord.claude.push import CHANNEL_CAPS, PERMISSION_REQUEST, ChannelPush
 from agentcoord.errors import DomainError, IdentityMismatch, ProtocolError
 from agentcoord.gitguard.commitcheck import COMMIT_CHECK, check_commit, commit_params, is_push
+from agentcoord.gitguard.treecheck import TREE_CHECK, check_tree, tree_params
 from agentcoord.identity.humanproof import attempt_of
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.jsoncodec import dumps
@@ -168,7 +169,10 @@ class McpCore:
         limits: McpLimits | None = None,
         approvals: Approvals | None = None,
         budgets: Budgets | None = None,
+        live_cwds: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
+        # The live sessions' cwds, for the checkout and ref guards (gitguard/treecheck.py).
+        self.live_cwds = live_cwds
         self.limits = limits or McpLimits()
         self.slots = CallerSlots(self.limits.max_caller_running)
         self._registry = registry
@@ -278,6 +282,13 @@ class McpCore:
             cwd, paths = commit_params(req.params)
             push = is_push(req.params)  # the pre-push guard asks the same question
             return await check_commit(self._leases, session.caller, cwd, paths, push)
+        if method == TREE_CHECK:  # vendor method for the git checkout and ref guards
+            # Read-only, answered for anonymous unix callers as the commit check is.
+            if session.caller.kind == "anonymous" and session.caller.via != "unix":
+                raise ProtocolError(ACCESS_DENIED, f"Access denied: {method} is unix-only")
+            cwd, what, refuse = tree_params(req.params)
+            cwds = self.live_cwds() if self.live_cwds is not None else {}
+            return await check_tree(self._leases, session.caller, cwd, what, refuse, cwds)
         if session.caller.kind == "anonymous":
             # Not an agent, not proven to be the human: nothing, not even the handshake, so
             # a client learns at once why (docs/security.md "Who a caller is").

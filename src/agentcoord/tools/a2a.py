@@ -57,7 +57,7 @@ class A2ATools:
         self._operator = operator
 
     @tool(
-        description="Prompt an agent without waiting; a sleeping one is woken.",
+        description="Prompt an agent, no wait; a sleeping one is woken.",
         schema=obj_schema(
             ("agent", "text"),
             agent=_S,
@@ -76,7 +76,7 @@ class A2ATools:
         return _shaped(caller, sent)
 
     @tool(
-        description="Prompt an agent and wait for its answer (a session answers with reply).",
+        description="Prompt an agent, wait for its answer (sessions answer with reply).",
         schema=obj_schema(
             ("agent", "text"),
             agent=_S,
@@ -97,7 +97,7 @@ class A2ATools:
         return _shaped(caller, answer)
 
     @tool(
-        description="Answer an ask from your inbox (ask = its correlation_id).",
+        description="Answer an ask in your inbox (ask: its correlation_id).",
         schema=obj_schema(("ask", "text"), ask=_S, text=_TEXT, **{"from": unlisted(_S)}),
         render=lambda r: f"replied to {r['to']}",
     )

@@ -114,7 +114,7 @@ class AgentTools:
         return {"success": True, "agent": await self._local_agents.register(args, caller)}
 
     @tool(
-        description="Remove a registered agent.",
+        description="Remove an HTTP agent.",
         schema=obj_schema(("agent_id",), agent_id=_ID),
     )
     async def deregister_agent(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +122,7 @@ class AgentTools:
         return {"success": removed, "agent_id": args["agent_id"], "removed": removed}
 
     @tool(
-        description="Refresh a registered agent's heartbeat.",
+        description="Refresh an HTTP agent's heartbeat.",
         schema=obj_schema(
             ("agent_id",),
             agent_id=_ID,
@@ -139,7 +139,7 @@ class AgentTools:
         return {"success": True, "agent": agent}
 
     @tool(
-        description="This machine's AgentiHub package agents.",
+        description="Local AgentiHub package agents.",
         schema=obj_schema(status={"type": "string", "enum": ["online", "idle"]}),
         render=_render_discover,
         read_only=True,
@@ -149,7 +149,7 @@ class AgentTools:
         return self._local_agents.discover(args.get("status"))
 
     @tool(
-        description="Send a task to an agent by id; starts a local one.",
+        description="Send a task to agent_id; starts a local one.",
         schema=obj_schema(("agent_id", "task"), agent_id=_ID, **_JOB),
         render=_render_job,
     )
@@ -157,7 +157,7 @@ class AgentTools:
         return await self._local_agents.run_agent(args, caller)
 
     @tool(
-        description="Send a task to the best agent with a capability.",
+        description="Send a task to the best agent for capability.",
         schema=obj_schema(("capability", "task"), capability=_S, **_JOB),
         render=_render_job,
     )

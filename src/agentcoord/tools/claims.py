@@ -119,8 +119,8 @@ class ClaimTools:
         return claim_row(key, h, self._leases.site(key, h.token))
 
     @tool(
-        description="Lease a key (file:<path> or a name) before editing; write excludes. ttl "
-        "e.g. 10m (5m).",
+        description="Lease file:<path> or a name before editing; write excludes. ttl e.g. "
+        "10m (5m).",
         schema=obj_schema(
             ("resource_key",),
             resource_key=_KEY,
@@ -160,7 +160,7 @@ class ClaimTools:
         }
 
     @tool(
-        description="Drop your claim on a key.",
+        description="Drop your claim.",
         schema=obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
     )
     async def release(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +172,7 @@ class ClaimTools:
         return {"released": released}
 
     @tool(
-        description="Extend your claim on a key (by its ttl).",
+        description="Extend your claim (by its ttl).",
         schema=obj_schema(
             ("resource_key",), resource_key=_KEY, token=_TOKEN, ttl=_STR, agent=unlisted(_AGENT)
         ),
@@ -186,7 +186,7 @@ class ClaimTools:
         return {"renewed": True, "claim": _model_row(row) if for_model(caller) else row}
 
     @tool(
-        description="Renew all your claims; then 2m without one releases them.",
+        description="Renew all your claims; 2m without one releases them.",
         schema=obj_schema(agent=unlisted(_AGENT)),
     )
     async def heartbeat(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:

@@ -110,7 +110,7 @@ class DiscoveryTools:
         return {**row, "focus": _focus_row(f) if f else None}
 
     @tool(
-        description="Publish your focus; omitted fields are cleared.",
+        description="Publish your focus; omitted fields clear.",
         schema=obj_schema(
             intent=_INTENT, files=_LIST, symbols=_LIST, concepts=_LIST, agent={"type": "string"}
         ),
@@ -201,7 +201,7 @@ class DiscoveryTools:
         return {"agents": rows[:limit]}
 
     @tool(
-        description="One agent (agent_id: its name) and its focus.",
+        description="One agent (agent_id: name) and its focus.",
         schema=obj_schema(name=unlisted(_STR), agent_id=_STR),
         read_only=True,
     )

@@ -42,7 +42,7 @@ class HandoffTools:
         self._messaging = messaging
 
     @tool(
-        description="Hand your task to an agent; waits for accept or reject.",
+        description="Hand your task to an agent; waits for its answer.",
         schema=obj_schema(
             ("to", "task"),
             to=_STR,
@@ -74,7 +74,7 @@ class HandoffTools:
         )
 
     @tool(
-        description="Accept or reject a handoff offer (its correlation_id).",
+        description="Accept or reject offer (a handoff's correlation_id).",
         schema=obj_schema(
             ("offer", "accept"),
             offer=_STR,

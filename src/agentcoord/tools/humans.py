@@ -146,7 +146,7 @@ class HumanTools:
         return await self._ask(caller, args, "input", answers.check_schema(args["schema"]))
 
     @tool(
-        description="Human prompts; all=true adds answered ones.",
+        description="Human prompts; all=true adds answered.",
         schema=obj_schema(all={"type": "boolean"}),
         render=_render_prompts,
     )

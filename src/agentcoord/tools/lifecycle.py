@@ -26,7 +26,7 @@ class LifecycleTools:
         self._operator = operator
 
     @tool(
-        description="Start an agent; prompt is its task, repo gives a worktree.",
+        description="Start an agent; prompt: its task, repo: a worktree.",
         schema=obj_schema(("name",), name=_NAME, profile=_S, prompt=_PROMPT, repo=_PATH),
         render=lambda r: f"agent {r['name']} ({'spawned' if r['created'] else 'exists'})",
     )
@@ -41,7 +41,7 @@ class LifecycleTools:
         )
 
     @tool(
-        description="Stop an agent or task, and its runner.",
+        description="Stop an agent or task and its runner.",
         schema=obj_schema(("name",), name=_S),
         render=lambda r: (
             f"cancelled {r['name']}" + (" (runner stopped)" if r.get("stopped") else "")

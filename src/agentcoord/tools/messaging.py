@@ -136,7 +136,7 @@ class MessagingTools:
         return await m.send(me, to, kind, text, correlation, key, queue_unknown=queue)
 
     @tool(
-        description="Read and acknowledge your messages; wait_secs long-polls.",
+        description="Read and ack your messages; wait_secs long-polls.",
         schema=obj_schema(
             limit={"type": "integer", "minimum": 1, "maximum": 1000},
             # Exactly-once reading for programs (docs/messaging.md "Tools").
@@ -166,7 +166,7 @@ class MessagingTools:
         return await self._messaging.broadcast(acting_agent(caller, args), args["text"])
 
     @tool(
-        description="Open a channel with you in it; add=true adds participants.",
+        description="Open a channel you are in; add=true adds participants.",
         schema=obj_schema(
             ("name", "participants"),
             name=_STR,
