@@ -372,7 +372,8 @@ def test_a_burst_reaches_a_busy_session_whole_and_once(daemon: Daemon, claude: C
 
 def test_a_refused_message_is_reported_to_its_sender(daemon: Daemon, claude: Claude) -> None:
     """A session whose inbound policy refuses cross-session messages answers the daemon's frame
-    with a receipt; the human who sent the message finds a note saying it was refused."""
+    with a receipt; the human who sent the message finds a note saying it was refused and
+    comes the other way, and the message is put back in the session agent's inbox once."""
     from tests.tools.conftest import human_call
 
     hold = threading.Event()
@@ -394,4 +395,7 @@ def test_a_refused_message_is_reported_to_its_sender(daemon: Daemon, claude: Cla
     run = claude.finish(proc)
     run.check()
     assert note[0]["from"] == agent, note
+    assert "the other way" in note[0]["text"], note
+    back = [e for e in cli_json(daemon, "audit")["events"] if e["type"] == "NATIVE_HANDED_BACK"]
+    assert len(back) == 1, back
     assert all("refuse me 2b7f" not in texts_of(r) for r in run.requests)

@@ -243,7 +243,7 @@ class NativeInboxes:
         if self._published is not None:
             try:
                 await self._boxes.publish(self._published())
-            except OSError as exc:  # no sh or cat, a full disk: sessions reach no other agent
+            except OSError as exc:  # a full disk, no descriptors: sessions reach no other agent
                 log.warning("sessions cannot message the other agents: %s", exc)
                 self._published = None
         own = {os.getpid(), *(pub.pid for pub in self._boxes.holders())}

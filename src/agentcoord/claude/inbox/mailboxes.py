@@ -5,8 +5,8 @@ message"):
   so idle notices, receipts and replies come back there (a session sends receipts only to an
   address whose record names the process that wrote the frame);
 - a registry record for each agent that is not a Claude Code session (local package agents,
-  the human), under a :class:`~agentcoord.claude.inbox.peerrecords.Holder`'s pid, naming its
-  mailbox: ``ListAgents`` lists it by that name and ``SendMessage`` reaches it.
+  the human), under a :class:`~agentcoord.claude.inbox.peerrecords.Holder`'s thread id, naming
+  its mailbox: ``ListAgents`` lists it by that name and ``SendMessage`` reaches it.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class Mailboxes:
             remove_record(pub.record)
         if self._record is not None:
             remove_record(self._record)
-        await self._stack.aclose()  # sockets, then the holders
+        await self._stack.aclose()  # sockets, then the holders' threads
 
     @property
     def address(self) -> str:
@@ -181,4 +181,4 @@ class Mailboxes:
                 raise
             self._published[agent] = _Published(name, holder, record)
             self._stack.push_async_exit(holder)
-            log.info("sessions can message %s as %r (record of pid %d)", agent, name, holder.pid)
+            log.info("sessions can message %s as %r (record of id %d)", agent, name, holder.pid)
