@@ -210,6 +210,37 @@ def test_send_message_to_the_human_reaches_the_humans_inbox(daemon: Daemon, clau
     assert [m["from"] for m in got] == [agent]
 
 
+def test_send_message_to_a_channel_posts_on_it(daemon: Daemon, claude: Claude) -> None:
+    """A session's built-in SendMessage to a channel's record ("#<name>", as ListAgents shows
+    it) is a post on that channel from the session's agent, which the human, taking part,
+    reads."""
+    from tests.tools.conftest import human_call
+
+    human = human_call(daemon, "whoami")["agent"]
+
+    def when_listed(req: Request) -> ToolUse:
+        _poll(lambda: "#crew-5a" in {r.get("name") for r in _records(claude)}, "the record")
+        return ToolUse("SendMessage", {"to": "#crew-5a", "message": "to the crew 5a0c"})
+
+    claude.api.script(
+        ToolUse(f"mcp__{SERVER}__whoami", {}),
+        ToolUse(f"mcp__{SERVER}__open_channel", {"name": "crew-5a", "participants": [human]}),
+        when_listed,
+        Text("posted"),
+    )
+    run = claude.run("tell the crew")
+    run.check()
+    agent = json.loads(tool_results(run.requests[1])[-1]["text"])["agent"]
+    sent = tool_results(run.requests[3])[-1]["text"]
+    assert '"success":true' in sent, sent
+
+    def arrived() -> list[dict[str, Any]]:
+        return [m for m in _human_inbox(daemon) if "to the crew 5a0c" in m.get("text", "")]
+
+    got = _poll(arrived, "the post in the human's inbox")
+    assert [(m["from"], m.get("channel")) for m in got] == [(agent, "crew-5a")]
+
+
 def _reply_to_from(req: Request) -> ToolUse:
     """The model's reply: SendMessage to the `from` of the cross-session message it read."""
     seen = texts_of(req)

@@ -65,7 +65,8 @@ class Peer:
 
     def frame(self) -> dict[str, Any]:
         """The next frame written to the session."""
-        return self.next(lambda m: "frame" in m)["frame"]
+        got: dict[str, Any] = self.next(lambda m: "frame" in m)["frame"]
+        return got
 
     def command(self, cmd: dict[str, Any], answer: str) -> dict[str, Any]:
         assert self.proc.stdin is not None
@@ -127,6 +128,18 @@ def notes(d: Daemon, about: str) -> list[dict[str, Any]]:
     return [m for m in seen if about in m.get("text", "")]
 
 
+def read_until(peer: Peer, enough: Callable[[list[str]], bool]) -> list[str]:
+    """Everything the session's agent reads from its inbox until ``enough`` of it came."""
+    texts: list[str] = []
+
+    def more() -> bool:
+        texts.extend(peer.inbox())
+        return enough(texts)
+
+    _poll(more, "the inbox")
+    return texts
+
+
 def audited(d: Daemon, kind: str) -> list[dict[str, Any]]:
     return [e for e in cli_json(d, "audit")["events"] if e["type"] == kind]
 
@@ -157,8 +170,7 @@ def test_a_final_no_is_told_and_the_message_comes_back_once(
     peer.receipt(status, frame)  # a repeat hands nothing back again
     _poll(lambda: len(audited(daemon, "NATIVE_RECEIPT")) >= 1, "the receipt in the audit")
     human_call(daemon, "send", to=peer.agent, text=f"second {status} 7c1d")
-    texts: list[str] = []
-    _poll(lambda: texts.extend(peer.inbox()) or any("second" in t for t in texts), "the inbox")
+    texts = read_until(peer, lambda texts: any("second" in t for t in texts))
     assert sum(f"first {status} 7c1d" in t for t in texts) == 1, texts
     assert sum(f"second {status} 7c1d" in t for t in texts) == 1, texts
     assert len(audited(daemon, "NATIVE_HANDED_BACK")) == 1
@@ -189,8 +201,7 @@ def test_held_then_declined_comes_back_once(daemon: Daemon, peer: Peer) -> None:
     _poll(lambda: notes(daemon, "waits for its user"), "the held note")
     peer.receipt("expired", frame)
     _poll(lambda: notes(daemon, "the other way"), "the hand-back note")
-    texts: list[str] = []
-    _poll(lambda: texts.extend(peer.inbox()) or texts, "the inbox")
+    texts = read_until(peer, bool)
     assert sum("held then no 0b4f" in t for t in texts) == 1, texts
 
 

@@ -37,15 +37,16 @@ def proc_start(pid: int) -> str:
     return raw.rsplit(")", 1)[-1].split()[19]
 
 
-def call(daemon: str, tool: str, args: dict) -> object:
+def call(daemon: str, tool: str, args: dict) -> dict:
     s = socket.socket(socket.AF_UNIX)
     s.connect(daemon)
     req = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
     req["params"] = {"name": tool, "arguments": args}
     s.sendall(json.dumps(req).encode() + b"\n")
-    reply = json.loads(s.makefile("rb").readline())
+    reply: dict = json.loads(s.makefile("rb").readline())
     s.close()
-    return reply.get("result", reply)
+    result: dict = reply.get("result", reply)
+    return result
 
 
 def serve(server: socket.socket) -> None:

@@ -57,13 +57,15 @@ log = logging.getLogger(__name__)
 
 # The running session agents this daemon knows: their claude process's pid -> agent name.
 SessionLister = Callable[[], Awaitable[dict[int, str]]]
-# The agents that are not Claude Code sessions and get a record: agent -> the name shown.
-Published = Callable[[], dict[str, str]]
+# The agents (and channels) that are not Claude Code sessions and get a record: mailbox key ->
+# the name shown.
+Published = Callable[[], Awaitable[dict[str, str]]]
 # A session's message to an agentcoord agent: (the writer as the daemon identified it, the
 # agent whose mailbox it wrote to, the text); the result says what became of it.
 Route = Callable[[Any, str, str], Awaitable[dict[str, Any]]]
 
 _SCAN_S = 1.0
+_PUBLISH_S = 2.0  # the records of the other agents and channels: brought up to date this often
 _RELIST_S = 5.0  # a registry pid no session agent has: asked about again after this
 _WAKE_RELIST_S = 0.5  # a message for an agent not served: the store is asked at most this often
 _COOLDOWN_S = 5.0  # after a write failed, the session's record is believed again after this
@@ -171,6 +173,7 @@ class NativeInboxes:
         self._targets: dict[str, _Target] = {}
         self._known: dict[int, str] = {}
         self._listed = 0.0
+        self._republished = -_PUBLISH_S  # when the records were last brought up to date
         self._unmapped: set[int] = set()
         self._cooldown: dict[int, float] = {}
         self._sent: OrderedDict[str, list[_Sent]] = OrderedDict()  # by the frame's msg_id
@@ -240,9 +243,11 @@ class NativeInboxes:
                     await self._rescan.wait()
 
     async def _scan(self, *, relist: bool = False) -> None:
-        if self._published is not None:
+        now = time.monotonic()
+        if self._published is not None and (relist or now - self._republished >= _PUBLISH_S):
+            self._republished = now
             try:
-                await self._boxes.publish(self._published())
+                await self._boxes.publish(await self._published())
             except OSError as exc:  # a full disk, no descriptors: sessions reach no other agent
                 log.warning("sessions cannot message the other agents: %s", exc)
                 self._published = None

@@ -5,7 +5,8 @@ message"):
   so idle notices, receipts and replies come back there (a session sends receipts only to an
   address whose record names the process that wrote the frame);
 - a registry record for each agent that is not a Claude Code session (local package agents,
-  the human), under a :class:`~agentcoord.claude.inbox.peerrecords.Holder`'s thread id, naming
+  registered HTTP agents, sessions of the other CLIs, the human) and for each live channel
+  (``#<name>``), under a :class:`~agentcoord.claude.inbox.peerrecords.Holder`'s thread id, naming
   its mailbox: ``ListAgents`` lists it by that name and ``SendMessage`` reaches it.
 """
 
@@ -30,12 +31,25 @@ from agentcoord.claude.inbox.peerrecords import (
 )
 from agentcoord.claude.inbox.sessionfiles import proc_start, sessions_dir
 
-__all__ = ["MAX_MAILBOXES", "ROUTER_NAME", "Mailboxes"]
+__all__ = ["MAX_MAILBOXES", "ROUTER_NAME", "Mailboxes", "channel_box", "channel_of"]
 
 log = logging.getLogger(__name__)
 
 ROUTER_NAME = "agentcoord"  # how sessions' ListAgents shows the daemon itself
 MAX_MAILBOXES = 256  # bound sockets (one descriptor each); past it frames say the router's
+
+
+CHANNEL_MARK = "#"  # a channel's record: no agent id or channel name holds it
+
+
+def channel_box(channel: str) -> str:
+    """The record name (and mailbox key) of the channel ``channel``: ``#<name>``."""
+    return CHANNEL_MARK + channel
+
+
+def channel_of(box: str) -> str | None:
+    """The channel a mailbox key names, or None when it names an agent."""
+    return box[len(CHANNEL_MARK) :] if box.startswith(CHANNEL_MARK) else None
 
 
 _BOX = re.compile(r"^(\d+)-[0-9a-f]{16}\.sock$")  # <daemon pid>-<digest>.sock: box_path's form
