@@ -24,7 +24,7 @@ from tests.claude.test_channels import _poll
 from tests.conftest import FAKES, Daemon, cli_json
 from tests.tools.conftest import human_call
 
-WAIT = 30.0
+WAIT = 90.0  # a writer's start, whoami and the record's wait (60 s) on a loaded machine
 WRITER = FAKES / "peer_writer.py"
 
 
@@ -83,7 +83,7 @@ def write(
         if first is not None:
             argv += ["--call", first[0], json.dumps(first[1])]
     out = subprocess.run(
-        [*argv, target], input=payload, env=d.env, cwd=d.root, capture_output=True, timeout=30
+        [*argv, target], input=payload, env=d.env, cwd=d.root, capture_output=True, timeout=WAIT
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)  # type: ignore[no-any-return]

@@ -4,7 +4,7 @@ accepts there. With --whoami it first asks the daemon who it is over the daemon'
 
 Usage: python peer_writer.py [--whoami DAEMON_SOCKET [--call TOOL ARGS_JSON]] TARGET < PAYLOAD
 TARGET is a socket path, or ``record:NAME``: the socket of the registry record named NAME in
-$CLAUDE_CONFIG_DIR/sessions (waited for up to 30 s). --call makes one tool call first, as the
+$CLAUDE_CONFIG_DIR/sessions (waited for up to 60 s). --call makes one tool call first, as the
 same process. Prints {"agent": <whoami agent or null>, "error": <text or null>} as one line.
 """
 
@@ -33,7 +33,7 @@ def whoami(path: str) -> str:
 
 def record_socket(name: str) -> str:
     folder = os.path.join(os.environ["CLAUDE_CONFIG_DIR"], "sessions")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for entry in os.listdir(folder) if os.path.isdir(folder) else []:
             try:
