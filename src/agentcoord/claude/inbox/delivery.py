@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.claude.inbox.client import Unreachable, write_frames
-from agentcoord.claude.inbox.frames import Incoming, new_msg_id, notify_when_idle, user_frame
+from agentcoord.claude.inbox.frames import (
+    Incoming,
+    new_msg_id,
+    notify_when_idle,
+    rename,
+    user_frame,
+)
 from agentcoord.claude.inbox.listener import Conn, Identify
 from agentcoord.claude.inbox.mailboxes import ROUTER_NAME, Mailboxes
 from agentcoord.claude.inbox.sessionfiles import Peer, read_peer, registry_pids
@@ -137,6 +143,15 @@ class _Sent:
     seq: int | None
     message: Any = None  # the ChannelMessage, put back into the inbox on a final no
     held: bool = False
+
+
+def _differs(agent: str, peer: Peer) -> bool:
+    """Whether the session's registry name should become its agent's: they differ, the user
+    did not choose it (``/rename``), and it is not the agent's name before the host suffix
+    a shared NATS adds (docs/one-host-to-many.md "What runs where")."""
+    if not peer.name or peer.name_source == "user":
+        return False
+    return agent != peer.name and not agent.startswith(peer.name + "--")
 
 
 class NativeInboxes:
@@ -297,6 +312,22 @@ class NativeInboxes:
         self._targets[agent] = target
         target.pump = self._tasks.spawn(self._pump(target), name=f"native inbox {agent}")
         log.info("delivering %s's messages through its native inbox (%s)", agent, peer.name)
+        if _differs(agent, peer):
+            self._tasks.spawn(self._rename(target), name=f"native rename {agent}")
+
+    async def _rename(self, target: _Target) -> None:
+        """The session's record came after its first contact (or its name is no agent id), so
+        its agent kept agentcoord's name: the session is asked to take that name, so its
+        ``ListAgents`` and agentcoord say the same (docs/claude-code.md "Names")."""
+        was = target.peer.name
+        frame = rename(target.agent, sender=self.address, msg_id=new_msg_id())
+        try:
+            await write_frames(target.peer, [frame])
+        except Unreachable as exc:
+            log.info("could not rename session %s to %s: %s", was, target.agent, exc)
+            return
+        log.info("asked session %s to take its agent's name %s", was, target.agent)
+        self._messaging.emit("NATIVE_RENAMED", target.agent, was=was)
 
     def _stop(self, target: _Target, why: str, *, ended: bool = False) -> None:
         if self._targets.get(target.agent) is target:
