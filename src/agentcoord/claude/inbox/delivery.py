@@ -193,6 +193,7 @@ class NativeInboxes:
         self._cooldown: dict[int, float] = {}
         self._sent: OrderedDict[str, list[_Sent]] = OrderedDict()  # by the frame's msg_id
         self._declined: set[int] = set()  # sessions that said no: never written to again
+        self._back_later: list[tuple[str, _Sent, str]] = []  # hand-backs the bus did not take
         self._idle: dict[str, tuple[int, asyncio.Future[str]]] = {}
         self._asks: dict[str, tuple[int, asyncio.Future[str]]] = {}  # by the question's msg_id
         self._last: dict[int, str] = {}  # session pid -> the agent that wrote to it last
@@ -271,7 +272,7 @@ class NativeInboxes:
         for target in list(self._targets.values()):
             fresh = read_peer(self._claude_dir, target.peer.pid, self._uid)
             if target.peer.pid not in pids or fresh is None:
-                self._stop(target, "its registry record is gone", ended=True)
+                self._stop(target, "its registry record is gone")
             elif self._elsewhere(target.agent):
                 self._stop(target, "its messages go over its channel")
             else:
@@ -281,6 +282,19 @@ class NativeInboxes:
         self._known = {p: a for p, a in self._known.items() if p in pids}
         self._last = {p: a for p, a in self._last.items() if p in pids}
         self._declined &= pids
+        # What a session that ended still held for its user never went in: back to the inbox.
+        held = [
+            (msg_id, sent)
+            for msg_id, sents in self._sent.items()
+            for sent in sents
+            if sent.held and sent.pid not in pids
+        ]
+        if held:
+            await self._hand_back(held, "ended")
+        retry, self._back_later = self._back_later, []
+        for msg_id, sent, state in retry:
+            self._sent[msg_id] = [sent]  # one message a time: the others of its frame went
+            await self._hand_back([(msg_id, sent)], state)
         now = time.monotonic()
         unmapped = {p for p in pids if p not in self._known}
         if not unmapped:
@@ -329,22 +343,12 @@ class NativeInboxes:
         log.info("asked session %s to take its agent's name %s", was, target.agent)
         self._messaging.emit("NATIVE_RENAMED", target.agent, was=was)
 
-    def _stop(self, target: _Target, why: str, *, ended: bool = False) -> None:
+    def _stop(self, target: _Target, why: str) -> None:
         if self._targets.get(target.agent) is target:
             del self._targets[target.agent]
         target.stopped = True
         target.wake.set()
         log.info("native inbox of %s closed: %s", target.agent, why)
-        if ended:
-            # What the session still held for its user never went in: back to the inbox.
-            held = [
-                (msg_id, sent)
-                for msg_id, sents in self._sent.items()
-                for sent in sents
-                if sent.pid == target.peer.pid and sent.held
-            ]
-            if held:
-                self._tasks.spawn(self._hand_back(held, "ended"), name="native hand-back")
 
     async def _on_message(self, msg: Any) -> None:
         """A wake-up (as the channel push takes them): the addressee's pump, or a scan when
@@ -545,8 +549,9 @@ class NativeInboxes:
                     await self._messaging.deliver(
                         sent.recipient, sent.message, f"native-back:{msg_id}:{sent.seq}"
                     )
-                except Exception:  # the bus is away: said in the log, the note still goes
+                except Exception:  # the bus is away: the next scan tries again
                     log.exception("putting message %s back for %s failed", sent.seq, sent.recipient)
+                    self._back_later.append((msg_id, sent, state))
                     continue
                 self._messaging.emit(
                     "NATIVE_HANDED_BACK",
