@@ -163,6 +163,7 @@ def test_a_final_no_is_told_and_the_message_comes_back_once(
     peer.receipt(status, frame)
     note = _poll(lambda: notes(daemon, "the other way"), "the sender's note")
     assert note[0]["from"] == peer.agent
+    assert f"stand-in says {status}" in note[0]["text"], note
     assert (
         f"seq {frame['message']['content'].split('(message ')[1].split(')')[0]}"
         in (note[0]["text"])

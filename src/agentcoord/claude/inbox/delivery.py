@@ -518,7 +518,8 @@ class NativeInboxes:
                 await self._tell(frame.reply_to, sents, frame.state, frame.text)
         else:
             await self._decline(pid)
-            await self._hand_back([(frame.reply_to, sent) for sent in sents], frame.state)
+            back = [(frame.reply_to, sent) for sent in sents]
+            await self._hand_back(back, frame.state, frame.text)
 
     async def _decline(self, pid: int) -> None:
         """The session said no: its native inbox is left alone while its record lasts, so its
@@ -534,7 +535,7 @@ class NativeInboxes:
                         async with asyncio.timeout(_PUMP_END_S):
                             await asyncio.shield(target.pump)
 
-    async def _hand_back(self, sents: list[tuple[str, _Sent]], state: str) -> None:
+    async def _hand_back(self, sents: list[tuple[str, _Sent]], state: str, said: str = "") -> None:
         """Each message back into its recipient's inbox (once: the bus drops a repeat of the
         same id, and the frame is forgotten here), its sender told."""
         by_frame: dict[str, list[_Sent]] = {}
@@ -560,7 +561,7 @@ class NativeInboxes:
                     sender=sent.sender,
                     state=state,
                 )
-            await self._tell(msg_id, group, state, "", back=True)
+            await self._tell(msg_id, group, state, said, back=True)
 
     async def _tell(
         self, msg_id: str, sents: list[_Sent], state: str, said: str, *, back: bool = False
