@@ -235,7 +235,8 @@ def test_a_channel_is_listed_and_a_message_to_it_is_a_post(
     daemon: Daemon, claude_bin: Path
 ) -> None:
     """A live channel gets a record named "#<name>"; a participant session's message to it is
-    a post on the channel, which the other participant (the human) reads from the session."""
+    a post on the channel, which the other participant (the human) reads from the session; the
+    record goes when the daemon stops."""
     human = human_call(daemon, "whoami")["agent"]
     opened = ("open_channel", {"name": "ops-4c", "participants": [human]})
     wrote = write(
@@ -248,6 +249,8 @@ def test_a_channel_is_listed_and_a_message_to_it_is_a_post(
 
     got = _poll(posted, "the post in the human's inbox")
     assert [(m["from"], m.get("channel")) for m in got] == [(wrote["agent"], "ops-4c")]
+    daemon.stop()  # like every record of the daemon's, the channel's goes at a clean stop
+    assert "#ops-4c" not in records(daemon)
 
 
 def test_another_clis_session_is_listed_and_reached(
