@@ -953,6 +953,15 @@ def area_channels(ctx: Ctx) -> Area:
     return channels.report(ctx)  # type: ignore[no-any-return]
 
 
+def area_native(ctx: Ctx) -> Area:
+    """send -> model request in a live Claude Code session: its native inbox, the channel
+    push and the next hook against a raw write on its socket (bench/native.py; needs the real
+    binary and tmux, and says so when skipped)."""
+    import native
+
+    return native.report(ctx)  # type: ignore[no-any-return]
+
+
 def area_results(ctx: Ctx) -> Area:
     """What the model reads: result and tools/list sizes (bench/results.py)."""
     import results
@@ -975,5 +984,6 @@ AREAS: list[tuple[str, Callable[[Ctx], Area]]] = [
     ("hooks", area_hooks),
     ("clihooks", area_clihooks),
     ("channels", area_channels),
+    ("native", area_native),
     ("results", area_results),
 ]

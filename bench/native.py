@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,13 +55,27 @@ WAIT = 60.0
 SETTLE_S = 1.0  # after an answer, for the session's screen and status to go back to idle
 
 
-def _claude() -> Path:
-    path = Path(
+def _claude_path() -> Path:
+    return Path(
         os.environ.get("AGENTCOORD_BENCH_CLAUDE") or f"/opt/claude-code-{VERSION}/bin/claude"
     )
+
+
+def missing() -> str | None:
+    """Why this bench cannot run here (the real binary or tmux is missing), or None."""
+    path = _claude_path()
     if not os.access(path, os.X_OK):
-        raise SystemExit(f"Claude Code {VERSION} is not installed at {path}")
-    return path
+        return f"Claude Code {VERSION} is not installed at {path}"
+    if shutil.which("tmux") is None:
+        return "tmux is not installed"
+    return None
+
+
+def _claude() -> Path:
+    why = missing()
+    if why is not None:
+        raise SystemExit(why)
+    return _claude_path()
 
 
 def _until(pred: Callable[[], Any], what: str) -> Any:
@@ -237,6 +252,38 @@ def measure(n: int) -> dict[str, list[float]]:
         finally:
             bench.close()
             api.stop()
+
+
+def report(ctx: Any) -> Any:
+    """bench/run's area (bench/_areas.py): each way's p50 against the raw write's, or every
+    row empty with the reason when the real binary or tmux is missing (the run says so)."""
+    from _areas import Area
+    from _common import Figure
+
+    ways = (NATIVE, CHANNELS, HOOKS)
+    base = f"{RAW}, p50"
+    why = missing()
+    if why is not None:
+        print(f"(native skipped: {why})", end=" ", flush=True)
+        rows = [
+            Figure(f"send -> model request, {w}, p50", None, base, None, "ms", note=why)
+            for w in ways
+        ]
+        return Area("Native inbox", rows, notes=[f"Skipped: {why}."])
+    got = measure(ctx.size(3, 10))
+    raw = statistics.median(got[RAW]) * 1e3
+    rows = [
+        Figure(f"send -> model request, {w}, p50", statistics.median(got[w]) * 1e3, base, raw, "ms")
+        for w in ways
+    ]
+    notes = [
+        "One message at a time to an idle interactive session of the real Claude Code under "
+        "tmux, offline against the scripted model stand-in; the time ends when the stand-in "
+        "gets the model request carrying the text. The raw baseline is the bench writing the "
+        "same frame on the session's socket itself; the next hook's user submits a prompt "
+        "right after the send. All four are dominated by Claude Code's own start of a turn."
+    ]
+    return Area("Native inbox", rows, latency=got, notes=notes)
 
 
 def main() -> None:

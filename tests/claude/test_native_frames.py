@@ -11,15 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from agentcoord.claude.inbox.delivery import _differs
 from agentcoord.claude.inbox.frames import (
     MAX_LINE,
     FrameError,
     notify_when_idle,
     parse_line,
+    rename,
     unwrap,
     user_frame,
 )
-from agentcoord.claude.inbox.sessionfiles import proc_start, read_peer
+from agentcoord.claude.inbox.mailboxes import channel_box, channel_of
+from agentcoord.claude.inbox.sessionfiles import Peer, proc_start, read_peer
 
 
 def test_a_user_frame_carries_the_text_inside_one_block() -> None:
@@ -164,3 +167,36 @@ def test_records_that_do_not_hold_up_are_not_believed(
     path.symlink_to(real)
     assert read_peer(claude_dir, pid) is None
     assert read_peer(claude_dir, 2**22 + 7) is None  # no such process
+
+
+def test_a_rename_is_one_control_line_naming_the_new_name() -> None:
+    """The rename control carries the name, the daemon's address and an id, on one line."""
+    frame = json.loads(rename("shop-1", sender="uds:/d.sock", msg_id="m9"))
+    assert frame == {
+        "type": "control",
+        "action": "rename",
+        "name": "shop-1",
+        "from": "uds:/d.sock",
+        "msg_id": "m9",
+    }
+
+
+def _peer(name: str, source: str = "derived") -> Peer:
+    return Peer(1, "/s.sock", name, "idle", (), name_source=source)
+
+
+def test_only_a_differing_name_nobody_chose_is_replaced() -> None:
+    """A session is renamed when its registry name differs from its agent's, unless the user
+    chose it, it has none, or the agent's is the same name with a shared NATS's host suffix."""
+    assert _differs("shop-1", _peer("shop-7f"))
+    assert not _differs("shop-7f", _peer("shop-7f"))
+    assert not _differs("shop-1", _peer("mine", "user"))
+    assert not _differs("shop-1", _peer(""))
+    assert not _differs("shop-7f--host-b", _peer("shop-7f"))
+
+
+def test_a_channel_record_name_is_never_an_agents() -> None:
+    """A channel's record is ``#<name>`` and reads back as the channel; an agent id does not."""
+    assert channel_box("ops") == "#ops"
+    assert channel_of("#ops") == "ops"
+    assert channel_of("ops") is None

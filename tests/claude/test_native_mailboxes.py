@@ -24,7 +24,7 @@ from tests.claude.test_channels import _poll
 from tests.conftest import FAKES, Daemon, cli_json
 from tests.tools.conftest import human_call
 
-WAIT = 30.0
+WAIT = 90.0  # a writer's start, whoami and the record's wait (60 s) on a loaded machine
 WRITER = FAKES / "peer_writer.py"
 
 
@@ -67,15 +67,23 @@ def frame(text: str, *, sender: str = "uds:/tmp/forged.sock", name: str = "human
 
 
 def write(
-    d: Daemon, target: str, payload: bytes, *, claude_bin: Path | None = None
+    d: Daemon,
+    target: str,
+    payload: bytes,
+    *,
+    claude_bin: Path | None = None,
+    first: tuple[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Write ``payload`` to ``target`` from a fresh process: a session agent's when
-    ``claude_bin`` (a stand-in ``claude``) is given, else a process that is no agent's."""
+    """Write ``payload`` to ``target`` (a socket, or ``record:NAME``) from a fresh process: a
+    session agent's when ``claude_bin`` (a stand-in ``claude``) is given, which makes the tool
+    call ``first`` before it writes; else a process that is no agent's."""
     argv = [sys.executable, str(WRITER)]
     if claude_bin is not None:
         argv = [str(claude_bin), "--", *argv, "--whoami", str(d.socket)]
+        if first is not None:
+            argv += ["--call", first[0], json.dumps(first[1])]
     out = subprocess.run(
-        [*argv, target], input=payload, env=d.env, cwd=d.root, capture_output=True, timeout=30
+        [*argv, target], input=payload, env=d.env, cwd=d.root, capture_output=True, timeout=WAIT
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)  # type: ignore[no-any-return]
@@ -202,3 +210,69 @@ def test_a_killed_daemons_records_are_swept_at_the_next_start(daemon: Daemon) ->
     assert claude_record.exists()
     assert not dead_box.exists()
     assert claude_sock.exists()
+
+
+def _received(d: Daemon, agent: str, text: str) -> list[dict[str, Any]]:
+    """The audit's deliveries of ``text`` to ``agent``'s inbox (send_message's way)."""
+    return [
+        e
+        for e in audited(d, "MESSAGE_RECEIVED")
+        if e.get("agent") == agent and text in json.dumps(e)
+    ]
+
+
+def test_a_registered_http_agent_is_listed_and_reached(daemon: Daemon, claude_bin: Path) -> None:
+    """A registered HTTP agent gets a record named by its id; a session's message to it lands
+    in its inbox as send_message's would, from the session's agent."""
+    human_call(daemon, "register_agent", agent_id="billing-7e", endpoint="http://127.0.0.1:9/jobs")
+    wrote = write(daemon, "record:billing-7e", frame("invoice 7e21"), claude_bin=claude_bin)
+    assert wrote["error"] is None, wrote
+    got = _poll(lambda: _received(daemon, "billing-7e", "invoice 7e21"), "the agent's message")
+    assert got[0]["from"] == wrote["agent"], got
+
+
+def test_a_channel_is_listed_and_a_message_to_it_is_a_post(
+    daemon: Daemon, claude_bin: Path
+) -> None:
+    """A live channel gets a record named "#<name>"; a participant session's message to it is
+    a post on the channel, which the other participant (the human) reads from the session; the
+    record goes when the daemon stops."""
+    human = human_call(daemon, "whoami")["agent"]
+    opened = ("open_channel", {"name": "ops-4c", "participants": [human]})
+    wrote = write(
+        daemon, "record:#ops-4c", frame("to the channel 4c9d"), claude_bin=claude_bin, first=opened
+    )
+    assert wrote["error"] is None, wrote
+
+    def posted() -> list[dict[str, Any]]:
+        return [m for m in human_inbox(daemon) if "to the channel 4c9d" in m.get("text", "")]
+
+    got = _poll(posted, "the post in the human's inbox")
+    assert [(m["from"], m.get("channel")) for m in got] == [(wrote["agent"], "ops-4c")]
+    daemon.stop()  # like every record of the daemon's, the channel's goes at a clean stop
+    assert "#ops-4c" not in records(daemon)
+
+
+def test_another_clis_session_is_listed_and_reached(
+    daemon: Daemon, claude_bin: Path, tmp_path: Path
+) -> None:
+    """A Codex session (a process under one named ``codex``) gets a record named as its agent;
+    a Claude Code session's message to it lands in its inbox, which it reads."""
+    from tests.tools.conftest import AgentProc
+
+    codex = tmp_path / "clibin" / "codex"
+    codex.parent.mkdir()
+    codex.write_text(f"#!{sys.executable}\n" + (FAKES / "cli_standin.py").read_text())
+    codex.chmod(0o755)
+    session = AgentProc(daemon, codex, tmp_path / "work" / "api")
+    try:
+        wrote = write(
+            daemon, f"record:{session.name}", frame("to codex 0e5b"), claude_bin=claude_bin
+        )
+        assert wrote["error"] is None, wrote
+        _poll(lambda: _received(daemon, session.name, "to codex 0e5b"), "the message")
+        texts = [m.get("text", "") for m in session.call("inbox")["messages"]]
+        assert sum("to codex 0e5b" in t for t in texts) == 1, texts
+        assert not [r for r in records(daemon).values() if r.get("name") == wrote["agent"]]
+    finally:
+        session.close()

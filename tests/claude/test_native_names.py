@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests.claude.conftest import SERVER, Claude
 from tests.claude.model_api import Request, Text, ToolUse, context_texts, tool_results
+from tests.claude.test_channels import _poll
 from tests.claude.test_native_inbox import interactive, native_agent
 from tests.conftest import Daemon, cli_json
 
@@ -65,3 +66,22 @@ def test_an_interactive_session_is_the_agent_claude_code_names(
         rows = {r["name"]: r for r in cli_json(daemon, "agents")["agents"]}
         assert agent in rows, rows
         assert rows[agent].get("state") in {"idle", "working", "waiting-input"}, rows[agent]
+
+
+def test_a_session_whose_name_is_no_agent_id_takes_its_agents_name(
+    daemon: Daemon, claude: Claude, tmp_path: Path
+) -> None:
+    """A session in a directory whose name makes no agent id (over 40 characters with Claude
+    Code's suffix) keeps agentcoord's own name for its agent; once the daemon serves its native
+    inbox it asks the session to take that name, and the registry (what its ListAgents shows)
+    then says the same."""
+    project = tmp_path / ("odd-dir-" + "x" * 36)
+    project.mkdir()
+    odd = Claude(claude.binary, claude.env, project, claude.api)
+    odd.api.script(Text("Noted."))
+    with interactive(odd, tmp_path):
+        agent = native_agent(daemon)
+        assert agent.startswith("odd-dir-"), agent
+        _poll(lambda: _registry_name(odd) == agent, "the session to take its agent's name")
+    renamed = [e for e in cli_json(daemon, "audit")["events"] if e["type"] == "NATIVE_RENAMED"]
+    assert [e.get("agent") for e in renamed] == [agent], renamed

@@ -17,6 +17,7 @@ import logging
 import os
 import secrets
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -486,8 +487,9 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
     serves (``pushing``) keeps its channel."""
     import tempfile
 
-    from agentcoord.claude.inbox import NativeInboxes
+    from agentcoord.claude.inbox import NativeInboxes, channel_of
     from agentcoord.stores.objects.agentdirectory import PROC_LABEL, StoreDirectory, parse_proc
+    from agentcoord.stores.records import effective_phase
 
     base = (
         os.environ.get("XDG_RUNTIME_DIR")
@@ -498,16 +500,19 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
     selector = directory.selector if isinstance(directory, StoreDirectory) else PROC_LABEL
     store, ns = s.store, s.config.kube_namespace
 
-    async def running() -> dict[int, str]:
+    async def running_keys() -> dict[tuple[int, float], str]:
         objs, _ = await store.list("agents", ns, selector)
-        out: dict[int, str] = {}
+        out: dict[tuple[int, float], str] = {}
         for obj in objs:
             if (obj.get("status") or {}).get("phase") != "Running":
                 continue
             key = parse_proc((obj["metadata"].get("labels") or {}).get(PROC_LABEL))
             if key is not None:
-                out[key[0]] = str(obj["metadata"]["name"])
+                out[(key[0], key[1])] = str(obj["metadata"]["name"])
         return out
+
+    async def running() -> dict[int, str]:
+        return {key[0]: agent for key, agent in (await running_keys()).items()}
 
     async def identify(sock: socket.socket) -> Caller | None:
         """The writer of a frame as the daemon identifies any unix peer (never the human:
@@ -533,11 +538,46 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
         if to == human:
             out = await s.messaging.send(caller.agent, to, pb.MESSAGE_TEXT, text)
             return {**out, "via": "inbox"}
+        channel = channel_of(to)
+        if channel is not None:  # a post, as `post` does: the writer must take part in it
+            out = await s.messaging.post(caller.agent, channel, pb.MESSAGE_TEXT, text)
+            return {**out, "via": "channel"}
         return await s.operator.deliver(caller, to, text, wait=False, timeout=0.0)
 
-    def published() -> dict[str, str]:
-        """Who gets a record: the local package agents by their id, the human as "human"."""
+    from agentcoord.claude.inbox import channel_box
+
+    kinds, probe = session_kinds(s.config), PsutilProbe()
+    kind_of: dict[tuple[int, float], str | None] = {}  # a session process's CLI, looked up once
+
+    def session_kind(key: tuple[int, float]) -> str | None:
+        if key not in kind_of:
+            chain = probe.chain(key[0])
+            proc = chain[0] if chain else None
+            kind_of[key] = next((k.name for k in kinds if proc and k.recognise(proc)), None)
+        return kind_of[key]
+
+    async def published() -> dict[str, str]:
+        """Who gets a record (docs/claude-code.md "Who sessions can message"): the local
+        package agents and registered HTTP agents by their id, each live channel as
+        ``#<name>``, the sessions of the other CLIs by their agent name, the human as
+        "human"."""
         names = {pkg.agent_id: pkg.agent_id for pkg in s.local_agents.index.packages()}
+        for rec in s.local_agents.records.list():
+            if rec.transport == "http":
+                names[rec.agent_id] = rec.agent_id
+        now = time.time()
+        for ch in await s.messaging.all_channels():
+            if effective_phase(ch, now) in ("Pending", "Open"):
+                names[channel_box(ch.name)] = channel_box(ch.name)
+        sessions = await running_keys()
+        for key in [k for k in kind_of if k not in sessions]:
+            del kind_of[key]  # ended: its pid may come back as another process
+        for key, agent in sessions.items():
+            kind = (
+                await asyncio.to_thread(session_kind, key) if key not in kind_of else kind_of[key]
+            )
+            if kind is not None and kind != "claude":
+                names[agent] = agent
         names[human] = "human"
         return names
 

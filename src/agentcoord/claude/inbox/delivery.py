@@ -9,8 +9,14 @@ Exactly once across the native inbox, the channel push and the hooks: all three 
 agent's one durable consumer (:func:`agentcoord.claude.push.pump_inbox`), and the native pump
 confirms a message only once its frame was handed over whole, so each message takes one way.
 A session without a record (older Claude Code, ``--bare``) is never written to here and keeps
-the hooks and channels. Receipts a session sends back (``held``, ``refused``, ``expired``) go
-to the sender's inbox as a note, so the sender knows what became of the message.
+the hooks and channels.
+
+Receipts a session sends back (docs/claude-code.md "Receipts"): ``held`` tells the sender its
+message waits for the session's user; ``delivered`` (a held message let in) that it went in
+after all; a final no (``refused``, ``expired``, ``dropped``, ``denied``, or a held message whose
+session ended) tells the sender, and the message is put back into the recipient's inbox once
+for the hooks or the channel, while that session's native inbox is no longer written to. The
+session's policy said no to its cross-session inbox, not to agentcoord's own ways in.
 
 Which session agent is which record: the session's ``claude`` process is the key of its Agent
 (its pid), and the record is named by that pid. The registry is read every ``scan`` seconds
@@ -31,7 +37,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.claude.inbox.client import Unreachable, write_frames
-from agentcoord.claude.inbox.frames import Incoming, new_msg_id, notify_when_idle, user_frame
+from agentcoord.claude.inbox.frames import (
+    Incoming,
+    new_msg_id,
+    notify_when_idle,
+    rename,
+    user_frame,
+)
 from agentcoord.claude.inbox.listener import Conn, Identify
 from agentcoord.claude.inbox.mailboxes import ROUTER_NAME, Mailboxes
 from agentcoord.claude.inbox.sessionfiles import Peer, read_peer, registry_pids
@@ -51,22 +63,39 @@ log = logging.getLogger(__name__)
 
 # The running session agents this daemon knows: their claude process's pid -> agent name.
 SessionLister = Callable[[], Awaitable[dict[int, str]]]
-# The agents that are not Claude Code sessions and get a record: agent -> the name shown.
-Published = Callable[[], dict[str, str]]
+# The agents (and channels) that are not Claude Code sessions and get a record: mailbox key ->
+# the name shown.
+Published = Callable[[], Awaitable[dict[str, str]]]
 # A session's message to an agentcoord agent: (the writer as the daemon identified it, the
 # agent whose mailbox it wrote to, the text); the result says what became of it.
 Route = Callable[[Any, str, str], Awaitable[dict[str, Any]]]
 
 _SCAN_S = 1.0
+_PUBLISH_S = 2.0  # the records of the other agents and channels: brought up to date this often
 _RELIST_S = 5.0  # a registry pid no session agent has: asked about again after this
 _WAKE_RELIST_S = 0.5  # a message for an agent not served: the store is asked at most this often
 _COOLDOWN_S = 5.0  # after a write failed, the session's record is believed again after this
+_PUMP_END_S = 10.0  # a stopped pump's last confirming read ends well within this
 _SENT_KEPT = 4096  # frames whose receipts we can still match to their sender
-_RECEIPTS = {"held", "refused", "expired"}
+# A session's receipts (peer_message_status), as Claude Code 2.1.328 sends them: ``held`` for
+# its user's approval, then ``delivered`` when let in; the final noes below.
+_HELD, _LET_IN = "held", "delivered"
+_DECLINED = {"refused", "expired", "dropped", "denied"}
+_RECEIPTS = {_HELD, _LET_IN, *_DECLINED}
 _SAID = {
     "held": "held (for its user's approval, by its inbound policy)",
     "refused": "refused (by its inbound policy)",
     "expired": "let expire",
+    "dropped": "dropped",
+    "denied": "refused (by its user)",
+}
+_WHAT = {
+    "held": "was held by its inbound policy: it waits for its user to let it in",
+    "delivered": "was let in by its user after being held",
+    "refused": "was refused by its inbound policy",
+    "expired": "expired before the session took it",
+    "dropped": "was dropped by the session",
+    "denied": "was refused by the session's user",
 }
 
 
@@ -101,14 +130,28 @@ class _Target:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     stopped: bool = False
     bucket: _Bucket = field(default_factory=_Bucket)
+    pump: asyncio.Task[Any] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Sent:
+    """One message handed over in a frame: enough to tell its sender and to hand it back."""
+
     sender: str
     recipient: str
     pid: int
     seq: int | None
+    message: Any = None  # the ChannelMessage, put back into the inbox on a final no
+    held: bool = False
+
+
+def _differs(agent: str, peer: Peer) -> bool:
+    """Whether the session's registry name should become its agent's: they differ, the user
+    did not choose it (``/rename``), and it is not the agent's name before the host suffix
+    a shared NATS adds (docs/one-host-to-many.md "What runs where")."""
+    if not peer.name or peer.name_source == "user":
+        return False
+    return agent != peer.name and not agent.startswith(peer.name + "--")
 
 
 class NativeInboxes:
@@ -145,9 +188,12 @@ class NativeInboxes:
         self._targets: dict[str, _Target] = {}
         self._known: dict[int, str] = {}
         self._listed = 0.0
+        self._republished = -_PUBLISH_S  # when the records were last brought up to date
         self._unmapped: set[int] = set()
         self._cooldown: dict[int, float] = {}
-        self._sent: OrderedDict[str, _Sent] = OrderedDict()
+        self._sent: OrderedDict[str, list[_Sent]] = OrderedDict()  # by the frame's msg_id
+        self._declined: set[int] = set()  # sessions that said no: never written to again
+        self._back_later: list[tuple[str, _Sent, str]] = []  # hand-backs the bus did not take
         self._idle: dict[str, tuple[int, asyncio.Future[str]]] = {}
         self._asks: dict[str, tuple[int, asyncio.Future[str]]] = {}  # by the question's msg_id
         self._last: dict[int, str] = {}  # session pid -> the agent that wrote to it last
@@ -213,10 +259,12 @@ class NativeInboxes:
                     await self._rescan.wait()
 
     async def _scan(self, *, relist: bool = False) -> None:
-        if self._published is not None:
+        now = time.monotonic()
+        if self._published is not None and (relist or now - self._republished >= _PUBLISH_S):
+            self._republished = now
             try:
-                await self._boxes.publish(self._published())
-            except OSError as exc:  # no sh or cat, a full disk: sessions reach no other agent
+                await self._boxes.publish(await self._published())
+            except OSError as exc:  # a full disk, no descriptors: sessions reach no other agent
                 log.warning("sessions cannot message the other agents: %s", exc)
                 self._published = None
         own = {os.getpid(), *(pub.pid for pub in self._boxes.holders())}
@@ -233,6 +281,20 @@ class NativeInboxes:
         # one is looked up afresh, never taken for the agent of the one that ended.
         self._known = {p: a for p, a in self._known.items() if p in pids}
         self._last = {p: a for p, a in self._last.items() if p in pids}
+        self._declined &= pids
+        # What a session that ended still held for its user never went in: back to the inbox.
+        held = [
+            (msg_id, sent)
+            for msg_id, sents in self._sent.items()
+            for sent in sents
+            if sent.held and sent.pid not in pids
+        ]
+        if held:
+            await self._hand_back(held, "ended")
+        retry, self._back_later = self._back_later, []
+        for msg_id, sent, state in retry:
+            self._sent[msg_id] = [sent]  # one message a time: the others of its frame went
+            await self._hand_back([(msg_id, sent)], state)
         now = time.monotonic()
         unmapped = {p for p in pids if p not in self._known}
         if not unmapped:
@@ -251,6 +313,8 @@ class NativeInboxes:
             agent = self._known.get(pid)
             if agent is None or agent in self._targets or self._cooldown.get(pid, 0.0) > now:
                 continue
+            if pid in self._declined:
+                continue
             if self._elsewhere(agent):
                 continue
             peer = read_peer(self._claude_dir, pid, self._uid)
@@ -260,8 +324,24 @@ class NativeInboxes:
     def _attach(self, agent: str, peer: Peer) -> None:
         target = _Target(agent, peer)
         self._targets[agent] = target
-        self._tasks.spawn(self._pump(target), name=f"native inbox {agent}")
+        target.pump = self._tasks.spawn(self._pump(target), name=f"native inbox {agent}")
         log.info("delivering %s's messages through its native inbox (%s)", agent, peer.name)
+        if _differs(agent, peer):
+            self._tasks.spawn(self._rename(target), name=f"native rename {agent}")
+
+    async def _rename(self, target: _Target) -> None:
+        """The session's record came after its first contact (or its name is no agent id), so
+        its agent kept agentcoord's name: the session is asked to take that name, so its
+        ``ListAgents`` and agentcoord say the same (docs/claude-code.md "Names")."""
+        was = target.peer.name
+        frame = rename(target.agent, sender=self.address, msg_id=new_msg_id())
+        try:
+            await write_frames(target.peer, [frame])
+        except Unreachable as exc:
+            log.info("could not rename session %s to %s: %s", was, target.agent, exc)
+            return
+        log.info("asked session %s to take its agent's name %s", was, target.agent)
+        self._messaging.emit("NATIVE_RENAMED", target.agent, was=was)
 
     def _stop(self, target: _Target, why: str) -> None:
         if self._targets.get(target.agent) is target:
@@ -301,7 +381,7 @@ class NativeInboxes:
         """Hand ``got`` over, consecutive messages of one sender as one frame; the highest
         seq handed over (or skipped as the agent's own post)."""
         mine = inbox_subject(target.agent)
-        run: list[tuple[int, dict[str, Any]]] = []  # (seq, view) of one sender, in order
+        run: list[tuple[int, dict[str, Any], Any]] = []  # (seq, view, message), one sender
         for r in got:
             if target.stopped or self._elsewhere(target.agent):
                 break  # left unconfirmed: the next reader gets it
@@ -315,12 +395,12 @@ class NativeInboxes:
             if own:
                 written = max(written, r.seq)
             else:
-                run.append((r.seq, view))
+                run.append((r.seq, view, r.message))
         if run and not target.stopped and await self._flush(target, run):
             written = max(written, run[-1][0])
         return written
 
-    async def _flush(self, target: _Target, run: list[tuple[int, dict[str, Any]]]) -> bool:
+    async def _flush(self, target: _Target, run: list[tuple[int, dict[str, Any], Any]]) -> bool:
         """One frame for a run of one sender's messages, within the session's rate (Claude
         Code takes 30 frames from a sender, then one every 2 s, and drops a repeat within 30 s:
         the seq makes each text its own). False: nothing was handed over."""
@@ -330,7 +410,7 @@ class NativeInboxes:
             if target.stopped:
                 return False
         sender = str(run[0][1].get("from", ""))
-        text = "\n".join(f"{context_line(view)} (message {seq})" for seq, view in run)
+        text = "\n".join(f"{context_line(view)} (message {seq})" for seq, view, _ in run)
         msg_id = new_msg_id()
         frame = user_frame(
             text,
@@ -338,23 +418,28 @@ class NativeInboxes:
             sender_name=sender or ROUTER_NAME,
             msg_id=msg_id,
         )
+        # Remembered before the write: the session's receipt may come back on another
+        # connection before this one is closed on our side.
+        self._remember(
+            msg_id, [_Sent(sender, target.agent, target.peer.pid, seq, msg) for seq, _, msg in run]
+        )
         try:
             await write_frames(target.peer, [frame])
         except Unreachable as exc:
+            self._sent.pop(msg_id, None)
             self._cooldown[target.peer.pid] = time.monotonic() + _COOLDOWN_S
             self._stop(target, str(exc))
             return False
         target.bucket.take()
         self._last[target.peer.pid] = sender
-        for seq, _ in run:
-            self._remember(msg_id, _Sent(sender, target.agent, target.peer.pid, seq))
+        for seq, _, _ in run:
             self._messaging.emit(
                 "MESSAGE_DELIVERED", target.agent, via="native", seq=seq, sender=sender
             )
         return True
 
-    def _remember(self, msg_id: str, sent: _Sent) -> None:
-        self._sent[msg_id] = sent
+    def _remember(self, msg_id: str, sents: list[_Sent]) -> None:
+        self._sent[msg_id] = sents
         while len(self._sent) > _SENT_KEPT:
             self._sent.popitem(last=False)
 
@@ -409,35 +494,95 @@ class NativeInboxes:
         await self._messaging.deliver(agent, note)
 
     async def _receipt(self, pid: int, frame: Incoming) -> None:
-        """``held``/``refused``/``expired``: the sender is told what became of its message
-        (a receipt only counts from the session the message was written to)."""
+        """What became of a frame, from the session it was written to (no other's counts):
+        each sender is told; on a final no the messages go back to the inbox for the hooks or
+        the channel, once, and that session's native inbox is not written to again."""
         asked = self._asks.get(frame.reply_to)
-        if asked is not None and asked[0] == pid and frame.state in _RECEIPTS:
+        if asked is not None and asked[0] == pid and frame.state in _SAID:
             if not asked[1].done():  # the ask says so at once, not at its timeout
                 asked[1].set_exception(
                     Unavailable(f"the session {_SAID[frame.state]} the question")
                 )
             return
-        sent = self._sent.get(frame.reply_to)
-        if sent is None or sent.pid != pid or frame.state not in _RECEIPTS:
+        sents = self._sent.get(frame.reply_to)
+        if not sents or sents[0].pid != pid or frame.state not in _RECEIPTS:
             return
-        self._messaging.emit(
-            "NATIVE_RECEIPT", sent.recipient, to=sent.sender, state=frame.state, seq=sent.seq
-        )
-        if not sent.sender or sent.sender == sent.recipient:
-            return
-        what = {
-            "held": "was held by its inbound policy: it waits for its user to let it in",
-            "refused": "was refused by its inbound policy",
-            "expired": "expired before the session took it",
-        }[frame.state]
-        body = f"your message (seq {sent.seq}) to {sent.recipient} {what}"
-        if frame.text:
-            body += f" (the session says: {frame.text[:500]})"
-        note = wire.make_message(
-            sender=sent.recipient, kind=pb.MESSAGE_TEXT, body=body.encode(), to=sent.sender
-        )
-        await self._messaging.deliver(sent.sender, note, f"receipt:{frame.reply_to}")
+        if frame.state == _HELD:
+            if all(sent.held for sent in sents):
+                return  # said once already
+            for sent in sents:
+                sent.held = True
+            await self._tell(frame.reply_to, sents, frame.state, frame.text)
+        elif frame.state == _LET_IN:
+            if self._sent.pop(frame.reply_to, None) is not None:
+                await self._tell(frame.reply_to, sents, frame.state, frame.text)
+        else:
+            await self._decline(pid)
+            back = [(frame.reply_to, sent) for sent in sents]
+            await self._hand_back(back, frame.state, frame.text)
+
+    async def _decline(self, pid: int) -> None:
+        """The session said no: its native inbox is left alone while its record lasts, so its
+        messages take the hooks or the channel. Returns once its pump has ended: the pump's
+        last read confirms what it wrote and holds what it took with it for a while, so a
+        message put back before then would wait out that hold."""
+        self._declined.add(pid)
+        for target in list(self._targets.values()):
+            if target.peer.pid == pid:
+                self._stop(target, "its inbound policy declines the daemon's messages")
+                if target.pump is not None:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(_PUMP_END_S):
+                            await asyncio.shield(target.pump)
+
+    async def _hand_back(self, sents: list[tuple[str, _Sent]], state: str, said: str = "") -> None:
+        """Each message back into its recipient's inbox (once: the bus drops a repeat of the
+        same id, and the frame is forgotten here), its sender told."""
+        by_frame: dict[str, list[_Sent]] = {}
+        for msg_id in dict.fromkeys(m for m, _ in sents):
+            if self._sent.pop(msg_id, None) is not None:  # not yet handed back or let in
+                by_frame[msg_id] = [sent for m, sent in sents if m == msg_id]
+        for msg_id, group in by_frame.items():
+            for sent in group:
+                if sent.message is None:
+                    continue
+                try:
+                    await self._messaging.deliver(
+                        sent.recipient, sent.message, f"native-back:{msg_id}:{sent.seq}"
+                    )
+                except Exception:  # the bus is away: the next scan tries again
+                    log.exception("putting message %s back for %s failed", sent.seq, sent.recipient)
+                    self._back_later.append((msg_id, sent, state))
+                    continue
+                self._messaging.emit(
+                    "NATIVE_HANDED_BACK",
+                    sent.recipient,
+                    seq=sent.seq,
+                    sender=sent.sender,
+                    state=state,
+                )
+            await self._tell(msg_id, group, state, said, back=True)
+
+    async def _tell(
+        self, msg_id: str, sents: list[_Sent], state: str, said: str, *, back: bool = False
+    ) -> None:
+        """Audit the receipt and put a note in each sender's inbox, from the recipient."""
+        for sent in sents:
+            self._messaging.emit(
+                "NATIVE_RECEIPT", sent.recipient, to=sent.sender, state=state, seq=sent.seq
+            )
+            if not sent.sender or sent.sender == sent.recipient:
+                continue
+            what = _WHAT.get(state, "ended with the session before its user let it in")
+            body = f"your message (seq {sent.seq}) to {sent.recipient} {what}"
+            if said:
+                body += f" (the session says: {said[:500]})"
+            if back:
+                body += "; it is delivered to it the other way (its hooks or channel) instead"
+            note = wire.make_message(
+                sender=sent.recipient, kind=pb.MESSAGE_TEXT, body=body.encode(), to=sent.sender
+            )
+            await self._messaging.deliver(sent.sender, note, f"receipt:{msg_id}:{sent.seq}:{state}")
 
     # -- ask --------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ __all__ = [
     "Incoming",
     "notify_when_idle",
     "parse_line",
+    "rename",
     "user_frame",
 ]
 
@@ -87,6 +88,13 @@ def notify_when_idle(*, sender: str, msg_id: str) -> bytes:
     """Ask the session for one ``peer_idle_notice`` (with its last final text) at its next
     idle."""
     frame = {"type": "control", "action": "notify_when_idle", "from": sender, "msg_id": msg_id}
+    return _line(frame)
+
+
+def rename(name: str, *, sender: str, msg_id: str) -> bytes:
+    """Ask the session to take the name ``name`` (Claude Code 2.1.328 renames itself on a
+    peer's ``rename`` control, its record's ``nameSource`` then reading ``peer``)."""
+    frame = {"type": "control", "action": "rename", "name": name, "from": sender, "msg_id": msg_id}
     return _line(frame)
 
 

@@ -5,8 +5,9 @@ message"):
   so idle notices, receipts and replies come back there (a session sends receipts only to an
   address whose record names the process that wrote the frame);
 - a registry record for each agent that is not a Claude Code session (local package agents,
-  the human), under a :class:`~agentcoord.claude.inbox.peerrecords.Holder`'s pid, naming its
-  mailbox: ``ListAgents`` lists it by that name and ``SendMessage`` reaches it.
+  registered HTTP agents, sessions of the other CLIs, the human) and for each live channel
+  (``#<name>``), under a :class:`~agentcoord.claude.inbox.peerrecords.Holder`'s thread id, naming
+  its mailbox: ``ListAgents`` lists it by that name and ``SendMessage`` reaches it.
 """
 
 from __future__ import annotations
@@ -30,12 +31,25 @@ from agentcoord.claude.inbox.peerrecords import (
 )
 from agentcoord.claude.inbox.sessionfiles import proc_start, sessions_dir
 
-__all__ = ["MAX_MAILBOXES", "ROUTER_NAME", "Mailboxes"]
+__all__ = ["MAX_MAILBOXES", "ROUTER_NAME", "Mailboxes", "channel_box", "channel_of"]
 
 log = logging.getLogger(__name__)
 
 ROUTER_NAME = "agentcoord"  # how sessions' ListAgents shows the daemon itself
 MAX_MAILBOXES = 256  # bound sockets (one descriptor each); past it frames say the router's
+
+
+CHANNEL_MARK = "#"  # a channel's record: no agent id or channel name holds it
+
+
+def channel_box(channel: str) -> str:
+    """The record name (and mailbox key) of the channel ``channel``: ``#<name>``."""
+    return CHANNEL_MARK + channel
+
+
+def channel_of(box: str) -> str | None:
+    """The channel a mailbox key names, or None when it names an agent."""
+    return box[len(CHANNEL_MARK) :] if box.startswith(CHANNEL_MARK) else None
 
 
 _BOX = re.compile(r"^(\d+)-[0-9a-f]{16}\.sock$")  # <daemon pid>-<digest>.sock: box_path's form
@@ -127,7 +141,7 @@ class Mailboxes:
             remove_record(pub.record)
         if self._record is not None:
             remove_record(self._record)
-        await self._stack.aclose()  # sockets, then the holders
+        await self._stack.aclose()  # sockets, then the holders' threads
 
     @property
     def address(self) -> str:
@@ -181,4 +195,4 @@ class Mailboxes:
                 raise
             self._published[agent] = _Published(name, holder, record)
             self._stack.push_async_exit(holder)
-            log.info("sessions can message %s as %r (record of pid %d)", agent, name, holder.pid)
+            log.info("sessions can message %s as %r (record of id %d)", agent, name, holder.pid)

@@ -4,22 +4,21 @@ Code sessions (docs/claude-code.md "Who sessions can message").
 Claude Code lists a record ``sessions/<pid>.json`` in every session's ``ListAgents`` when its
 pid is alive (and started when ``procStart`` says) and its socket accepts connections; the name
 in it is the address ``SendMessage`` takes. One pid per record: the daemon's own record is
-under its pid, and each other agent's under the pid of a :class:`Holder`, a ``cat`` reading a
-pipe the daemon holds: it lives exactly as long as the daemon (a crashed daemon's pipe closes
-and the ``cat`` ends), so a record never outlives what answers its socket for long.
+under its pid, and each other agent's under the thread id of a :class:`Holder`, a thread of
+the daemon: it lives exactly as long as the daemon, so a record never outlives what answers
+its socket.
 Each record carries :data:`OWNER_MARK` and the daemon's own pid and start: the next start
 sweeps whatever a daemon that is gone left behind.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
 import os
 import stat
-import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -114,54 +113,35 @@ def sweep_records(claude_dir: Path, uid: int) -> list[int]:
     return swept
 
 
-# The pipe is sh's stdin, kept as fd 3 for the background cat (whose own stdin POSIX sets to
-# /dev/null before any redirection; dash takes no fd above 9); sh prints the cat's pid and exits.
-_HOLDER_SH = "exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & echo $!"
-
-
-def _start_holder(read_end: int) -> int:
-    """Start a holder reading ``read_end``; its pid. Plain ``subprocess`` (in a thread): it
-    hands the child fds 0-2 alone, so the cat keeps nothing of ours but the pipe, and sh's
-    output ends when sh does."""
-    out = subprocess.run(
-        ["sh", "-c", _HOLDER_SH],
-        stdin=read_end,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd="/",
-        timeout=10,
-        check=False,
-    )
-    try:
-        return int(out.stdout.strip())
-    except ValueError:
-        raise OSError(f"no holder process started ({out.stdout!r})") from None
-
-
 class Holder:
-    """Async context manager: a ``cat`` whose pid a record names. It reads the daemon's pipe
-    and ends when the daemon closes it, or dies. Started through ``sh`` in the background, so
-    it is no child of the daemon (whose children are its runners and nats-server); it runs in
-    ``/``, because the session probe (localagents/sessions.py) counts a record's process by
-    its cwd, and a holder is inside no package."""
+    """Async context manager: a thread of the daemon whose thread id a record names.
+
+    Claude Code takes a record's pid from its file name and checks it with ``kill(pid, 0)``
+    and ``/proc/<pid>/stat`` (its start, field 22): on Linux both answer for a thread id as for
+    a process id, so each record needs a live id of its own, not a process. A thread is the
+    cheapest such id (no fork, no exec, nothing in the process table the session probe walks)
+    and it cannot outlive the daemon: killed, the daemon takes its threads with it, so its
+    records name dead ids until the next start sweeps them."""
 
     def __init__(self) -> None:
-        self._pipe: int | None = None
+        self._release = threading.Event()
+        self._thread: threading.Thread | None = None
         self.pid = 0
 
     async def __aenter__(self) -> Holder:
-        read_end, write_end = os.pipe()
-        try:
-            self.pid = await asyncio.to_thread(_start_holder, read_end)
-        except BaseException:
-            os.close(write_end)
-            raise
-        finally:
-            os.close(read_end)
-        self._pipe = write_end
+        ready = threading.Event()
+        ids: list[int] = []
+
+        def hold() -> None:
+            ids.append(threading.get_native_id())
+            ready.set()
+            self._release.wait()
+
+        self._thread = threading.Thread(target=hold, name="agentcoord record", daemon=True)
+        self._thread.start()
+        ready.wait()  # the thread's first two statements: microseconds
+        self.pid = ids[0]
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        pipe, self._pipe = self._pipe, None
-        if pipe is not None:
-            os.close(pipe)  # the cat reads end-of-file and exits
+        self._release.set()  # the thread returns; its id is gone at once

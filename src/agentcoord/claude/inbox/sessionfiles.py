@@ -42,6 +42,7 @@ class Peer:
     features: tuple[str, ...]
     session_id: str | None = None
     token: str | None = None  # the session's peer token, when its key file is readable
+    name_source: str = ""  # who chose the name: ``user`` (/rename), ``peer``, ``derived``...
 
     @property
     def address(self) -> str:
@@ -126,6 +127,7 @@ def peer_from_record(data: Any, pid: int) -> Peer | None:
         if isinstance(features, list)
         else (),
         session_id=session_id if isinstance(session_id, str) else None,
+        name_source=str(data.get("nameSource") or ""),
     )
 
 
