@@ -134,7 +134,10 @@ def test_layout_at_three_widths(busy_console: Daemon, tmp_path: Path) -> None:
             claims = page.inner_text("#claims")
             assert "billing-service:src/billing/models.py" in claims
             assert "billing-service (3)" in claims
-            assert "billing-service:src/billing/ledger.py" in page.inner_text("#conflicts")
+            conflicts = page.inner_text("#conflicts")
+            assert "billing-service:src/billing/ledger.py" in conflicts
+            # From the daemon's conflict watch: each worktree with the session working there.
+            assert "billing-rename-" in conflicts
             decoder = context.new_page()  # about:blank: decodes the screenshots
             for width in WIDTHS:
                 page.set_viewport_size({"width": width, "height": HEIGHT})

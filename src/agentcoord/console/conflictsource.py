@@ -1,10 +1,13 @@
-"""Where the console's "conflicts between worktrees" come from: the one place to switch when
-the daemon tracks them itself (docs/console.md "Claims and conflicts").
+"""Where the console's "conflicts between worktrees" come from (docs/console.md "Claims and
+conflicts").
 
-Today the console asks git, through :func:`agentcoord.leases.conflicts.overlaps`, about each
-repository a file claim or a live session names (docs/claims.md "Conflicts between
-worktrees"). That runs git, so it runs off the event loop, and its answer is kept for
-:data:`CACHE_S` seconds: the page refreshes every few seconds, git need not.
+In the daemon, from its conflict watch (:class:`TrackedConflicts`: the overlaps between live
+worktrees it already keeps, with each side's sessions and since when; docs/claims.md
+"Conflicts between worktrees"), so the page runs no git. Without a watch (a console over
+stores alone), :class:`WorktreeConflicts` asks git, through
+:func:`agentcoord.leases.conflicts.overlaps`, about each repository a file claim or a live
+session names; that runs off the event loop, and its answer is kept for :data:`CACHE_S`
+seconds: the page refreshes every few seconds, git need not.
 """
 
 from __future__ import annotations
@@ -13,25 +16,38 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
+from agentcoord.kernel.timetext import human_time
 from agentcoord.leases.conflicts import Overlap, overlaps, worktrees
+from agentcoord.leases.conflictwatch import ConflictWatch, TrackedOverlap, TreeSide
 from agentcoord.leases.keytext import repo_name
 
-__all__ = ["CACHE_S", "WorktreeConflicts", "overlap_row"]
+__all__ = ["CACHE_S", "ConflictSource", "TrackedConflicts", "WorktreeConflicts", "overlap_row"]
 
 CACHE_S = 15.0
 
 
-def overlap_row(overlap: Overlap, common: str) -> dict[str, Any]:
-    """One overlap as the page shows it: the repository's name, both worktrees (directory name
-    and branch), the files both change, and what git says of them."""
+class ConflictSource(Protocol):
+    """What the console's conflicts section reads: rows for the repositories of
+    ``directories`` (a source that tracks them itself may ignore the hint)."""
+
+    async def rows(self, directories: Iterable[str]) -> list[dict[str, Any]]: ...
+
+
+def overlap_row(overlap: Overlap | TrackedOverlap, common: str) -> dict[str, Any]:
+    """One overlap as the page shows it: the repository's name, both worktrees (directory name,
+    branch and, when tracked, the sessions there), the files both change, since when (when
+    tracked), and what git says of them."""
 
     def side(tree: Any) -> dict[str, Any]:
-        return {
+        row = {
             "worktree": os.path.basename(tree.top.rstrip("/")) or tree.top,
             "branch": tree.branch or "(detached)",
         }
+        if isinstance(tree, TreeSide):
+            row["sessions"] = ", ".join(tree.sessions)
+        return row
 
     if overlap.conflicts is None:
         verdict = "not committed yet: git cannot tell whether they conflict"
@@ -46,7 +62,18 @@ def overlap_row(overlap: Overlap, common: str) -> dict[str, Any]:
         "files": [f"{repo_name(common)}:{f}" for f in overlap.files],
         "conflicts": list(overlap.conflicts) if overlap.conflicts is not None else None,
         "verdict": verdict,
+        **({"since": human_time(overlap.since)} if isinstance(overlap, TrackedOverlap) else {}),
     }
+
+
+class TrackedConflicts:
+    """The daemon's conflict watch as the console's source: no git on the page's path."""
+
+    def __init__(self, watch: ConflictWatch) -> None:
+        self._watch = watch
+
+    async def rows(self, directories: Iterable[str]) -> list[dict[str, Any]]:
+        return [overlap_row(o, o.repo) for o in self._watch.overlaps()]
 
 
 def _scan(directories: Iterable[str]) -> list[dict[str, Any]]:

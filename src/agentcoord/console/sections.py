@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.console.agentpage import AgentPages, SiteLookup, claim_row
 from agentcoord.console.auditrows import audit_row
-from agentcoord.console.conflictsource import WorktreeConflicts
+from agentcoord.console.conflictsource import ConflictSource, WorktreeConflicts
 from agentcoord.console.queue import queue_items
 from agentcoord.errors import InvalidArguments, NotFound
 from agentcoord.kernel.timetext import human_time
@@ -68,6 +68,7 @@ class ConsoleSections:
         approvals: Approvals | None = None,
         budgets: Budgets | None = None,
         claude_dir: Path | None = None,
+        conflicts: ConflictSource | None = None,
     ) -> None:
         self._claims = claims
         self._site = site
@@ -78,7 +79,7 @@ class ConsoleSections:
         self._audit = audit
         self._approvals = approvals
         self._budgets = budgets
-        self._conflicts = WorktreeConflicts()
+        self._conflicts = conflicts or WorktreeConflicts()
         self._repos: dict[str, str] = {}  # a session's cwd -> its repository's name
         self.pages = AgentPages(
             agents=agents,

@@ -394,6 +394,7 @@ async def _listeners(
     """The MCP core, hooks and console over the services, then HTTP and the unix socket."""
     from agentcoord.claude.hooks import HookDeps, Hooks
     from agentcoord.claude.push import ChannelPush
+    from agentcoord.console.conflictsource import TrackedConflicts
     from agentcoord.console.routes import ConsoleRoutes
     from agentcoord.console.sections import ConsoleSections
     from agentcoord.daemon.toolset import build_registry
@@ -445,6 +446,7 @@ async def _listeners(
         approvals=s.approvals,
         budgets=s.budgets,
         claude_dir=cfg.claude_dir,
+        conflicts=TrackedConflicts(s.conflicts),
     )
     # The console's sessions are signed with the human token (docs/security.md "Console
     # login"), the one _services wrote; unreadable, a random key: no console login works.

@@ -222,8 +222,9 @@ function drawOverview() {
   $("conflicts-n").textContent = conflicts.length;
   $("conflicts").innerHTML = table(conflicts, [
     ["repository", c => brk(c.repo)],
-    ["worktrees", c => `${brk(c.a.worktree)} <span class="meta">(${brk(c.a.branch)})</span> and ${brk(c.b.worktree)} <span class="meta">(${brk(c.b.branch)})</span>`],
-    ["both change", c => c.files.map(brk).join(", ")], ["git says", c => esc(c.verdict)]]);
+    ["worktrees", c => [c.a, c.b].map(t => `${brk(t.worktree)} <span class="meta">(${brk(t.branch)})</span>${t.sessions ? " " + t.sessions.split(", ").map(agentLink).join(", ") : ""}`).join(" and ")],
+    ["both change", c => c.files.map(brk).join(", ")], ["git says", c => esc(c.verdict)],
+    ["since", c => esc(c.since || ""), "time"]]);
   const waits = s.waits || [];
   $("waits-n").textContent = waits.length;
   $("waits").innerHTML = table(waits, [["who", w => brk(w.waiter)], ["waits on", w => brk(w.on)], ["for", w => brk(w.kind)], ["since", w => esc(w.since || ""), "time"]]);
