@@ -200,6 +200,7 @@ class NativeInboxes:
         self._rescan = asyncio.Event()
         self._relist = False  # a message came for an agent this side does not know
         self._subs: list[Any] = []
+        self._watch_lock = asyncio.Lock()
         self._on = False
 
     async def __aenter__(self) -> NativeInboxes:
@@ -211,7 +212,6 @@ class NativeInboxes:
             log.warning("native inbox delivery is off: %s", exc)
             return self
         self._on = True
-        self._subs = await self._messaging.watch(self._on_message)
         self._tasks.spawn(self._scan_loop(), name="native inbox scan")
         return self
 
@@ -269,6 +269,7 @@ class NativeInboxes:
                 self._published = None
         own = {os.getpid(), *(pub.pid for pub in self._boxes.holders())}
         pids = registry_pids(self._claude_dir) - own
+        await self._watch(bool(pids or self._targets))
         for target in list(self._targets.values()):
             fresh = read_peer(self._claude_dir, target.peer.pid, self._uid)
             if target.peer.pid not in pids or fresh is None:
@@ -349,6 +350,19 @@ class NativeInboxes:
         target.stopped = True
         target.wake.set()
         log.info("native inbox of %s closed: %s", target.agent, why)
+
+    async def _watch(self, wanted: bool) -> None:
+        """Watch for wake-ups only while Claude Code has sessions registered: the watch copies
+        every message sent on the machine into the daemon (docs/messaging.md "Wake-ups"). It
+        starts in the scan that first sees a session, before that session is served."""
+        async with self._watch_lock:  # two scans at once (a relist) subscribe once
+            if wanted and not self._subs:
+                self._subs = await self._messaging.watch(self._on_message)
+            elif not wanted and self._subs:
+                subs, self._subs = self._subs, []
+                for sub in subs:
+                    with contextlib.suppress(Exception):
+                        await sub.unsubscribe()
 
     async def _on_message(self, msg: Any) -> None:
         """A wake-up (as the channel push takes them): the addressee's pump, or a scan when
