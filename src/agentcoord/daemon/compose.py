@@ -256,7 +256,8 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
 
     # Ceilings on sessions, started agents and spend (docs/budgets.md).
     ceilings = Ceilings(cfg.max_sessions, cfg.max_agents, cfg.max_spend_usd)
-    budgets = Budgets(ceilings, store, audit, ns)
+    budgets = await stack.enter_async_context(Budgets(ceilings, store, audit, ns))
+    local.budgets = budgets  # local jobs are admitted under the ceilings too
     operator = await _operator(cfg, stack, store, local, messaging, recipients, audit, budgets)
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
