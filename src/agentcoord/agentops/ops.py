@@ -207,12 +207,13 @@ class AgentOps:
         # A turn starts a runner: admitted under the ceilings first, queued when the caller
         # waits for the answer (docs/budgets.md "Every start").
         slot = None
+        waiting = timeout  # what is left of it for the answer, after a wait in the queue
         if self.budgets is not None:
             began = time.monotonic()
             slot = await self.budgets.admit(
                 name, f"agent {name} (a message from {caller.agent})", wait=wait, timeout=timeout
             )
-            timeout = max(0.0, timeout - (time.monotonic() - began))
+            waiting = max(0.0, timeout - (time.monotonic() - began))
         try:
             turn = await self.ctl.message(
                 target,
@@ -243,7 +244,7 @@ class AgentOps:
         if not wait:
             return {"sent": True, **out}
         try:
-            result = await asyncio.wait_for(asyncio.shield(turn.done), timeout)
+            result = await asyncio.wait_for(asyncio.shield(turn.done), waiting)
         except asyncio.CancelledError:
             # The asker cancelled (notifications/cancelled) or closed its connection: nobody
             # will read the answer, so the runner stops (MCP: "SHOULD stop processing").
