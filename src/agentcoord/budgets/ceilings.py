@@ -21,6 +21,7 @@ __all__ = [
     "held_by",
     "over_agents",
     "over_ceiling",
+    "over_sessions",
     "over_spend",
 ]
 
@@ -123,3 +124,19 @@ def over_ceiling(ceilings: Ceilings, usage: Usage) -> str | None:
     if why is not None:
         return why + "; wait for one to end (or cancel one), or raise max_agents"
     return over_spend(ceilings, usage.spend_usd)
+
+
+def over_sessions(ceilings: Ceilings, usage: Usage, name: str) -> str | None:
+    """What the session ``name`` is told when it starts past ``max_sessions`` (it is counted
+    in ``usage``), or None within the ceiling. It says the session runs anyway: the ceiling
+    cannot stop a process the daemon did not start."""
+    if not ceilings.sessions or usage.sessions <= ceilings.sessions:
+        return None
+    others = [n for n in usage.session_names if n != name]
+    shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+    return (
+        f"this machine is past its session ceiling: {usage.sessions} live sessions, "
+        f"max_sessions = {ceilings.sessions} (the others: {shown or 'none'}). This session "
+        "runs anyway (the ceiling does not stop a session), and the human has been told; "
+        "start no agents (spawn_subagent, run_agent) unless the human asks you to"
+    )

@@ -21,7 +21,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from agentcoord.budgets.ceilings import (
     held_by,
     over_agents,
     over_ceiling,
+    over_sessions,
     over_spend,
 )
 from agentcoord.errors import NotAllowed, TimedOut
@@ -106,8 +107,14 @@ class Budgets:
         namespace: str = "default",
         *,
         clock: Callable[[], float] = time.time,
+        tell_human: Callable[[str, str], Awaitable[object]] | None = None,
     ) -> None:
+        """``tell_human(session, text)``: how the human hears of a session past
+        ``max_sessions`` (the daemon makes it a notice prompt, which the desktop notifier
+        shows)."""
         self.ceilings = ceilings
+        self._tell_human = tell_human
+        self._told: set[str] = set()  # sessions already told they are past max_sessions
         self._store = store
         self._audit = audit
         self._ns = namespace
@@ -145,6 +152,41 @@ class Budgets:
         why = over_ceiling(self.ceilings, await self.usage())
         if why is not None:
             raise NotAllowed(f"not starting {what}: {why}")
+
+    def session_started(self, name: str) -> str | None:
+        """The session ``name`` starts (or first reaches the daemon): past ``max_sessions``,
+        the line it is told, once; the audit (``SESSION_OVER_CEILING``) and the human hear
+        of it too. None within the ceiling (docs/budgets.md "Sessions past the ceiling")."""
+        if not self.ceilings.sessions or name in self._told:
+            return None
+        _, objs, _ = self._store.list_raw("agents", self._ns)
+        usage = count_usage(objs, 0.0)
+        text = over_sessions(self.ceilings, usage, name)
+        if text is None:
+            return None
+        self._told.add(name)
+        self._audit.emit(
+            "SESSION_OVER_CEILING",
+            name,
+            sessions=usage.sessions,
+            ceiling=f"max_sessions = {self.ceilings.sessions}",
+        )
+        log.warning("session %s started past max_sessions (%d live)", name, usage.sessions)
+        if self._tell_human is not None and self._tasks.running:
+            question = (
+                f"Session {name} started past the session ceiling: {usage.sessions} live "
+                f"sessions, max_sessions = {self.ceilings.sessions}. It runs anyway; close "
+                "one, or raise max_sessions."
+            )
+            self._tasks.spawn(self._tell(name, question), name="budgets-tell-human")
+        return text
+
+    async def _tell(self, name: str, question: str) -> None:
+        assert self._tell_human is not None
+        try:
+            await self._tell_human(name, question)
+        except Exception:  # a notice is best effort: the audit event already says it
+            log.warning("could not tell the human about session %s", name, exc_info=True)
 
     def holds_slot(self, name: str) -> bool:
         """Whether the agent ``name`` runs (or is being started) now: a start of another turn
