@@ -1,11 +1,12 @@
 """Ceilings and what is used of them (pure; docs/budgets.md "Ceilings").
 
 Three ceilings, each off at 0: concurrent sessions (live session agents), started agents
-(agents the daemon runs: spawned and local, Pending or Running) and spend in US dollars since
-local midnight (the ``total_cost_usd`` Claude Code's result carries, summed over the turns the
-daemon ran). Starting an agent past the agents or the spend ceiling is refused with a line
-that says which ceiling, what is used, and what to do; sessions are people's own and are
-never refused: past their ceiling they are shown over it.
+(agents the daemon runs: spawned ones Pending, Running or Idle, package agents while a runner
+of theirs is Pending or Running) and spend in US dollars since local midnight (the
+``total_cost_usd`` Claude Code's result carries, summed over the turns the daemon ran). A
+start past the agents or the spend ceiling is refused (or queued: the service decides) with a
+line that says which ceiling, its value, what holds it and what to do; sessions are people's
+own and are never refused: past their ceiling they are told so.
 """
 
 from __future__ import annotations

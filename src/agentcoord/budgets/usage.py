@@ -31,7 +31,6 @@ from agentcoord.budgets.ceilings import (
     count_usage,
     held_by,
     over_agents,
-    over_ceiling,
     over_sessions,
     over_spend,
 )
@@ -144,14 +143,6 @@ class Budgets:
     async def report(self) -> dict[str, Any]:
         """Each ceiling with what is used of it (``agentcoord top``, the console)."""
         return (await self.usage()).as_dict(self.ceilings)
-
-    async def check_start(self, what: str) -> None:
-        """Refuse (:class:`NotAllowed`) starting ``what`` past a ceiling."""
-        if not self.ceilings.agents and not self.ceilings.spend_usd:
-            return
-        why = over_ceiling(self.ceilings, await self.usage())
-        if why is not None:
-            raise NotAllowed(f"not starting {what}: {why}")
 
     def session_started(self, name: str) -> str | None:
         """The session ``name`` starts (or first reaches the daemon): past ``max_sessions``,
