@@ -51,6 +51,7 @@ class Session:
         started = self.post("session-start", {"hook_event_name": "SessionStart"})
         assert started is not None
         context = started["hookSpecificOutput"]["additionalContext"]
+        self.start_context = str(context)  # what the session read at its start
         found = re.search(r"you are agent `([^`]+)`", context)
         assert found, context
         self.name = found.group(1)

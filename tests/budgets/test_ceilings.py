@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from agentcoord.budgets import Ceilings, Usage, over_ceiling
-from agentcoord.budgets.ceilings import count_usage
+from agentcoord.budgets.ceilings import (
+    count_usage,
+    held_by,
+    over_agents,
+    over_sessions,
+    over_spend,
+)
 
 
 def _agent(kind: str, phase: str) -> dict[str, Any]:
@@ -46,3 +52,55 @@ def test_over_ceiling_names_the_ceiling_and_what_to_do() -> None:
         "agents": {"used": 2, "ceiling": 4},
         "spend_usd": {"used": 0.1235, "ceiling": 5.0},
     }
+
+
+def _named(name: str, kind: str, phase: str | None) -> dict[str, Any]:
+    status = {} if phase is None else {"phase": phase}
+    return {"metadata": {"name": name}, "spec": {"agentType": kind}, "status": status}
+
+
+def test_slots_are_held_by_running_agents_not_by_package_agents_at_rest() -> None:
+    """A spawned agent holds a slot from its spawn (Idle too); a package agent's Agent holds
+    none before its runner starts (no phase, or Idle), one while it runs; the holders are
+    named with their phase, the live sessions by name."""
+    usage = count_usage(
+        [
+            _named("bee", "spawned", "Idle"),
+            _named("pkg-a", "local", None),
+            _named("pkg-b", "local", "Idle"),
+            _named("pkg-c", "local", "Running"),
+            _named("app-1", "session", "Running"),
+        ],
+        0.0,
+    )
+    assert usage.agents == 2
+    assert usage.holders == (("bee", "Idle"), ("pkg-c", "Running"))
+    assert usage.session_names == ("app-1",)
+    assert held_by(usage.holders) == "bee (Idle), pkg-c (Running)"
+    assert held_by([(f"a{n}", "Running") for n in range(7)]).endswith("and 2 more")
+
+
+def test_refusals_name_the_ceiling_its_value_and_what_holds_it() -> None:
+    """The agents line names max_agents and its holders; the spend line names max_spend_usd."""
+    why = over_agents(Ceilings(agents=2), 2, [("bee", "Running"), ("wasp", "Idle")])
+    assert why == (
+        "the started-agents ceiling is reached: 2 of 2 run (max_agents = 2), "
+        "held by bee (Running), wasp (Idle)"
+    )
+    assert over_agents(Ceilings(agents=2), 1, [("bee", "Running")]) is None
+    spent = over_spend(Ceilings(spend_usd=1.5), 2.0)
+    assert spent is not None
+    assert "$2.00 of $1.50 (max_spend_usd = 1.5)" in spent
+
+
+def test_a_session_past_max_sessions_is_told_it_runs_anyway() -> None:
+    """Only past the ceiling (the session itself counted) is there a line; it names the
+    count, the ceiling and the other sessions, and says the session runs anyway."""
+    two = count_usage([_named("a", "session", "Running"), _named("b", "session", None)], 0.0)
+    assert over_sessions(Ceilings(sessions=2), two, "b") is None
+    assert over_sessions(Ceilings(), two, "b") is None
+    line = over_sessions(Ceilings(sessions=1), two, "b")
+    assert line is not None
+    assert line.startswith("this machine is past its session ceiling: 2 live sessions, ")
+    assert "max_sessions = 1 (the others: a)" in line
+    assert "runs anyway" in line

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
 from agentcoord.kernel.pidfd import wait_pid
+from agentcoord.localagents.proctree import stop_tree
 
 __all__ = [
     "create_time_of",
@@ -20,8 +20,6 @@ __all__ = [
     "wait_gone",
     "wait_pid",
 ]
-
-_KILL_GRACE_S = 2.0
 
 
 def create_time_of(pid: int) -> float | None:
@@ -91,9 +89,6 @@ def read_text(path: Path) -> str:
 
 
 async def kill_pgroup(pid: int) -> None:
-    """SIGTERM a runner's process group, SIGKILL it after a grace period."""
-    for sig, grace in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-        if await wait_pid(pid, grace):
-            return
+    """Stop an adopted runner with everything it started, its sandbox included: SIGTERM, then
+    SIGKILL after a grace period (docs/localagents.md "Stopping a runner")."""
+    await stop_tree(pid)

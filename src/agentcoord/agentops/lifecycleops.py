@@ -90,8 +90,19 @@ async def spawn(
                 f"{profile!r} (cancel it first, or pick another name)"
             )
         return {"name": name, "profile": profile, "created": False}
-    if ops.budgets is not None:  # past a ceiling: refused, saying which (docs/budgets.md)
-        await ops.budgets.check_start(f"agent {name}")
+    # Past a ceiling: refused, saying which (docs/budgets.md "Every start"); the slot counts
+    # the start until the Agent object below does.
+    slot = None if ops.budgets is None else await ops.budgets.admit(name, f"agent {name}")
+    try:
+        return await _spawn(ops, caller, name, profile, prompt, repo)
+    finally:
+        if slot is not None:
+            slot.release()
+
+
+async def _spawn(
+    ops: AgentOps, caller: Caller, name: str, profile: str, prompt: str, repo: str
+) -> dict[str, Any]:
     place = ops.place(caller, name)
     task: dict[str, Any] | None = None
     if prompt:

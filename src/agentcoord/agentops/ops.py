@@ -12,6 +12,7 @@ and ``ask`` waits, up to a timeout, for the session to answer with the ``reply``
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.agentops._writes import MANAGED_LABEL
@@ -203,14 +204,32 @@ class AgentOps:
                 queued["delivery"] = "queued"
                 queued["note"] = QUEUED_NOTE.format(name=name) + "; " + queued.get("note", "")
             return queued
-        turn = await self.ctl.message(
-            target,
-            from_agent=caller.agent,
-            from_session=caller.session_id or "",
-            place=place,
-            prompt=body,
-            focus=f"{who}: {text}",
-        )
+        # A turn starts a runner: admitted under the ceilings first, queued when the caller
+        # waits for the answer (docs/budgets.md "Every start").
+        slot = None
+        waiting = timeout  # what is left of it for the answer, after a wait in the queue
+        if self.budgets is not None:
+            began = time.monotonic()
+            slot = await self.budgets.admit(
+                name, f"agent {name} (a message from {caller.agent})", wait=wait, timeout=timeout
+            )
+            waiting = max(0.0, timeout - (time.monotonic() - began))
+        try:
+            turn = await self.ctl.message(
+                target,
+                from_agent=caller.agent,
+                from_session=caller.session_id or "",
+                place=place,
+                prompt=body,
+                focus=f"{who}: {text}",
+            )
+        except BaseException:
+            if slot is not None:
+                slot.release()
+            raise
+        if slot is not None:
+            held = slot
+            turn.done.add_done_callback(lambda _: held.release())
         self.emit("MESSAGE_RECEIVED", name, session=turn.session.name, turn=turn.id, **audit)
         out: dict[str, Any] = {
             "agent": name,
@@ -220,11 +239,12 @@ class AgentOps:
             "turn": turn.id,
             "depth": place.depth,
             "via": "runner",
+            **(slot.report() if slot is not None else {}),
         }
         if not wait:
             return {"sent": True, **out}
         try:
-            result = await asyncio.wait_for(asyncio.shield(turn.done), timeout)
+            result = await asyncio.wait_for(asyncio.shield(turn.done), waiting)
         except asyncio.CancelledError:
             # The asker cancelled (notifications/cancelled) or closed its connection: nobody
             # will read the answer, so the runner stops (MCP: "SHOULD stop processing").

@@ -19,6 +19,7 @@ from agentcoord.kernel.caller import Caller
 if TYPE_CHECKING:
     from agentcoord.activity import SessionActivity
     from agentcoord.approvals import Approvals
+    from agentcoord.budgets import Budgets
     from agentcoord.claude.push import ChannelPush
     from agentcoord.kernel.directory import AgentDirectory
     from agentcoord.leases.leasing import Leases
@@ -53,6 +54,7 @@ class HookDeps:
     push: ChannelPush | None = None  # channel sessions (docs/claude-code.md "Channels")
     approvals: Approvals | None = None  # standing approvals (docs/approvals.md)
     activity: SessionActivity | None = None  # every session's state (docs/activity.md)
+    budgets: Budgets | None = None  # a session past max_sessions is told (docs/budgets.md)
 
 
 _EVENT_NAMES = {
@@ -108,6 +110,10 @@ async def _identify(
         f"agentcoord: you are agent `{caller.agent}` on this machine's coordination daemon "
         "(MCP server agent-coord). Claim files before editing them; check your inbox."
     )
+    if deps.budgets is not None and caller.kind == "session":
+        over = deps.budgets.session_started(caller.agent)
+        if over is not None:
+            text += f"\nagentcoord: {over}."
     return {"context": text}
 
 

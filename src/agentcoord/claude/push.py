@@ -372,8 +372,13 @@ class ChannelPush:
         if preview:  # the console shows the question alone: it carries the input's start too
             cut = len(preview) > _SHOWN_CHARS
             question += f" ({preview[: _SHOWN_CHARS - 3] + '...' if cut else preview})"
-        context = f"session {target.agent}, tool {tool}" + (
-            f"\ninput: {preview}" if preview else ""
+        # Where the session works, so an answer can grant for its repository
+        # (docs/approvals.md "From a permission prompt").
+        cwd = session.caller.cwd
+        context = (
+            f"session {target.agent}, tool {tool}"
+            + (f"\ncwd: {cwd}" if isinstance(cwd, str) and cwd else "")
+            + (f"\ninput: {preview}" if preview else "")
         )
         pending.task = self._tasks.spawn(
             self._relay(target, pending, question, context), name=f"permission {pending.prompt}"

@@ -17,7 +17,7 @@ from agentcoord.identity.humanproof import read_human_token
 from agentcoord.kernel.config import Config
 from agentcoord.kernel.timetext import human_time
 
-__all__ = ["allow", "approvals_table"]
+__all__ = ["allow", "approvals_table", "grant_params", "granted_line"]
 
 METHOD = "agentcoord/approvals"
 
@@ -100,12 +100,20 @@ def allow(
         params["session"] = session
     if duration is not None:
         params["duration"] = duration
-    row = _call(cfg, params)["approval"]
-    if as_json:
-        print(json.dumps(row, indent=2))
-    else:
-        print(
-            f"allowed {row['rule']} for {_scope(row)} until {human_time(row['expires_at'])} "
-            f"(id {row['id']}; `agentcoord allow --revoke {row['id']}` ends it)"
-        )
+    row = grant_params(cfg, params)
+    print(json.dumps(row, indent=2) if as_json else granted_line(row))
     return 0
+
+
+def grant_params(cfg: Config, params: dict[str, Any]) -> dict[str, Any]:
+    """Grant through the daemon (``op: grant``); the approval it made."""
+    row: dict[str, Any] = _call(cfg, params)["approval"]
+    return row
+
+
+def granted_line(row: dict[str, Any]) -> str:
+    """``allowed RULE for SCOPE until TIME (id ...; how to revoke)``."""
+    return (
+        f"allowed {row['rule']} for {_scope(row)} until {human_time(row['expires_at'])} "
+        f"(id {row['id']}; `agentcoord allow --revoke {row['id']}` ends it)"
+    )

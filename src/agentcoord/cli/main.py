@@ -229,8 +229,17 @@ def _main_full(args: list[str]) -> int:
     p_answer = sub.add_parser("answer", help="answer a human prompt: answer ID TEXT")
     _common(p_answer)
     p_answer.add_argument("prompt", help="prompt id (from agentcoord prompts)")
-    p_answer.add_argument("text", nargs="+", help="the answer (yes/no, a choice, JSON, text)")
+    p_answer.add_argument("text", nargs="*", help="the answer (yes/no, a choice, JSON, text)")
     p_answer.add_argument("--json", action="store_true", help="the answer_prompt result")
+    # A session's permission request: allow it and grant the standing approval it offers
+    # (docs/approvals.md "From a permission prompt").
+    p_answer.add_argument(
+        "--allow-for", metavar="DURATION", help="allow, and keep allowing it for DURATION (1h)"
+    )
+    p_answer.add_argument(
+        "--repo", nargs="?", const="", metavar="DIR", help="... in the asking session's repository"
+    )
+    p_answer.add_argument("--session", action="store_true", help="... for the asking session")
     p_allow = sub.add_parser(
         "allow",
         help="answer a permission question once for every session: allow PATTERN, --list, --revoke",
@@ -399,6 +408,24 @@ def _main_full(args: list[str]) -> int:
         if ns.command == "answer":
             from agentcoord.cli.views import answer
 
+            if ns.allow_for is not None:
+                from agentcoord.cli.answerallow import answer_allowing
+
+                return answer_allowing(
+                    cfg,
+                    ns.prompt,
+                    " ".join(ns.text),
+                    duration=ns.allow_for,
+                    repo=ns.repo,
+                    session=ns.session,
+                    as_json=ns.json,
+                )
+            if not ns.text or ns.repo is not None or ns.session:
+                from agentcoord.errors import InvalidArguments
+
+                raise InvalidArguments(
+                    "answer ID TEXT; --repo and --session go with --allow-for DURATION"
+                )
             return answer(cfg, ns.prompt, " ".join(ns.text), ns.json)
         if ns.command == "kubeconfig":
             import os

@@ -263,7 +263,16 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
 
     # Ceilings on sessions, started agents and spend (docs/budgets.md).
     ceilings = Ceilings(cfg.max_sessions, cfg.max_agents, cfg.max_spend_usd)
-    budgets = Budgets(ceilings, store, audit, ns)
+
+    # A session past max_sessions: the human hears of it as a notice prompt, which the
+    # desktop notifier shows (docs/budgets.md "Sessions past the ceiling").
+    def tell_human(session: str, text: str) -> Any:
+        return messaging.ask_human(session, "notify", text, timeout=0)
+
+    budgets = await stack.enter_async_context(
+        Budgets(ceilings, store, audit, ns, tell_human=tell_human)
+    )
+    local.budgets = budgets  # local jobs are admitted under the ceilings too
     operator = await _operator(cfg, stack, store, local, messaging, recipients, audit, budgets)
     # A desktop notification for each new prompt, where notify-send exists (README
     # "What the human gets").
@@ -420,6 +429,7 @@ async def _listeners(
             push=push,
             approvals=s.approvals,
             activity=s.activity,
+            budgets=s.budgets,
         )
     )
     core = McpCore(

@@ -50,6 +50,7 @@ from agentcoord.stores.messagebus import check_agent_id
 from agentcoord.stores.objects.statuserrors import AlreadyExists
 
 if TYPE_CHECKING:
+    from agentcoord.budgets import Budgets
     from agentcoord.kernel.config import Config
     from agentcoord.stores.objects.backend import ObjectBackend
 
@@ -107,6 +108,8 @@ class LocalAgents:
         # one pooled HTTP client for every registered agent's job endpoint, closed on exit
         self.http = httpjobs.JobClient()
         self.launcher = launcher  # profiles drive every start (docs/profiles.md)
+        # The ceilings every local job is admitted under (docs/budgets.md), set by the daemon.
+        self.budgets: Budgets | None = None
 
     @classmethod
     def from_config(
@@ -429,6 +432,33 @@ class LocalAgents:
     async def _run_local(
         self, agent_id: str, package: Path, args: dict[str, Any], caller: Caller
     ) -> dict[str, Any]:
+        """Admit the job under the ceilings (queued when the caller waits, else refused: docs/
+        budgets.md "Every start"), then run it; the slot is held until the runner ends."""
+        if self.budgets is None:
+            return await self._start_local(agent_id, package, args, caller, lambda: None)
+        slot = await self.budgets.admit(
+            agent_id,
+            f"a job of local agent {agent_id}",
+            wait=bool(args.get("wait")),
+            timeout=self._wait_deadline_s,
+        )
+        try:
+            job = await self._start_local(agent_id, package, args, caller, slot.release)
+        except BaseException:
+            slot.release()
+            raise
+        return {**job, **slot.report()}
+
+    async def _start_local(
+        self,
+        agent_id: str,
+        package: Path,
+        args: dict[str, Any],
+        caller: Caller,
+        release: Callable[[], None],
+    ) -> dict[str, Any]:
+        """The job itself; ``release`` gives its slot back when its runner ends (or it cannot
+        start)."""
         task = await self._new_task(agent_id, "local", args, caller)
         job_dir = self._state_dir / "jobs" / task.job_id
         task.log_dir = str(job_dir)
@@ -447,6 +477,7 @@ class LocalAgents:
                 cwd=str(package),
             )
         except ProfileError as exc:
+            release()
             return await self._finish(task, "failed", error=str(exc))
         task.profile = plan.profile.name
         await self.tasks.upsert(task)
@@ -487,9 +518,15 @@ class LocalAgents:
             )
             return done
 
+        async def held() -> dict[str, Any]:
+            try:
+                return await job()
+            finally:
+                release()
+
         if args.get("wait"):
-            return await job()
-        self._jobs.spawn(job(), name=f"local-job-{task.job_id}")
+            return await held()
+        self._jobs.spawn(held(), name=f"local-job-{task.job_id}")
         return task.as_dict()
 
     async def _run_http(

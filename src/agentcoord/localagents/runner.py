@@ -12,13 +12,11 @@ stderr goes to it directly; the last result JSON's ``is_error`` decides success,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -30,6 +28,7 @@ from typing import Any
 from agentcoord.identity.runners import RunnerInfo, RunnerKey, RunnerTable
 from agentcoord.kernel.pidfd import wait_pid
 from agentcoord.localagents.conversation import Mailbox, StatusFn, TurnsOutcome, converse
+from agentcoord.localagents.proctree import stop_tree
 from agentcoord.localagents.profiles import (
     AGENT_COORD,
     LaunchPlan,
@@ -191,12 +190,9 @@ async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
 
 
 async def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the runner's process group, then SIGKILL it after a grace period."""
-    for sig, grace in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        if proc.poll() is not None or await _wait_exit(proc, grace):
-            break
+    """Stop the runner with everything it started, its sandbox included: SIGTERM, then
+    SIGKILL after a grace period (:func:`~agentcoord.localagents.proctree.stop_tree`)."""
+    await stop_tree(proc.pid, reaped=lambda: proc.returncode is not None)
 
 
 def _create_time(pid: int) -> float:
