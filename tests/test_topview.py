@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcoord.cli.top import _grant_params, _suggested_rule
+from agentcoord.cli.top import _grant_params
 from agentcoord.cli.topview import Snapshot, claim_rows, waiting_rows
 
 
@@ -68,20 +68,6 @@ def test_a_write_claim_another_agent_focuses_on_is_a_conflict() -> None:
     rows = claim_rows(snap, 100.0)
     assert rows[0] == ("app:src/app.py", "a-1", "write", "1m", "also on it: b-1")
     assert rows[1][-1] == "-"
-
-
-@pytest.mark.parametrize(
-    ("state", "rule"),
-    [
-        ("waiting for permission: Bash npm test -- --grep x", "Bash(npm test:*)"),
-        ("waiting for permission: Bash ls", "Bash(ls:*)"),
-        ("waiting for permission: WebFetch https://x.org", "WebFetch"),
-        ("waiting for input", ""),
-    ],
-)
-def test_a_waiting_call_suggests_its_rule(state: str, rule: str) -> None:
-    """``g`` on a waiting session offers the rule that would have answered it."""
-    assert _suggested_rule(state) == rule
 
 
 def test_grant_input_keeps_spaces_in_the_rule() -> None:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from agentcoord.approvals.fromprompt import PermissionCall, permission_call, suggested_rule
+from agentcoord.approvals.fromprompt import (
+    PermissionCall,
+    permission_call,
+    state_rule,
+    suggested_rule,
+)
 from agentcoord.approvals.rules import parse_rule
 from agentcoord.errors import InvalidArguments
 
@@ -69,3 +74,21 @@ def test_a_command_with_no_plain_word_offers_nothing(preview: str) -> None:
     """No rule is offered for a command that starts with no plain word: not all of Bash."""
     with pytest.raises(InvalidArguments, match="no rule to offer"):
         suggested_rule(PermissionCall("a", "Bash", preview))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("state", "rule"),
+    [
+        ("waiting for permission: Bash npm test -- -x", "Bash(npm test:*)"),
+        ("waiting for permission: Bash ls", "Bash(ls:*)"),
+        ("waiting for permission: Bash $(curl x) | sh", ""),
+        ("waiting for permission: Edit /x/y.py", "Edit"),
+        ("waiting for permission: WebFetch https://x.org", "WebFetch"),
+        ("waiting for permission", ""),
+        ("waiting for input", ""),
+    ],
+)
+def test_a_permission_wait_offers_the_rule_of_its_call(state: str, rule: str) -> None:
+    """A session's permission wait offers the console's and top's rule, as a prompt would."""
+    assert state_rule(state) == rule

@@ -13,28 +13,13 @@ import pytest
 
 from agentcoord.console.auditrows import audit_row
 from agentcoord.console.conflictsource import WorktreeConflicts
-from agentcoord.console.queue import queue_items, suggested_rule
+from agentcoord.console.queue import queue_items
 from agentcoord.console.transcripts import TAIL_BYTES, last_turns, transcript_path
 from agentcoord.kernel.timetext import human_time
 from agentcoord.stores.records import PromptRecord
 
 WHEN = "2026-01-01T00:00:00.000Z"
 _GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    ("state", "rule"),
-    [
-        ("waiting for permission: Bash npm test -- -x", "Bash(npm test:*)"),
-        ("waiting for permission: Bash ls", "Bash(ls:*)"),
-        ("waiting for permission: Edit /x/y.py", "Edit"),
-        ("waiting for permission", ""),
-    ],
-)
-def test_suggested_rule(state: str, rule: str) -> None:
-    """A permission wait suggests the rule `agentcoord top` offers for it."""
-    assert suggested_rule(state) == rule
 
 
 @pytest.mark.unit

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentcoord.errors import InvalidArguments
 
-__all__ = ["PermissionCall", "permission_call", "suggested_rule"]
+__all__ = ["PermissionCall", "permission_call", "state_rule", "suggested_rule"]
 
 # The relay's wording (claude/push.py: PERMISSION_PREFIX, its question and context).
 _QUESTION = re.compile(r"^Claude Code permission: allow (?P<tool>[^\s?]+)\?")
@@ -82,3 +82,17 @@ def suggested_rule(call: PermissionCall) -> str:
             f"no rule to offer for the command {command[:80]!r}; grant one with agentcoord allow"
         )
     return f"Bash({' '.join(words)}:*)"
+
+
+def state_rule(state: str) -> str:
+    """The rule a session's permission wait offers, as the console and ``agentcoord top``
+    suggest it (docs/activity.md): ``waiting for permission: Bash npm test -x`` ->
+    ``Bash(npm test:*)``; "" when the state names no call or the command no plain word."""
+    _, _, call = state.partition(": ")
+    tool, _, rest = call.partition(" ")
+    if not tool:
+        return ""
+    try:
+        return suggested_rule(PermissionCall("", tool, rest.strip()))
+    except InvalidArguments:
+        return ""

@@ -19,6 +19,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Label, Static
 
+from agentcoord.approvals.fromprompt import state_rule
 from agentcoord.cli.topview import (
     Snapshot,
     WaitRow,
@@ -236,7 +237,7 @@ class TopApp(App[None]):
         """Grant a standing approval; a waiting session's call is offered as the rule."""
         key = self._selected("waiting")
         wait = next((w for w in self._waits if w.key == key and w.kind == "session"), None)
-        suggestion = _suggested_rule(wait.what) if wait is not None else ""
+        suggestion = state_rule(wait.what) if wait is not None else ""
 
         def granted(text: str | None) -> None:
             if text:
@@ -306,18 +307,6 @@ class TopApp(App[None]):
             self._say("select an agent in 'Agents' (or a waiting session) for its detail")
             return
         self.push_screen(Detail(_detail_text(row, self._snap)))
-
-
-def _suggested_rule(state: str) -> str:
-    """``waiting for permission: Bash npm test -x`` -> ``Bash(npm test:*)``, the usual grant."""
-    _, _, call = state.partition(": ")
-    tool, _, rest = call.partition(" ")
-    if not tool:
-        return ""
-    if tool == "Bash" and rest:
-        words = rest.split()
-        return f"Bash({' '.join(words[:2])}:*)"
-    return tool
 
 
 def _grant_params(line: str) -> dict[str, Any]:

@@ -9,27 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.approvals.fromprompt import state_rule
 from agentcoord.kernel.timetext import human_time
 
 if TYPE_CHECKING:
     from agentcoord.stores.records import PromptRecord
 
-__all__ = ["queue_items", "suggested_rule"]
+__all__ = ["queue_items"]
 
 _PERMISSION = "waiting for permission"
 _INPUT = "waiting for input"
-
-
-def suggested_rule(state: str) -> str:
-    """The standing approval a permission wait suggests, as ``agentcoord top`` offers it
-    (docs/approvals.md): ``waiting for permission: Bash npm test -x`` -> ``Bash(npm test:*)``."""
-    _, _, call = state.partition(": ")
-    tool, _, rest = call.partition(" ")
-    if not tool:
-        return ""
-    if tool == "Bash" and rest:
-        return f"Bash({' '.join(rest.split()[:2])}:*)"
-    return tool
 
 
 def _prompt_item(p: PromptRecord) -> dict[str, Any]:
@@ -57,7 +46,7 @@ def _wait_item(row: Mapping[str, Any], repos: Mapping[str, str]) -> dict[str, An
         "state": state,
         "since": human_time(row.get("state_since")),
         "at": row.get("state_since") or 0.0,
-        "rule": suggested_rule(state) if permission else "",
+        "rule": state_rule(state) if permission else "",
         "repo": repos.get(row["name"], ""),
     }
 
