@@ -80,48 +80,12 @@ _BODY = r"""def git_out(argv):
 
 
 def ask(what, refuse):
-    where = ""
-    for runtime in runtime_dirs():
-        where = runtime + "/agentcoord.sock"
-        try:
-            if posix.lstat(where).st_mode & 0o170000 == 0o140000:  # a socket
-                break
-        except OSError:
-            continue
     q = _json.encode_basestring_ascii
-    request = (
+    return ask_daemon(
         '{"jsonrpc":"2.0","id":1,"method":"agentcoord/tree-check","params":{"cwd":%s,'
         '"what":%s,"refuse":%s}}\n'
         % (q(posix.getcwd()), q(what), "true" if refuse else "false")
     )
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    sock.settimeout(TIMEOUT)
-    try:
-        sock.connect(where)
-    except OSError:
-        off("no daemon on " + where)
-    buf = b""
-    try:
-        sock.sendall(request.encode())
-        while b"\n" not in buf:
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                break
-            buf += chunk
-    except OSError as exc:
-        off("the daemon did not answer (%s)" % (exc.strerror or exc.__class__.__name__))
-    finally:
-        sock.close()
-    try:
-        reply = _json.make_scanner(_Ctx())(buf.split(b"\n", 1)[0].decode(), 0)[0]
-    except (ValueError, StopIteration, UnicodeDecodeError):
-        off("the daemon's answer was unreadable")
-    result = reply.get("result") if isinstance(reply, dict) else None
-    if not isinstance(result, dict):
-        error = reply.get("error") if isinstance(reply, dict) else None
-        message = error.get("message") if isinstance(error, dict) else None
-        off("the daemon did not check the @WHAT@ (%s)" % (message or "no answer"))
-    return result
 
 
 def after_checkout(args):
