@@ -80,7 +80,16 @@ class Phases:
         )
 
     def _failed(self, exc: BaseException) -> StartupError:
-        return StartupError(f"start-up: {self.current} failed ({exc!r}); {self._hint}")
+        return StartupError(f"start-up: {self.current} failed ({_named(exc)}); {self._hint}")
+
+
+def _named(exc: BaseException) -> str:
+    """The failure as one line: nats-py's API errors keep their codes and description in
+    ``str`` only (their ``repr`` is the bare class name)."""
+    text = str(exc)
+    if not text:
+        return repr(exc)
+    return text if type(exc).__name__ in text else f"{type(exc).__name__}: {text}"
 
 
 def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -137,4 +137,6 @@ async def _create_or_update(js: Any, config: Any) -> None:
     try:
         await create_asking_again(js, lambda ctx: ctx.add_stream(config))
     except nats.js.errors.BadRequestError:  # exists with another config
-        await js.update_stream(config)
+        # Raising the replica count places new peers: on a busy cluster that can be refused
+        # for a moment ("no suitable peers"), like a creation, so it is asked again likewise.
+        await while_electing(lambda: js.update_stream(config))

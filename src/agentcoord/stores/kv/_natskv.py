@@ -68,7 +68,7 @@ async def ensure_bucket(js: Any, config: Any) -> None:
             config.replicas,
         )
         info.config.num_replicas = config.replicas
-        await js.update_stream(info.config)
+        await while_electing(lambda: js.update_stream(info.config))
         await js.create_key_value(config)
 
 
