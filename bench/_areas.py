@@ -459,6 +459,9 @@ def area_messaging(ctx: Ctx) -> Area:
             "raw JetStream publish + pull": r["js_lat"],
         },
         curves={"send via MCP": ours_c, "raw js.publish": raw_c},
+        notes=[f"raw core messages lost and sent again: {bench_messaging.lost_core}"]
+        if bench_messaging.lost_core
+        else [],
     )
 
 
