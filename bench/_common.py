@@ -79,9 +79,16 @@ def wait_ready(
             call_unix(sock, "ping", {}, token=token)
             return token
         except (DaemonUnreachable, OSError):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("the daemon did not start") from None
-            time.sleep(0.02)
+            code = proc.poll()
+            if code is not None:
+                why = state_dir / "startup-error.log"
+                last = why.read_text().strip().splitlines()[-1:] if why.exists() else []
+                raise RuntimeError(
+                    f"the daemon exited {code} before it answered: {''.join(last)}"
+                ) from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the daemon did not answer within {timeout:g} s") from None
+            time.sleep(0.02)  # a readiness poll of a child whose start we do not own
 
 
 def median_ms(samples: Sequence[float]) -> float:

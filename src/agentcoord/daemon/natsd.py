@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agentcoord.errors import NatsStartError
+from agentcoord.kernel.busy import slack_now
 from agentcoord.kernel.childexec import exec_prefix
 from agentcoord.kernel.natsbin import find_nats_server
 from agentcoord.kernel.tasks import TaskSet
@@ -162,7 +163,7 @@ class NatsSupervisor:
         )
         self._drain = self._tasks.spawn(self._drain_output(proc), name="nats-drain")
         try:
-            async with asyncio.timeout(_START_TIMEOUT):
+            async with asyncio.timeout(_START_TIMEOUT * slack_now()):
                 async with asyncio.TaskGroup() as tg:  # whichever comes first: ready or exit
                     ready = tg.create_task(self._ready.wait(), name="nats-ready")
                     died = tg.create_task(proc.wait(), name="nats-died")

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import traceback
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 from agentcoord.errors import AgentCoordError, StartupError
+from agentcoord.kernel.busy import slack_now
 
 __all__ = ["Phases", "write_failure"]
 
 FAILURE_LOG = "startup-error.log"
+
+log = logging.getLogger(__name__)
 
 
 class Phases:
@@ -36,8 +40,12 @@ class Phases:
         self._timeout: asyncio.Timeout | None = None
 
     def begin(self, name: str, seconds: float, hint: str) -> None:
-        """Open phase ``name``: it has ``seconds`` to finish; ``hint`` says what to do if not."""
-        self.current, self._seconds, self._hint = name, seconds, hint
+        """Open phase ``name``: it has ``seconds`` to finish, stretched on a busy machine
+        (kernel/busy.py); ``hint`` says what to do if not."""
+        stretch = slack_now()
+        if stretch > 1.0:
+            log.info("start-up: %s may take %.1fx longer on this busy machine", name, stretch)
+        self.current, self._seconds, self._hint = name, seconds * stretch, hint
         if self._timeout is not None:
             self._timeout.reschedule(asyncio.get_running_loop().time() + seconds)
 
@@ -76,7 +84,7 @@ class Phases:
 
     def _late(self) -> StartupError:
         return StartupError(
-            f"start-up: {self.current} did not answer within {self._seconds:g} s; {self._hint}"
+            f"start-up: {self.current} did not answer within {self._seconds:.3g} s; {self._hint}"
         )
 
     def _failed(self, exc: BaseException) -> StartupError:
