@@ -87,6 +87,8 @@ def wait_ready(
                     f"the daemon exited {code} before it answered: {''.join(last)}"
                 ) from None
             if time.monotonic() > deadline:
+                proc.kill()  # a bench has no use for it; not left running behind the failure
+                proc.wait()
                 raise RuntimeError(f"the daemon did not answer within {timeout:g} s") from None
             time.sleep(0.02)  # a readiness poll of a child whose start we do not own
 
