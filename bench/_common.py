@@ -72,6 +72,9 @@ def wait_ready(
     ``http.addr`` is written just before the unix socket listens and ``human.token`` earlier
     still (daemon/run.py), so a ping that connects finds the token whole, while a client
     that waited for ``http.addr`` alone could still be refused the connection."""
+    from agentcoord.kernel.busy import slack_now
+
+    timeout *= slack_now()  # the daemon's own start-up bounds stretch alike
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -89,7 +92,7 @@ def wait_ready(
             if time.monotonic() > deadline:
                 proc.kill()  # a bench has no use for it; not left running behind the failure
                 proc.wait()
-                raise RuntimeError(f"the daemon did not answer within {timeout:g} s") from None
+                raise RuntimeError(f"the daemon did not answer within {timeout:.3g} s") from None
             time.sleep(0.02)  # a readiness poll of a child whose start we do not own
 
 
