@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from agentcoord.approvals import Approvals
     from agentcoord.budgets import Budgets
     from agentcoord.claude.inbox import NativeInboxes
+    from agentcoord.identity.kinds import SessionKind
     from agentcoord.kernel.caller import Caller
     from agentcoord.kernel.httpserver import HttpServer
     from agentcoord.localagents import LocalAgents
@@ -559,13 +560,14 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
     from agentcoord.claude.inbox import channel_box
 
     kinds, probe = session_kinds(s.config), PsutilProbe()
-    kind_of: dict[tuple[int, float], str | None] = {}  # a session process's CLI, looked up once
+    # A session process's CLI, looked up once (None: no kind recognises it).
+    kind_of: dict[tuple[int, float], SessionKind | None] = {}
 
-    def session_kind(key: tuple[int, float]) -> str | None:
+    def session_kind(key: tuple[int, float]) -> SessionKind | None:
         if key not in kind_of:
             chain = probe.chain(key[0])
             proc = chain[0] if chain else None
-            kind_of[key] = next((k.name for k in kinds if proc and k.recognise(proc)), None)
+            kind_of[key] = next((k for k in kinds if proc and k.recognise(proc)), None)
         return kind_of[key]
 
     async def published() -> dict[str, str]:
@@ -588,7 +590,7 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
             kind = (
                 await asyncio.to_thread(session_kind, key) if key not in kind_of else kind_of[key]
             )
-            if kind is not None and kind != "claude":
+            if kind is not None and not kind.has_native_inbox:
                 names[agent] = agent
         names[human] = "human"
         return names
