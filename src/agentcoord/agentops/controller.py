@@ -8,7 +8,7 @@ Succeeded or Failed from the last turn's result JSON (Idle when it never had wor
 
 The controller works as a Kubernetes controller does (client-go's workqueue): a watch event
 only queues the Agent's name (:mod:`.workqueue`, deduplicated); a fixed number of workers take
-names, read the Agent as stored now and act on :func:`.rules.reconcile_action`. A name is never
+names, read the Agent as stored now and act on :func:`.callrules.reconcile_action`. A name is never
 reconciled by two workers at once, and a reconcile that fails (the store busy, a start that
 raised) is logged and queued again after an exponential back-off, so no change is lost.
 
@@ -29,7 +29,7 @@ import secrets
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 

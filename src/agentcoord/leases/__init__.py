@@ -1,7 +1,7 @@
 """Leases: claims on files and other keys, and who may write a file (docs/claims.md "The
 leases service").
 
-:mod:`.service` (:class:`Leases`, the one service, over the claim and focus stores),
+:mod:`.leasing` (:class:`Leases`, the one service, over the claim and focus stores),
 :mod:`.filekeys` (a file's canonical key: its repository and path), :mod:`.holders` (canonical
 keys, the holder's site and process), :mod:`.sites` (each file claim's holder worktree and
 branch), :mod:`.guard` (the write guard's decision), :mod:`.editleases` (automatic edit
