@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from agentcoord.identity.kinds import SessionKind
     from agentcoord.kernel.caller import Caller
     from agentcoord.kernel.httpserver import HttpServer
+    from agentcoord.leases.filekeys import FileKeys
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
     from agentcoord.mcp.unix import UnixListener
@@ -173,6 +174,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
 
     from agentcoord.leases import EditLeases
+    from agentcoord.leases.filekeys import FileKeys
     from agentcoord.leases.leasing import Leases
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging, NoAgentUsers, Recipients
@@ -284,7 +286,12 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # Every session's state (docs/activity.md); a new wait is a desktop notice too.
     quiet = parse_quiet_hours(cfg.notify_quiet_hours)
     desktop = await stack.enter_async_context(DesktopNotifier(nc, quiet_hours=quiet))
-    activity = SessionActivity(cfg.claude_dir, audit, on_wait=[desktop.session_waiting])
+    # Files' keys: git's answers per directory, kept for the daemon's life; the leases service
+    # owns them, and the approvals, the activity and the console name repositories with them.
+    file_keys = FileKeys()
+    activity = SessionActivity(
+        cfg.claude_dir, audit, file_keys=file_keys, on_wait=[desktop.session_waiting]
+    )
     # Session agents end with their claude process; ended ones go after the retention.
     from agentcoord.localagents.session_end import SessionWatch
 
@@ -308,20 +315,22 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         focus=focus,
         # Claims, the write guard, edit leases, the commit check (docs/claims.md "The leases
         # service"): its holders' sites live as long as this daemon.
-        leases=Leases(claims, focus, EditLeases.from_config(cfg)),
+        leases=Leases(claims, focus, file_keys, EditLeases.from_config(cfg)),
         agents=StoreAgents(store, ns, states=activity),
         messaging=messaging,
         local_agents=local,
         operator=operator,
         sessions=sessions,
-        approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns)),
+        approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns), file_keys),
         activity=activity,
         budgets=budgets,
         conflicts=conflicts,
     )
 
 
-def _approvals(cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents) -> Approvals:
+def _approvals(
+    cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents, file_keys: FileKeys
+) -> Approvals:
     """Standing approvals (docs/approvals.md): a session scope must name a known agent."""
     from pathlib import Path
 
@@ -330,7 +339,14 @@ def _approvals(cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents) -> Ap
     async def exists(name: str) -> bool:
         return await agents.get_agent(name) is not None
 
-    return Approvals(kv, audit, home=Path.home(), claude_dir=cfg.claude_dir, agent_exists=exists)
+    return Approvals(
+        kv,
+        audit,
+        home=Path.home(),
+        claude_dir=cfg.claude_dir,
+        file_keys=file_keys,
+        agent_exists=exists,
+    )
 
 
 async def _operator(
@@ -457,6 +473,7 @@ async def _listeners(
         approvals=s.approvals,
         budgets=s.budgets,
         claude_dir=cfg.claude_dir,
+        file_keys=s.leases.keys,
         conflicts=TrackedConflicts(s.conflicts),
     )
     # The console's sessions are signed with the human token (docs/security.md "Console
