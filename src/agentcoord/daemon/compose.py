@@ -314,7 +314,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         claims=claims,
         focus=focus,
         # Claims, the write guard, edit leases, the commit check (docs/claims.md "The leases
-        # service"): its holders' sites live as long as this daemon.
+        # service"): its holders' sites and its file keys live as long as this daemon.
         leases=Leases(claims, focus, file_keys, EditLeases.from_config(cfg)),
         agents=StoreAgents(store, ns, states=activity),
         messaging=messaging,
