@@ -74,10 +74,10 @@ def file_key(path: Path) -> str:
     """The key a claim of ``path`` is stored under: the canonical file key where the project
     resolves them (agentcoord.leases.filekeys), else the absolute path."""
     try:
-        from agentcoord.leases.filekeys import resolve_file_key
+        from agentcoord.leases.filekeys import FileKeys
     except ImportError:
         return f"file:{path}"
-    return resolve_file_key(str(path), str(path.parent)).key
+    return FileKeys().file_key(str(path), str(path.parent)).key
 
 
 def glob_key(repo: Path, i: int) -> str:

@@ -283,8 +283,8 @@ def test_only_paths_that_may_be_claimed_are_resolved(
         (w2 / path).write_text("x\n")
     (w2 / "pkg3" / "link.py").symlink_to("mod3.py")
     paths.append("pkg3/link.py")
-    claimed = filekeys.resolve_file_key(str(w1 / "pkg7" / "mod57.py"), None).key
-    filekeys.clear_cache()
+    claimed = filekeys.FileKeys().file_key(str(w1 / "pkg7" / "mod57.py"), None).key
+    keys = filekeys.FileKeys()  # nothing known yet
     asked: list[str] = []
     real = subprocess.run
 
@@ -297,9 +297,9 @@ def test_only_paths_that_may_be_claimed_are_resolved(
     try:
         got = candidates(paths, str(w2), {claimed, "file:/elsewhere/.git//pkg1/x.py"})
         assert got == ["pkg7/mod57.py", "pkg3/link.py"]
-        assert filekeys.resolve_file_keys(got, str(w2))[0].key == claimed
+        assert keys.file_keys(got, str(w2))[0].key == claimed
     finally:
-        filekeys.clear_cache()
+        keys.clear()
     assert asked == [str((w2 / "pkg7").resolve())]
 
 

@@ -1,6 +1,6 @@
 """Every citation resolves inside the repository: a cited doc section (``docs/X.md "Section"``
-or ``docs/X.md#anchor``) in src/, tests/, bench/, .ci/, docs/ or the README names a heading
-that exists, every repository path named there exists, and nothing cites a file the
+or ``docs/X.md#anchor``) in src/, tests/, bench/, .ci/, proto/, docs/ or the README names a
+heading that exists, every repository path named there exists, and nothing cites a file the
 repository does not have (design notes, style guides or specs kept elsewhere)."""
 
 from __future__ import annotations
@@ -76,14 +76,16 @@ def slug(heading: str) -> str:
 
 
 def sources() -> list[Path]:
-    """The README, the docs, and every source, test, benchmark and CI file."""
+    """The README, the docs, and every source, test, benchmark and CI file, the wire format's
+    definitions (proto/) with them."""
     files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     for ext in ("py", "html", "js", "css"):
         files += sorted(PACKAGE.rglob(f"*.{ext}"))
     files += sorted((ROOT / "tests").rglob("*.py"))
     files += sorted(p for p in (ROOT / "bench").iterdir() if p.suffix in (".py", ".md", ""))
     files += sorted(p for p in (ROOT / ".ci").iterdir() if p.is_file())
-    return [f for f in files if f.is_file() and "/proto/" not in str(f)]
+    files += sorted(p for p in (ROOT / "proto").rglob("*") if p.suffix in (".proto", ".py"))
+    return [f for f in files if f.is_file()]
 
 
 def _where(path: Path, text: str, pos: int) -> str:
@@ -181,6 +183,16 @@ def test_cited_section_exists(
     else:
         anchors = [slug(t) for t in titles]
         assert anchor in anchors, f"{where}: docs/{doc} has no anchor #{anchor}: {anchors}"
+
+
+def test_the_wire_format_is_scanned() -> None:
+    """The .proto files and the code generated from them are among the scanned sources, so a
+    comment there is held to the same rules."""
+    scanned = {p.relative_to(ROOT).as_posix() for p in sources()}
+    assert "proto/agent/v1/agent.proto" in scanned
+    assert "proto/gen.py" in scanned
+    assert "src/agentcoord/proto/agent/v1/agent_pb2.py" in scanned
+    assert any(where.startswith("proto/") for where, *_ in CITATIONS)
 
 
 def test_nothing_cites_a_file_outside_the_repository() -> None:

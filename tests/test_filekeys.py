@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agentcoord.leases import filekeys
-from agentcoord.leases.filekeys import FileKey, resolve_file_key, resolve_file_keys, split_file_key
+from agentcoord.leases.filekeys import FileKey, FileKeys, split_file_key
 from agentcoord.stores.kv.keys import MAX_KEY_CHARS, escape_key, unescape_key
 
 pytestmark = pytest.mark.unit
@@ -43,11 +43,19 @@ def _repo(path: Path) -> Path:
     return path
 
 
+KEYS = FileKeys()  # what the daemon builds once; emptied around each test
+resolve_file_key, resolve_file_keys, resolve_claim_key = (
+    KEYS.file_key,
+    KEYS.file_keys,
+    KEYS.claim_key,
+)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Iterator[None]:
-    filekeys.clear_cache()
+    KEYS.clear()
     yield
-    filekeys.clear_cache()
+    KEYS.clear()
 
 
 @pytest.fixture
@@ -274,8 +282,6 @@ def test_folder_and_glob_claims_resolve_to_their_repository(
     """A folder (trailing slash, or an existing directory named without it) and a glob keep
     their pattern part and take the repository's common dir, from either worktree, and the
     canonical key given back is itself."""
-    from agentcoord.leases.filekeys import resolve_claim_key
-
     main, wt = worktrees
     (wt / "src" / "api").mkdir(parents=True)
     common = os.path.realpath(main / ".git")
@@ -301,7 +307,6 @@ def test_a_glob_outside_git_is_absolute_and_dots_after_a_glob_are_refused(
     """Outside git a folder or glob is an absolute path; a ``..`` after a glob name cannot be
     resolved and is an error naming the key."""
     from agentcoord.errors import InvalidArguments
-    from agentcoord.leases.filekeys import resolve_claim_key
 
     plain = tmp_path / "plain"
     plain.mkdir()

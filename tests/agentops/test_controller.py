@@ -20,6 +20,7 @@ from agentcoord.agentops.controller import (
     AgentController,
 )
 from agentcoord.identity.runners import RunnerInfo, Runners
+from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.runner import RunnerSpec
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.objects import ObjectStore
@@ -75,6 +76,7 @@ def _controller(store: ObjectStore, tmp: Path, runners: Runners) -> AgentControl
         runtime_dir=tmp / "run",
         claude_dir=tmp / "claude",
         base_env={},
+        launcher=Launcher.for_spec(RunnerSpec(), store, base_env={}, runtime_dir=tmp / "run"),
     )
 
 

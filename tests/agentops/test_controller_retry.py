@@ -23,6 +23,7 @@ from agentcoord.agentops.controller import (
     AgentController,
 )
 from agentcoord.identity.runners import Runners
+from agentcoord.localagents.launch import Launcher
 from agentcoord.localagents.runner import RunnerSpec
 from agentcoord.localagents.sandbox import Sandbox
 from agentcoord.stores.objects import ObjectStore
@@ -62,6 +63,13 @@ def _runner(tmp: Path) -> tuple[RunnerSpec, Path]:
         f"import json, sys\nopen({str(gate)!r}).read()\nprint(json.dumps({RESULT!r}))\n"
     )
     return RunnerSpec(command=(sys.executable, str(script))), gate
+
+
+async def _launcher(store: ObjectStore, spec: RunnerSpec, tmp: Path) -> Launcher:
+    """The launcher the daemon builds from ``spec``, its default AgentProfile created."""
+    launcher = Launcher.for_spec(spec, store, base_env=dict(os.environ), runtime_dir=tmp / "run")
+    await launcher.ensure_default_profile()
+    return launcher
 
 
 async def _until_phase(
@@ -123,6 +131,7 @@ async def test_a_start_that_raises_is_retried_with_backoff_until_it_runs(
             runtime_dir=tmp_path / "run",
             claude_dir=tmp_path / "claude",
             base_env=dict(os.environ),
+            launcher=await _launcher(store, spec, tmp_path),
         ),
     ):
         await _spawned(store, "w", work)
@@ -166,6 +175,7 @@ async def test_an_agent_deleted_while_its_start_keeps_failing_goes(tmp_path: Pat
             runtime_dir=tmp_path / "run",
             claude_dir=tmp_path / "claude",
             base_env=dict(os.environ),
+            launcher=await _launcher(store, spec, tmp_path),
         ) as ctl,
     ):
         await _spawned(store, "w", work)

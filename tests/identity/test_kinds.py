@@ -39,6 +39,7 @@ class _Other:
 
     name: ClassVar[str] = "other"
     markers: ClassVar[tuple[str, ...]] = ("OTHER_SESSION", "CLAUDECODE")
+    has_native_inbox: ClassVar[bool] = False
 
     def recognise(self, proc: ProcInfo) -> bool:
         return proc.name == "other"
@@ -220,3 +221,10 @@ def test_claude_native_name_is_its_registry_name(
     (tmp_path / "sessions" / "8.json").write_text(json.dumps(record))
     assert ClaudeCode(tmp_path).native_name(_p(8, "claude")) == name
     assert ClaudeCode(tmp_path).native_name(_p(9, "claude")) is None  # no record at all
+
+
+def test_only_claude_code_sessions_have_the_native_inbox() -> None:
+    """Claude Code's sessions are its team inbox's own members; every other kind's sessions
+    get a record published there (docs/claude-code.md "Who sessions can message")."""
+    assert [k.name for k in KINDS if k.has_native_inbox] == ["claude"]
+    assert not _Other().has_native_inbox

@@ -100,7 +100,9 @@ def test_hostile_ids_are_refused(daemon: Daemon, tally: Tally) -> None:
 def test_hostile_claim_keys_round_trip_or_are_refused(daemon: Daemon, tally: Tally) -> None:
     """A hostile claim key is refused, or kept verbatim as a distinct name (an absolute path:
     as its canonical file key, docs/claims.md "Claiming files"), never a path the daemon uses."""
-    from agentcoord.leases.filekeys import resolve_file_key
+    from agentcoord.leases.filekeys import FileKeys
+
+    resolve_file_key = FileKeys().file_key
 
     state_before = _tree(daemon.state_dir)
     granted: dict[str, int] = {}

@@ -23,7 +23,7 @@ from agentcoord.claude.hooks import HookDeps, Hooks
 from agentcoord.daemon.natsd import NatsSupervisor
 from agentcoord.kernel.caller import Caller
 from agentcoord.kernel.config import load_config
-from agentcoord.leases import EditLeases
+from agentcoord.leases import EditLeases, FileKeys
 from agentcoord.leases.leasing import Leases
 from agentcoord.stores.kv import ClaimStore, FocusStore
 from tests.conftest import FAKES, Daemon
@@ -374,7 +374,7 @@ async def _guard(
             js = nc.jetstream()
             async with ClaimStore(js, audit) as claims, FocusStore(js, audit) as focus:
                 unused = cast(Any, None)  # messaging, directory, sessions: other events only
-                deps = HookDeps(Leases(claims, focus, leases), unused, unused, unused)
+                deps = HookDeps(Leases(claims, focus, FileKeys(), leases), unused, unused, unused)
                 yield Hooks(deps), claims, audit
         finally:
             await nc.close()

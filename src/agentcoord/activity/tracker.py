@@ -34,6 +34,7 @@ from agentcoord.kernel.caller import Caller
 from agentcoord.stores.objects.agentdirectory import PROC_LABEL
 
 if TYPE_CHECKING:
+    from agentcoord.leases.filekeys import FileKeys
     from agentcoord.stores.audit import AuditSink
 
 __all__ = ["SessionActivity", "StateChange"]
@@ -63,12 +64,14 @@ class SessionActivity:
         claude_dir: Path,
         audit: AuditSink,
         *,
+        file_keys: FileKeys,
         on_wait: Sequence[Callable[[StateChange], None]] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``on_wait``: called (they must not block) each time a session starts a new wait."""
         self._sessions_dir = claude_dir / "sessions"
         self._audit = audit
+        self._file_keys = file_keys  # the leases service's: a repository's name from git, kept
         self._clock = clock
         self._states: dict[str, SessionState] = {}
         self._pids: dict[str, int] = {}
@@ -107,7 +110,9 @@ class SessionActivity:
             return
         cwd = payload.get("cwd")
         cwd = cwd if isinstance(cwd, str) and os.path.isabs(cwd) else caller.cwd
-        repository = await asyncio.to_thread(_repository_name, cwd) if cwd else None
+        repository = (
+            await asyncio.to_thread(_repository_name, self._file_keys, cwd) if cwd else None
+        )
         self._audit.emit(
             "SESSION_WAITING",
             agent,
@@ -201,10 +206,10 @@ def _pid_of(labels: Mapping[str, str] | None) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _repository_name(cwd: str) -> str:
+def _repository_name(keys: FileKeys, cwd: str) -> str:
     """The repository's name (its main worktree's directory), else the directory's own."""
     from agentcoord.approvals.standing import repository_of
     from agentcoord.leases.keytext import repo_name
 
-    found = repository_of(cwd)
+    found = repository_of(keys, cwd)
     return repo_name(found.common) if found is not None else os.path.basename(cwd) or cwd

@@ -1,9 +1,9 @@
 """Agent to agent, and the daemon as operator (docs/ask-and-operator.md).
 
-:mod:`.rules` (pure: depth, cycles, rules, linked sessions, reconcile decisions),
+:mod:`.callrules` (pure: depth, cycles, rules, linked sessions, reconcile decisions),
 :mod:`.checkpoints` (git WIP bundles, content-addressed blobs), :mod:`.controller` (Agent
 objects -> runner processes), :mod:`.ops` (the facade: send_message/ask), :mod:`.asks` (asks
-waiting in an interactive session's inbox), :mod:`.lifecycle` (spawn, cancel, checkpoint,
+waiting in an interactive session's inbox), :mod:`.lifecycleops` (spawn, cancel, checkpoint,
 resume, merge).
 """
 

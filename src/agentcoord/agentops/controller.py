@@ -8,7 +8,7 @@ Succeeded or Failed from the last turn's result JSON (Idle when it never had wor
 
 The controller works as a Kubernetes controller does (client-go's workqueue): a watch event
 only queues the Agent's name (:mod:`.workqueue`, deduplicated); a fixed number of workers take
-names, read the Agent as stored now and act on :func:`.rules.reconcile_action`. A name is never
+names, read the Agent as stored now and act on :func:`.callrules.reconcile_action`. A name is never
 reconciled by two workers at once, and a reconcile that fails (the store busy, a start that
 raised) is logged and queued again after an exponential back-off, so no change is lost.
 
@@ -29,7 +29,7 @@ import secrets
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +107,10 @@ class AgentController:
         runtime_dir: Path,
         claude_dir: Path,
         base_env: dict[str, str],
+        launcher: Launcher,
         audit: AuditSink | None = None,
         user: str = "user",
         namespace: str = "default",
-        shim: Sequence[str] | None = None,
-        launcher: Launcher | None = None,
     ) -> None:
         self.store = store
         # The agent's AgentProfile (read at each start) shapes the launch (docs/profiles.md).
@@ -126,7 +125,6 @@ class AgentController:
         self._audit = audit
         self.user = user
         self.ns = namespace
-        self._shim = shim
         self.active = ActiveTurns()
         self._w = AgentWrites(store, namespace)
         self.turns: dict[str, Turn] = {}
@@ -627,11 +625,9 @@ class AgentController:
                     focus=turn.focus,
                 )
 
-    async def _plan(self, turn: Turn) -> LaunchPlan | None:
+    async def _plan(self, turn: Turn) -> LaunchPlan:
         """The launch from the agent's AgentProfile as stored now (a one-prompt launch that
-        continues its linked session); None without a launcher. Raises ProfileError."""
-        if self.launcher is None:
-            return None
+        continues its linked session). Raises ProfileError."""
         obj = await self._w.get(turn.agent)
         name = ((obj or {}).get("spec") or {}).get("profile") or DEFAULT_PROFILE
         profile = await self.launcher.profiles.get(name)
@@ -690,7 +686,6 @@ class AgentController:
                 base_env=self._base_env,
                 runners=RegisteringRunners(self._runners, turn, self._on_runner_start),
                 runner_info=RunnerInfo(turn.agent, turn.place.depth, turn.place.chain),
-                shim=self._shim,
                 plan=plan,
             )
         except OSError as exc:

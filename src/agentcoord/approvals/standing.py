@@ -31,6 +31,7 @@ from agentcoord.kernel.caller import Caller, decision_fields
 from agentcoord.kernel.duration import format_duration, parse_duration
 
 if TYPE_CHECKING:
+    from agentcoord.leases.filekeys import FileKeys
     from agentcoord.stores.audit import AuditSink
     from agentcoord.stores.kv.approvalstore import ApprovalStore
 
@@ -52,12 +53,11 @@ class Repository:
     toplevel: str
 
 
-def repository_of(directory: str) -> Repository | None:
-    """The repository ``directory`` is in (None outside git); runs git, cached (blocking)."""
-    from agentcoord.leases.filekeys import resolve_file_key
-
+def repository_of(keys: FileKeys, directory: str) -> Repository | None:
+    """The repository ``directory`` is in (None outside git); runs git unless ``keys`` knows
+    it (blocking)."""
     # A name below the directory: the top level itself resolves to no path inside the tree.
-    key = resolve_file_key(os.path.join(directory, ".agentcoord-approval"), None)
+    key = keys.file_key(os.path.join(directory, ".agentcoord-approval"), None)
     if key.repo is None or key.worktree is None:
         return None
     return Repository(key.repo, key.worktree)
@@ -90,6 +90,7 @@ class Approvals:
         *,
         home: Path,
         claude_dir: Path,
+        file_keys: FileKeys,
         agent_exists: Callable[[str], Awaitable[bool]] | None = None,
         managed: Path = MANAGED_SETTINGS,
         clock: Callable[[], float] = time.time,
@@ -98,6 +99,7 @@ class Approvals:
         self._audit = audit
         self._home = home
         self._claude_dir = claude_dir
+        self._file_keys = file_keys  # the leases service's: git asked once per directory
         self._agent_exists = agent_exists
         self._managed = managed
         self._clock = clock
@@ -125,7 +127,7 @@ class Approvals:
             raise InvalidArguments(f"--for must be between 1s and 366 days, not {duration!r}")
         scope, target, label = "all", "", "all sessions"
         if repo:
-            found = await asyncio.to_thread(_repository_at, repo)
+            found = await asyncio.to_thread(_repository_at, self._file_keys, repo)
             from agentcoord.leases.keytext import repo_name
 
             scope, target, label = "repository", found.common, repo_name(found.common)
@@ -227,7 +229,7 @@ class Approvals:
         if not live:
             return None
         cwd = _cwd(caller, payload)
-        repo = await asyncio.to_thread(repository_of, cwd) if cwd else None
+        repo = await asyncio.to_thread(repository_of, self._file_keys, cwd) if cwd else None
         request = Request(tool, tool_input, cwd, str(self._home))
         for record, rev in sorted(live, key=lambda rr: str(rr[0].get("id"))):
             if not _in_scope(record, caller, repo):
@@ -282,14 +284,14 @@ class Approvals:
         log.warning("approval %s: a use was not counted (the record kept changing)", approval_id)
 
 
-def _repository_at(directory: str) -> Repository:
+def _repository_at(keys: FileKeys, directory: str) -> Repository:
     """The repository of the directory the human named (re-derived here, never taken as
     given); :class:`InvalidArguments` when there is none."""
     if not os.path.isabs(directory):
         raise InvalidArguments(f"the repository must be an absolute path, not {directory!r}")
     if not os.path.isdir(directory):
         raise InvalidArguments(f"no such directory: {directory}")
-    found = repository_of(directory)
+    found = repository_of(keys, directory)
     if found is None:
         raise InvalidArguments(f"{directory} is not in a git repository")
     return found

@@ -155,7 +155,7 @@ async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
     import asyncio
 
     now = time.time()
-    held = sorted(deps.leases.claims.held_by(caller.agent), key=lambda kh: kh[1].expires)
+    held = sorted(deps.leases.held_by(caller.agent), key=lambda kh: kh[1].expires)
     lines = [
         f"agentcoord: this conversation was {_RECAP_SOURCES[source]}; you are still agent "
         f"`{caller.agent}` on this machine's coordination daemon (MCP server agent-coord)."
@@ -167,7 +167,7 @@ async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
             lines.append(f"  - and {len(held) - _RECAP_CLAIMS} more (check_claims lists them)")
     else:
         lines.append("- claims you hold: none")
-    focus = deps.leases.focus.get(caller.agent)
+    focus = deps.leases.focus_of(caller.agent)
     if focus is not None and (focus.intent or focus.files):
         said = focus.intent or "(no intent)"
         files = f" (files: {', '.join(focus.files)})" if focus.files else ""

@@ -19,7 +19,7 @@ from agentcoord.console.conflictsource import ConflictSource, WorktreeConflicts
 from agentcoord.console.queue import queue_items
 from agentcoord.errors import InvalidArguments, NotFound
 from agentcoord.kernel.timetext import human_time
-from agentcoord.leases.filekeys import FILE_PREFIX, resolve_file_key, split_file_key
+from agentcoord.leases.filekeys import FILE_PREFIX, FileKeys, split_file_key
 from agentcoord.leases.keytext import display_key, repo_name
 from agentcoord.stores.objects.agentdirectory import PROC_LABEL, parse_proc
 
@@ -68,6 +68,7 @@ class ConsoleSections:
         approvals: Approvals | None = None,
         budgets: Budgets | None = None,
         claude_dir: Path | None = None,
+        file_keys: FileKeys,
         conflicts: ConflictSource | None = None,
     ) -> None:
         self._claims = claims
@@ -81,6 +82,7 @@ class ConsoleSections:
         self._budgets = budgets
         self._conflicts = conflicts or WorktreeConflicts()
         self._repos: dict[str, str] = {}  # a session's cwd -> its repository's name
+        self._file_keys = file_keys  # the leases service's
         self.pages = AgentPages(
             agents=agents,
             focus=focus,
@@ -111,7 +113,7 @@ class ConsoleSections:
         """The name of the repository ``cwd`` is in, else the directory's (runs git once per
         directory; blocking)."""
         if cwd not in self._repos:
-            key = resolve_file_key(os.path.join(cwd, ".agentcoord-console"), None)
+            key = self._file_keys.file_key(os.path.join(cwd, ".agentcoord-console"), None)
             self._repos[cwd] = repo_name(key.repo) if key.repo else os.path.basename(cwd)
         return self._repos[cwd]
 

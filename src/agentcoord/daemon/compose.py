@@ -45,8 +45,10 @@ if TYPE_CHECKING:
     from agentcoord.approvals import Approvals
     from agentcoord.budgets import Budgets
     from agentcoord.claude.inbox import NativeInboxes
+    from agentcoord.identity.kinds import SessionKind
     from agentcoord.kernel.caller import Caller
     from agentcoord.kernel.httpserver import HttpServer
+    from agentcoord.leases.filekeys import FileKeys
     from agentcoord.localagents import LocalAgents
     from agentcoord.mcp.http import HttpRoutes
     from agentcoord.mcp.unix import UnixListener
@@ -172,6 +174,7 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     phases.begin("the audit stream", _js_phase(cfg), f"JetStream did not answer; {nats_hint}")
 
     from agentcoord.leases import EditLeases
+    from agentcoord.leases.filekeys import FileKeys
     from agentcoord.leases.leasing import Leases
     from agentcoord.localagents import LocalAgents
     from agentcoord.messaging import Messaging, NoAgentUsers, Recipients
@@ -283,7 +286,12 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
     # Every session's state (docs/activity.md); a new wait is a desktop notice too.
     quiet = parse_quiet_hours(cfg.notify_quiet_hours)
     desktop = await stack.enter_async_context(DesktopNotifier(nc, quiet_hours=quiet))
-    activity = SessionActivity(cfg.claude_dir, audit, on_wait=[desktop.session_waiting])
+    # Files' keys: git's answers per directory, kept for the daemon's life; the leases service
+    # owns them, and the approvals, the activity and the console name repositories with them.
+    file_keys = FileKeys()
+    activity = SessionActivity(
+        cfg.claude_dir, audit, file_keys=file_keys, on_wait=[desktop.session_waiting]
+    )
     # Session agents end with their claude process; ended ones go after the retention.
     from agentcoord.localagents.session_end import SessionWatch
 
@@ -306,21 +314,23 @@ async def _services(cfg: Config, stack: contextlib.AsyncExitStack, phases: Phase
         claims=claims,
         focus=focus,
         # Claims, the write guard, edit leases, the commit check (docs/claims.md "The leases
-        # service"): its holders' sites live as long as this daemon.
-        leases=Leases(claims, focus, EditLeases.from_config(cfg)),
+        # service"): its holders' sites and its file keys live as long as this daemon.
+        leases=Leases(claims, focus, file_keys, EditLeases.from_config(cfg)),
         agents=StoreAgents(store, ns, states=activity),
         messaging=messaging,
         local_agents=local,
         operator=operator,
         sessions=sessions,
-        approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns)),
+        approvals=_approvals(cfg, approvals_t.result(), audit, StoreAgents(store, ns), file_keys),
         activity=activity,
         budgets=budgets,
         conflicts=conflicts,
     )
 
 
-def _approvals(cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents) -> Approvals:
+def _approvals(
+    cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents, file_keys: FileKeys
+) -> Approvals:
     """Standing approvals (docs/approvals.md): a session scope must name a known agent."""
     from pathlib import Path
 
@@ -329,7 +339,14 @@ def _approvals(cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents) -> Ap
     async def exists(name: str) -> bool:
         return await agents.get_agent(name) is not None
 
-    return Approvals(kv, audit, home=Path.home(), claude_dir=cfg.claude_dir, agent_exists=exists)
+    return Approvals(
+        kv,
+        audit,
+        home=Path.home(),
+        claude_dir=cfg.claude_dir,
+        file_keys=file_keys,
+        agent_exists=exists,
+    )
 
 
 async def _operator(
@@ -456,6 +473,7 @@ async def _listeners(
         approvals=s.approvals,
         budgets=s.budgets,
         claude_dir=cfg.claude_dir,
+        file_keys=s.leases.keys,
         conflicts=TrackedConflicts(s.conflicts),
     )
     # The console's sessions are signed with the human token (docs/security.md "Console
@@ -559,13 +577,14 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
     from agentcoord.claude.inbox import channel_box
 
     kinds, probe = session_kinds(s.config), PsutilProbe()
-    kind_of: dict[tuple[int, float], str | None] = {}  # a session process's CLI, looked up once
+    # A session process's CLI, looked up once (None: no kind recognises it).
+    kind_of: dict[tuple[int, float], SessionKind | None] = {}
 
-    def session_kind(key: tuple[int, float]) -> str | None:
+    def session_kind(key: tuple[int, float]) -> SessionKind | None:
         if key not in kind_of:
             chain = probe.chain(key[0])
             proc = chain[0] if chain else None
-            kind_of[key] = next((k.name for k in kinds if proc and k.recognise(proc)), None)
+            kind_of[key] = next((k for k in kinds if proc and k.recognise(proc)), None)
         return kind_of[key]
 
     async def published() -> dict[str, str]:
@@ -588,7 +607,7 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
             kind = (
                 await asyncio.to_thread(session_kind, key) if key not in kind_of else kind_of[key]
             )
-            if kind is not None and kind != "claude":
+            if kind is not None and not kind.has_native_inbox:
                 names[agent] = agent
         names[human] = "human"
         return names

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.errors import ProtocolError
 from agentcoord.kernel.jsonrpc import INVALID_PARAMS
-from agentcoord.leases.worktrees import Peer, Tree, peers_in, tree_of
+from agentcoord.leases.worktrees import Peer, Tree
 
 if TYPE_CHECKING:
     from agentcoord.kernel.caller import Caller
@@ -92,10 +92,10 @@ async def check_tree(
         # As for the commit check: an unattributed caller asks about its own tree only
         # (docs/security.md "The commit check").
         raise ProtocolError(INVALID_PARAMS, "tree-check: `cwd` is not your working directory")
-    tree = await asyncio.to_thread(tree_of, cwd)
+    tree = await asyncio.to_thread(leases.tree_of, cwd)
     if tree is None:
         return {"ok": True, "agent": caller.agent, "peers": []}
-    peers = peers_in(tree, caller.agent, cwds, leases.claims, leases.sites)
+    peers = leases.peers_in(tree, caller.agent, cwds)
     out: dict[str, Any] = {
         "ok": not peers,
         "agent": caller.agent,

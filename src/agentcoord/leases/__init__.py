@@ -1,12 +1,12 @@
-"""Leases: claims on files and other keys, and who may write a file (docs/claims.md "The
-leases service").
+"""Leases: claims on files and other keys, and who may write a file (docs/claims.md "The leases
+service").
 
-:mod:`.service` (:class:`Leases`, the one service, over the claim and focus stores),
-:mod:`.filekeys` (a file's canonical key: its repository and path), :mod:`.holders` (canonical
-keys, the holder's site and process), :mod:`.sites` (each file claim's holder worktree and
-branch), :mod:`.guard` (the write guard's decision), :mod:`.editleases` (automatic edit
-leases), :mod:`.commit` (the commit check's decision), :mod:`.rows` (a claim as data) and
-:mod:`.refusal` (what is said when a file is someone else's).
+:mod:`.leasing` (:class:`Leases`, the one service, over the claim and focus stores),
+:mod:`.filekeys` (a file's canonical key: its repository and path; :class:`FileKeys` keeps git's
+answers), :mod:`.holders` (canonical keys, the holder's site and process), :mod:`.sites` (each
+file claim's holder worktree and branch), :mod:`.guard` (the write guard's decision),
+:mod:`.editleases` (automatic edit leases), :mod:`.commit` (the commit check's decision),
+:mod:`.rows` (a claim as data) and :mod:`.refusal` (what is said when a file is someone else's).
 
 Importing this package is light (the CLI's key rendering reads :mod:`.filekeys`): the service
 and the modules that need the stores load when first named.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.leases.editleases import AUTO_LEASE_PURPOSE, EditLeases
-from agentcoord.leases.filekeys import FILE_PREFIX, FileKey, resolve_file_key
+from agentcoord.leases.filekeys import FILE_PREFIX, FileKey, FileKeys
 from agentcoord.leases.sites import ClaimSites, Site
 
 if TYPE_CHECKING:
@@ -29,9 +29,9 @@ __all__ = [
     "ClaimSites",
     "EditLeases",
     "FileKey",
+    "FileKeys",
     "Leases",
     "Site",
-    "resolve_file_key",
 ]
 
 

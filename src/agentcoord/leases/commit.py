@@ -1,12 +1,13 @@
 """The commit check's decision: which staged files another agent holds a write claim on
 (docs/claims.md "Commit guard").
 
-Staged paths are compared by canonical key (:func:`agentcoord.leases.filekeys.resolve_file_keys`:
-the repository's git common dir and the path from the worktree's top level), so a claim taken
-in one worktree blocks a commit of the same file from another. Claims still stored under an
-absolute path (taken before keys were canonical) are resolved the same way and match too
-(:func:`legacy_file_key`). A committer nobody can be attributed to is blocked by every write
-claim. Pure: values in, values out; the service resolves the keys.
+Staged paths are compared by canonical key
+(:meth:`agentcoord.leases.filekeys.FileKeys.file_keys`: the repository's git common dir and the
+path from the worktree's top level), so a claim taken in one worktree blocks a commit of the
+same file from another. Claims still stored under an absolute path (taken before keys were
+canonical) are resolved the same way and match too (:func:`legacy_file_key`). A committer nobody
+can be attributed to is blocked by every write claim. Pure: values in, values out; the service
+resolves the keys.
 """
 
 from __future__ import annotations

@@ -15,11 +15,14 @@ absolute path, has one key; the same relative path in another repository has ano
 canonical key given back (``file:<common-dir>//<rel>``, whose common dir holds a ``HEAD``) is
 itself. A relative path with no cwd to resolve it against is kept, normalized, as given.
 
-Asking git costs a process, and the write guard runs on every edit: results are cached per
-directory until the worktree's ``HEAD`` file changes (a checkout, a branch switch; checked with
-one ``stat`` per lookup) or for at most :data:`CACHE_TTL` seconds (a ``git init`` or a removed
-worktree is noticed then). A directory outside git is cached for the TTL too. Nothing here
-raises: a missing directory or a failing git falls back to the absolute path.
+Asking git costs a process, and the write guard runs on every edit: a :class:`FileKeys` keeps
+git's answers per directory until the worktree's ``HEAD`` file changes (a checkout, a branch
+switch; checked with one ``stat`` per lookup) or for at most :data:`CACHE_TTL` seconds (a
+``git init`` or a removed worktree is noticed then). A directory outside git is kept for the
+TTL too. The daemon has one, built by the composition root and owned by the leases service
+(docs/claims.md "The leases service"); this module keeps no state. Nothing here raises: a
+missing directory or a failing git falls back to the absolute path. :func:`split_file_key`
+is pure.
 """
 
 from __future__ import annotations
@@ -31,16 +34,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = [
-    "CACHE_TTL",
-    "FILE_PREFIX",
-    "FileKey",
-    "clear_cache",
-    "resolve_claim_key",
-    "resolve_file_key",
-    "resolve_file_keys",
-    "split_file_key",
-]
+__all__ = ["CACHE_TTL", "FILE_PREFIX", "FileKey", "FileKeys", "split_file_key"]
 
 FILE_PREFIX = "file:"
 SEPARATOR = "//"
@@ -89,16 +83,6 @@ class _Entry:
     expires: float
     head: str | None  # the worktree's HEAD file, whose change invalidates the entry
     head_sig: tuple[int, int, int] | None
-
-
-_cache: dict[str, _Entry] = {}
-_lock = threading.Lock()
-
-
-def clear_cache() -> None:
-    """Forget every directory's answer (tests, or after moving repositories around)."""
-    with _lock:
-        _cache.clear()
 
 
 def _strip_prefix(path: str) -> str:
@@ -183,48 +167,6 @@ def _head_unchanged(entry: _Entry) -> bool:
     return entry.head is None or _head_sig(entry.head) == entry.head_sig
 
 
-def _valid(directory: str, now: float) -> _Entry | None:
-    with _lock:
-        entry = _cache.get(directory)
-    if entry is not None and now < entry.expires and _head_unchanged(entry):
-        return entry
-    return None
-
-
-def _inherited(directory: str, now: float) -> _Entry | None:
-    """The answer of the nearest cached ancestor, when no ``.git`` entry lies between it and
-    ``directory`` (so no nested repository or worktree starts in between): one ``lstat`` per
-    level instead of a git run per directory of a commit (docs/claims.md "Claiming files")."""
-    d = directory
-    for _ in range(_MAX_WALK):
-        if os.path.basename(d) == ".git" or os.path.lexists(os.path.join(d, ".git")):
-            return None  # a worktree's top (or git's own dir) answers only for itself
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        entry = _valid(parent, now)
-        if entry is not None:
-            return entry
-        d = parent
-    return None
-
-
-def _repo_of(directory: str, now: float) -> _Repo | None:
-    entry = _valid(directory, now) or _inherited(directory, now)
-    if entry is not None:
-        with _lock:
-            _cache.setdefault(directory, entry)
-        return entry.repo
-    repo, head = _ask_git(directory)
-    entry = _Entry(repo, now + CACHE_TTL, head, _head_sig(head) if head else None)
-    with _lock:
-        _cache[directory] = entry
-        if repo is not None:
-            # The top level answers for every directory below it that has no .git of its own.
-            _cache[repo.toplevel] = entry
-    return repo
-
-
 def _canonical(raw: str) -> FileKey | None:
     """``raw`` as an already canonical key's body (what check_claims shows, passed back to
     release): a normalized git dir, ``//``, a normalized relative path (a folder's with its
@@ -240,82 +182,135 @@ def _canonical(raw: str) -> FileKey | None:
     return FileKey(FILE_PREFIX + raw, repo, rel, None, None)
 
 
-def _key_for(path: str, cwd: str | None, now: float) -> FileKey:
-    raw = _strip_prefix(path)
-    canonical = _canonical(raw)
-    if canonical is not None:
-        return canonical
-    absolute = _absolute(raw, cwd)
-    if absolute is None:
-        # A relative path with no cwd to resolve it against: kept as given, normalized.
-        rel = os.path.normpath(raw) if raw else raw
-        return FileKey(FILE_PREFIX + rel, None, rel, None, None)
-    repo = _repo_of(_existing_dir(absolute), now)
-    if repo is not None:
-        rel = os.path.relpath(absolute, repo.toplevel)
-        if rel != "." and not rel.startswith(".." + os.sep) and rel != "..":
-            key = f"{FILE_PREFIX}{repo.common}{SEPARATOR}{rel}"
-            return FileKey(key, repo.common, rel, repo.toplevel, repo.branch)
-    return FileKey(FILE_PREFIX + absolute, None, absolute, None, None)
+class FileKeys:
+    """Files' canonical keys, with git's answers kept per directory (the module docstring
+    says how long). Thread-safe: the write guard and the commit check resolve off the event
+    loop, several at once."""
 
+    def __init__(self) -> None:
+        self._cache: dict[str, _Entry] = {}
+        self._lock = threading.Lock()
 
-def resolve_file_key(path: str, cwd: str | None) -> FileKey:
-    """The identity of ``path`` (with or without ``file:``, absolute or relative to ``cwd``).
-    A canonical key comes back as itself (worktree and branch unknown: None)."""
-    return _key_for(path, cwd, time.monotonic())
+    def clear(self) -> None:
+        """Forget every directory's answer (after moving repositories around)."""
+        with self._lock:
+            self._cache.clear()
 
+    def file_key(self, path: str, cwd: str | None) -> FileKey:
+        """The identity of ``path`` (with or without ``file:``, absolute or relative to
+        ``cwd``). A canonical key comes back as itself (worktree and branch unknown: None)."""
+        return self._key_for(path, cwd, time.monotonic())
 
-def resolve_claim_key(path: str, cwd: str | None) -> FileKey:
-    """The identity of what a claim names (docs/claims.md "Folders and globs"): a file as
-    :func:`resolve_file_key` gives it, or a folder (a trailing ``/``, or an existing
-    directory) or a glob (``*``, ``?``, ``[`` in a name), whose literal leading directories are
-    resolved as a file's are and whose pattern part is kept: ``file:src/**/*.py`` from a
-    worktree is ``file:<common-dir>//src/**/*.py``. The repository's top level as a folder is
-    ``**``. A ``.`` or ``..`` after the first glob name cannot be resolved:
-    :class:`~agentcoord.errors.InvalidArguments`."""
-    from agentcoord.leases.matcher import GLOB_CHARS
+    def file_keys(self, paths: Sequence[str], cwd: str | None) -> list[FileKey]:
+        """:meth:`file_key` for each path, asking git at most once per worktree."""
+        now = time.monotonic()
+        return [self._key_for(p, cwd, now) for p in paths]
 
-    raw = _strip_prefix(path)
-    canonical = _canonical(raw)
-    if canonical is not None:
-        return canonical
-    parts = raw.split("/")
-    first = next((k for k, p in enumerate(parts) if any(c in GLOB_CHARS for c in p)), None)
-    folder = raw.endswith(("/", "/.", "/..")) or raw in (".", "..")
-    if first is None and not folder:
+    def claim_key(self, path: str, cwd: str | None) -> FileKey:
+        """The identity of what a claim names (docs/claims.md "Folders and globs"): a file as
+        :meth:`file_key` gives it, or a folder (a trailing ``/``, or an existing directory) or
+        a glob (``*``, ``?``, ``[`` in a name), whose literal leading directories are resolved
+        as a file's are and whose pattern part is kept: ``file:src/**/*.py`` from a worktree
+        is ``file:<common-dir>//src/**/*.py``. The repository's top level as a folder is
+        ``**``. A ``.`` or ``..`` after the first glob name cannot be resolved:
+        :class:`~agentcoord.errors.InvalidArguments`."""
+        from agentcoord.leases.matcher import GLOB_CHARS
+
+        raw = _strip_prefix(path)
+        canonical = _canonical(raw)
+        if canonical is not None:
+            return canonical
+        parts = raw.split("/")
+        first = next((k for k, p in enumerate(parts) if any(c in GLOB_CHARS for c in p)), None)
+        folder = raw.endswith(("/", "/.", "/..")) or raw in (".", "..")
+        if first is None and not folder:
+            absolute = _absolute(raw, cwd)
+            if absolute is None or not os.path.isdir(absolute):
+                return self.file_key(raw, cwd)
+            folder = True  # an existing directory named without its slash
+        if first is None:
+            literal, rest = raw, ""
+        else:
+            literal, rest = "/".join(parts[:first]), "/".join(p for p in parts[first:] if p)
+            if any(p in (".", "..") for p in rest.split("/")):
+                from agentcoord.errors import InvalidArguments
+
+                raise InvalidArguments(
+                    f"{path!r}: a glob may not have . or .. after its first glob"
+                )
+            if raw.endswith("/"):
+                rest += "/"
+        if not literal:
+            literal = "/" if raw.startswith("/") else "."
+        # Resolve a name inside the literal directory, then cut the name: the directory's key.
+        inside = self.file_key(os.path.join(literal, "_"), cwd)
+        base = inside.rel[:-1]  # "" at a worktree's top, else "<dir>/"
+        pattern = base + rest if rest else (base or "**/")
+        if pattern == "**/":
+            pattern = "**"
+        if inside.repo is None:
+            key = FILE_PREFIX + pattern
+        else:
+            key = f"{FILE_PREFIX}{inside.repo}{SEPARATOR}{pattern}"
+        return FileKey(key, inside.repo, pattern, inside.worktree, inside.branch)
+
+    def _key_for(self, path: str, cwd: str | None, now: float) -> FileKey:
+        raw = _strip_prefix(path)
+        canonical = _canonical(raw)
+        if canonical is not None:
+            return canonical
         absolute = _absolute(raw, cwd)
-        if absolute is None or not os.path.isdir(absolute):
-            return resolve_file_key(raw, cwd)
-        folder = True  # an existing directory named without its slash
-    if first is None:
-        literal, rest = raw, ""
-    else:
-        literal, rest = "/".join(parts[:first]), "/".join(p for p in parts[first:] if p)
-        if any(p in (".", "..") for p in rest.split("/")):
-            from agentcoord.errors import InvalidArguments
+        if absolute is None:
+            # A relative path with no cwd to resolve it against: kept as given, normalized.
+            rel = os.path.normpath(raw) if raw else raw
+            return FileKey(FILE_PREFIX + rel, None, rel, None, None)
+        repo = self._repo_of(_existing_dir(absolute), now)
+        if repo is not None:
+            rel = os.path.relpath(absolute, repo.toplevel)
+            if rel != "." and not rel.startswith(".." + os.sep) and rel != "..":
+                key = f"{FILE_PREFIX}{repo.common}{SEPARATOR}{rel}"
+                return FileKey(key, repo.common, rel, repo.toplevel, repo.branch)
+        return FileKey(FILE_PREFIX + absolute, None, absolute, None, None)
 
-            raise InvalidArguments(f"{path!r}: a glob may not have . or .. after its first glob")
-        if raw.endswith("/"):
-            rest += "/"
-    if not literal:
-        literal = "/" if raw.startswith("/") else "."
-    # Resolve a name inside the literal directory, then cut the name: the directory's key.
-    inside = resolve_file_key(os.path.join(literal, "_"), cwd)
-    base = inside.rel[:-1]  # "" at a worktree's top, else "<dir>/"
-    pattern = base + rest if rest else (base or "**/")
-    if pattern == "**/":
-        pattern = "**"
-    if inside.repo is None:
-        key = FILE_PREFIX + pattern
-    else:
-        key = f"{FILE_PREFIX}{inside.repo}{SEPARATOR}{pattern}"
-    return FileKey(key, inside.repo, pattern, inside.worktree, inside.branch)
+    def _valid(self, directory: str, now: float) -> _Entry | None:
+        with self._lock:
+            entry = self._cache.get(directory)
+        if entry is not None and now < entry.expires and _head_unchanged(entry):
+            return entry
+        return None
 
+    def _inherited(self, directory: str, now: float) -> _Entry | None:
+        """The answer of the nearest cached ancestor, when no ``.git`` entry lies between it
+        and ``directory`` (so no nested repository or worktree starts in between): one
+        ``lstat`` per level instead of a git run per directory of a commit (docs/claims.md
+        "Claiming files")."""
+        d = directory
+        for _ in range(_MAX_WALK):
+            if os.path.basename(d) == ".git" or os.path.lexists(os.path.join(d, ".git")):
+                return None  # a worktree's top (or git's own dir) answers only for itself
+            parent = os.path.dirname(d)
+            if parent == d:
+                return None
+            entry = self._valid(parent, now)
+            if entry is not None:
+                return entry
+            d = parent
+        return None
 
-def resolve_file_keys(paths: Sequence[str], cwd: str | None) -> list[FileKey]:
-    """:func:`resolve_file_key` for each path, asking git at most once per worktree."""
-    now = time.monotonic()
-    return [_key_for(p, cwd, now) for p in paths]
+    def _repo_of(self, directory: str, now: float) -> _Repo | None:
+        entry = self._valid(directory, now) or self._inherited(directory, now)
+        if entry is not None:
+            with self._lock:
+                self._cache.setdefault(directory, entry)
+            return entry.repo
+        repo, head = _ask_git(directory)
+        entry = _Entry(repo, now + CACHE_TTL, head, _head_sig(head) if head else None)
+        with self._lock:
+            self._cache[directory] = entry
+            if repo is not None:
+                # The top level answers for every directory below it that has no .git of its own.
+                self._cache[repo.toplevel] = entry
+        return repo
 
 
 def split_file_key(key: str) -> tuple[str | None, str]:

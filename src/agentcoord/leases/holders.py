@@ -2,8 +2,9 @@
 site, and the process whose exit releases a holder's claims (docs/claims.md "Claiming files").
 
 A file key (``file:<path>``, or a bare absolute path) is resolved against the caller's cwd to
-its canonical key (:mod:`agentcoord.leases.filekeys`), so the same file claimed from any
-worktree of one repository is one lease; other keys are kept as given.
+its canonical key (by the leases service's :class:`agentcoord.leases.filekeys.FileKeys`), so
+the same file claimed from any worktree of one repository is one lease; other keys are kept as
+given.
 """
 
 from __future__ import annotations
@@ -11,12 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from agentcoord.leases.filekeys import (
-    FILE_PREFIX,
-    FileKey,
-    resolve_claim_key,
-    resolve_file_key,
-)
+from agentcoord.leases.filekeys import FILE_PREFIX, FileKey, FileKeys
 from agentcoord.leases.sites import Site
 from agentcoord.stores.kv import ProcKey, proc_key
 
@@ -39,32 +35,32 @@ def names_file(key: str) -> bool:
     return key.startswith(FILE_PREFIX) or key.startswith("/")
 
 
-def canonical_key(key: str, cwd: str | None) -> tuple[str, FileKey | None]:
+def canonical_key(keys: FileKeys, key: str, cwd: str | None) -> tuple[str, FileKey | None]:
     """The key a claim is stored under: a file key (a file, a folder or a glob) resolved
     against ``cwd`` (the caller's) to its canonical form, with its identity; any other key
     unchanged, with None."""
     if not names_file(key):
         return key, None
-    fk = resolve_claim_key(key, cwd)
+    fk = keys.claim_key(key, cwd)
     return fk.key, fk
 
 
-def holder_site(fk: FileKey, cwd: str | None) -> Site:
+def holder_site(keys: FileKeys, fk: FileKey, cwd: str | None) -> Site:
     """The holder's worktree and branch: its cwd's when that is in the file's repository (an
     absolute path into another worktree is still claimed from the holder's own), else the
     file's."""
     if cwd:
-        here = resolve_file_key(os.path.join(cwd, "_"), None)
+        here = keys.file_key(os.path.join(cwd, "_"), None)
         if here.repo is not None and here.repo == fk.repo:
             return Site(here.worktree, here.branch)
     return Site(fk.worktree, fk.branch)
 
 
-def own_site(cwd: str | None) -> Site | None:
+def own_site(keys: FileKeys, cwd: str | None) -> Site | None:
     """The worktree and branch ``cwd`` is in, or None outside git (or without a cwd)."""
     if not cwd:
         return None
-    here = resolve_file_key(os.path.join(cwd, "_"), None)
+    here = keys.file_key(os.path.join(cwd, "_"), None)
     return Site(here.worktree, here.branch) if here.repo is not None else None
 
 
@@ -77,7 +73,7 @@ def holder_process(caller: Caller) -> ProcKey | None:
     return proc_key(pid) if pid else None
 
 
-def prefix_key(prefix: str, cwd: str | None) -> str:
+def prefix_key(keys: FileKeys, prefix: str, cwd: str | None) -> str:
     """A claim listing's prefix in canonical form: ``file:src/`` (a directory, by its trailing
     slash) is every claim under the repository's ``src/``; ``file:`` alone is every file
     claim; any other prefix as given."""
@@ -86,5 +82,5 @@ def prefix_key(prefix: str, cwd: str | None) -> str:
     raw = prefix.removeprefix(FILE_PREFIX)
     if raw in (".", "..") or raw.endswith(("/", "/.", "/..")):
         # resolve a name inside the directory, then cut the name: the directory's key + "/"
-        return resolve_file_key(os.path.join(raw, "_"), cwd).key[:-1]
-    return resolve_file_key(raw, cwd).key
+        return keys.file_key(os.path.join(raw, "_"), cwd).key[:-1]
+    return keys.file_key(raw, cwd).key

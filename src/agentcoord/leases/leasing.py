@@ -4,8 +4,9 @@ check do about it (docs/claims.md "The leases service").
 :class:`Leases` sits above the claim store (:class:`~agentcoord.stores.kv.ClaimStore` keeps
 the compare-and-set and the KV view) and the focus store, and owns the rest: file keys, holders,
 the holders' sites, the write-guard decision, automatic edit leases and the commit check. The
-``claim`` tools, the PreToolUse/SessionEnd hook handlers and the pre-commit check are thin
-adapters over it. Built once by the composition root.
+``claim`` tools, the PreToolUse/SessionEnd hook handlers, the SessionStart recap and the
+pre-commit check are thin adapters over it, through its verbs. Built once by the composition
+root, with the :class:`~agentcoord.leases.filekeys.FileKeys` whose answers from git it keeps.
 """
 
 from __future__ import annotations
@@ -18,14 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentcoord.errors import DomainError
 from agentcoord.leases.commit import blockers, candidates, legacy_file_key
 from agentcoord.leases.editleases import AUTO_LEASE_PURPOSE, EditLeases, lease_step
-from agentcoord.leases.filekeys import (
-    FILE_PREFIX,
-    FileKey,
-    resolve_claim_key,
-    resolve_file_key,
-    resolve_file_keys,
-    split_file_key,
-)
+from agentcoord.leases.filekeys import FILE_PREFIX, FileKey, FileKeys, split_file_key
 from agentcoord.leases.gate import RepoGates
 from agentcoord.leases.guard import Deny, decide_write
 from agentcoord.leases.holders import (
@@ -33,13 +27,22 @@ from agentcoord.leases.holders import (
     holder_process,
     holder_site,
     names_file,
+    own_site,
     prefix_key,
 )
 from agentcoord.leases.matcher import covers, is_pattern
 from agentcoord.leases.patterns import Overlap, PatternClaims, names_pattern
 from agentcoord.leases.refusal import commit_refusal, deny_text, stage_refusal, tree_refusal
 from agentcoord.leases.sites import ClaimSites, Site
-from agentcoord.leases.worktrees import changed_files, peers_in, risky_calls, theirs
+from agentcoord.leases.worktrees import (
+    Peer,
+    Tree,
+    changed_files,
+    peers_in,
+    risky_calls,
+    theirs,
+    tree_of,
+)
 from agentcoord.stores.kv import Contention, Granted
 from agentcoord.stores.kv.keys import MAX_KEY_CHARS
 
@@ -47,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from agentcoord.kernel.caller import Caller
-    from agentcoord.stores.kv import ClaimStore, FocusStore, Holder, Mode, ProcKey
+    from agentcoord.stores.kv import ClaimStore, Focus, FocusStore, Holder, Mode, ProcKey
 
 __all__ = ["Leases"]
 
@@ -56,13 +59,18 @@ log = logging.getLogger(__name__)
 
 class Leases:
     """Claims on files and other keys, over the claim store ``claims`` and the focus store
-    ``focus`` (whose intents the refusals quote)."""
+    ``focus`` (whose intents the refusals quote), resolving files' keys with ``keys``."""
 
     def __init__(
-        self, claims: ClaimStore, focus: FocusStore, edit_leases: EditLeases | None = None
+        self,
+        claims: ClaimStore,
+        focus: FocusStore,
+        keys: FileKeys,
+        edit_leases: EditLeases | None = None,
     ) -> None:
         self.claims = claims
         self.focus = focus
+        self.keys = keys  # git's answers per directory, for as long as this daemon runs
         self.edit_leases = edit_leases or EditLeases()
         self.sites = ClaimSites(claims)  # each live file claim's holder site, in this daemon
         self.patterns = PatternClaims(claims)  # the live folder and glob claims, by repository
@@ -77,6 +85,24 @@ class Leases:
         focus = self.focus.get(agent)
         return focus.intent if focus is not None and focus.intent else ""
 
+    def focus_of(self, agent: str) -> Focus | None:
+        """``agent``'s focus (intent and files), if it set one."""
+        return self.focus.get(agent)
+
+    def own_site(self, cwd: str | None) -> Site | None:
+        """The worktree and branch ``cwd`` is in (None outside git or without a cwd)."""
+        return own_site(self.keys, cwd)
+
+    @property
+    def default_ttl(self) -> float:
+        """How long a claim lasts when its claimer names no ttl."""
+        return self.claims.policy.default_ttl
+
+    @property
+    def heartbeat_grace(self) -> float:
+        """How long a heartbeating holder's claims live past its last heartbeat."""
+        return self.claims.policy.heartbeat_grace
+
     # ---- claims ----------------------------------------------------------------------------
 
     async def claim(
@@ -88,15 +114,37 @@ class Leases:
         identity (None for other keys) and the store's answer: a file claim overlapping
         another agent's claim on another key (a folder or glob, docs/claims.md "Folders and
         globs") is refused with an :class:`Overlap`."""
-        stored, fk = canonical_key(key, caller.cwd)
+        stored, fk = canonical_key(self.keys, key, caller.cwd)
         proc = holder_process(caller)
         if fk is None:
             out = await self.claims.claim(agent, stored, mode, ttl, purpose=purpose, proc=proc)
             return stored, fk, out
         out = await self._claim_file(agent, fk, mode, ttl, purpose, proc)
         if isinstance(out, Granted):
-            self.sites.note(stored, out.holder.token, holder_site(fk, caller.cwd))
+            self.sites.note(stored, out.holder.token, holder_site(self.keys, fk, caller.cwd))
         return stored, fk, out
+
+    async def release(self, caller: Caller, agent: str, key: str, token: int | None) -> bool:
+        """Drop ``agent``'s claim on ``key`` (a file key resolved against the caller's cwd, as
+        :meth:`claim` stored it), fenced by ``token`` when given; False when none was held."""
+        stored, _ = canonical_key(self.keys, key, caller.cwd)
+        return await self.claims.release(agent, stored, token)
+
+    async def renew(
+        self, caller: Caller, agent: str, key: str, token: int | None, ttl: float | None
+    ) -> tuple[str, Holder]:
+        """Extend ``agent``'s claim on ``key`` (resolved as :meth:`release` does) by ``ttl``
+        (None: its own); the stored key and the renewed holder."""
+        stored, _ = canonical_key(self.keys, key, caller.cwd)
+        return stored, await self.claims.renew(agent, stored, token, ttl)
+
+    async def heartbeat(self, agent: str) -> list[str]:
+        """Renew every claim ``agent`` holds; the keys renewed (docs/claims.md "Rules")."""
+        return await self.claims.heartbeat(agent)
+
+    def held_by(self, agent: str) -> list[tuple[str, Holder]]:
+        """The live claims ``agent`` holds, by key."""
+        return self.claims.held_by(agent)
 
     async def _claim_file(
         self, agent: str, fk: FileKey, mode: Mode, ttl: float, purpose: str, proc: ProcKey | None
@@ -115,10 +163,10 @@ class Leases:
         """The live claims ``check_claims`` lists for ``prefix`` (optionally one agent's): those
         whose key starts with it, and for a file, folder or glob prefix also every claim whose
         files overlap it (a folder over the file, a glob reaching into the folder)."""
-        rows = self.claims.check(prefix_key(prefix, cwd), agent)
+        rows = self.claims.check(prefix_key(self.keys, prefix, cwd), agent)
         if not names_file(prefix) or prefix == FILE_PREFIX:
             return rows
-        fk = resolve_claim_key(prefix, cwd)
+        fk = self.keys.claim_key(prefix, cwd)
         near = self.patterns.overlapping(fk.repo, fk.rel)
         if is_pattern(fk.rel):
             near += self.patterns.files_in(fk)
@@ -137,7 +185,7 @@ class Leases:
         the deny reason when another agent holds a write claim on the file, else None, after
         taking or renewing the writer's automatic edit lease (docs/claims.md "Claiming
         files")."""
-        fk = resolve_file_key(path, cwd)
+        fk = self.keys.file_key(path, cwd)
         # One lookup of exactly this key, not a walk over every claim: the guard runs on every
         # edit (docs/claims.md "Benchmark").
         holders = self.claims.holders(fk.key)
@@ -177,7 +225,7 @@ class Leases:
             if out.holder.agent == writer.agent:
                 return None
             return self._deny(fk, out.holder)
-        self.sites.note(fk.key, out.holder.token, holder_site(fk, cwd))
+        self.sites.note(fk.key, out.holder.token, holder_site(self.keys, fk, cwd))
         return None
 
     def _deny(self, fk: FileKey, holder: Holder, key: str | None = None) -> str:
@@ -209,9 +257,9 @@ class Leases:
         "Working-tree guard")."""
         if "git" not in line:
             return None  # the usual Bash command: nothing to parse
-        risky = await asyncio.to_thread(risky_calls, line, cwd)
+        risky = await asyncio.to_thread(risky_calls, self.keys, line, cwd)
         for call, effect, tree in risky:
-            peers = peers_in(tree, caller.agent, cwds, self.claims, self.sites)
+            peers = self.peers_in(tree, caller.agent, cwds)
             if not peers:
                 continue
             if effect == "moves":
@@ -224,6 +272,16 @@ class Leases:
                 own = [p for p in changed if p not in held]
                 return stage_refusal(call, tree, held, own)
         return None
+
+    def tree_of(self, directory: str) -> Tree | None:
+        """The worktree ``directory`` is in, or None outside git (runs git when not known
+        yet: off the event loop)."""
+        return tree_of(self.keys, directory)
+
+    def peers_in(self, tree: Tree, me: str, cwds: Mapping[str, str]) -> dict[str, Peer]:
+        """The agents other than ``me`` working in ``tree``: by their cwd (``cwds``: the live
+        sessions' names to cwds) and by the claims they took from it."""
+        return peers_in(self.keys, tree, me, cwds, self.claims, self.sites)
 
     # ---- the commit check ------------------------------------------------------------------
 
@@ -243,13 +301,13 @@ class Leases:
 
         def resolve() -> tuple[dict[str, str], dict[str, str], dict[str, list[str]]]:
             # Resolving runs git (once per directory, cached): off the event loop.
-            resolved = resolve_file_keys(list(legacy.values()), None)
+            resolved = self.keys.file_keys(list(legacy.values()), None)
             aliases = {key: fk.key for key, fk in zip(legacy, resolved, strict=True)}
             claimed = {aliases.get(key, key) for key, _ in live}
             wanted: dict[str, str] = {}
             covered: dict[str, list[str]] = {}
             asked = paths if globs else candidates(paths, cwd, claimed)
-            for path, fk in zip(asked, resolve_file_keys(asked, cwd), strict=True):
+            for path, fk in zip(asked, self.keys.file_keys(asked, cwd), strict=True):
                 wanted.setdefault(fk.key, path)
                 for key, repo, pattern in globs:
                     if repo == fk.repo and covers(pattern, fk.rel):

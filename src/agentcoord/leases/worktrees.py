@@ -1,13 +1,14 @@
-"""The working-tree guard: a git command that would move or rewrite a worktree another live
-session works in is refused before it runs (docs/claims.md "Working-tree guard").
+"""The working-tree guard: a git command that would move or rewrite a worktree another live session
+works in is refused before it runs (docs/claims.md "Working-tree guard").
 
 For each ``git`` a Bash command line runs (:mod:`agentcoord.leases.shellgit`) that moves the
-tree or stages everything in it (:mod:`agentcoord.leases.treeguard`), the worktree it runs in
-is found (git asked once per worktree, cached: :mod:`agentcoord.leases.filekeys`), and so are
-the other sessions working there: those whose cwd is in it, and those holding claims taken from
-it (the claims' sites). A move is refused naming them; staging everything is refused only when
-the tree's changes include files they hold, and says which, and how to stage one's own.
-Aliases (``git co``) are looked up in the repository's config.
+tree or stages everything in it (:mod:`agentcoord.leases.treeguard`), the worktree it runs in is
+found (git asked once per worktree, the answer kept:
+:class:`agentcoord.leases.filekeys.FileKeys`), and so are the other sessions working there:
+those whose cwd is in it, and those holding claims taken from it (the claims' sites). A move is
+refused naming them; staging everything is refused only when the tree's changes include files
+they hold, and says which, and how to stage one's own. Aliases (``git co``) are looked up in the
+repository's config.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from agentcoord.leases.filekeys import FILE_PREFIX, SEPARATOR, resolve_file_key, split_file_key
+from agentcoord.leases.filekeys import FILE_PREFIX, SEPARATOR, FileKeys, split_file_key
 from agentcoord.leases.gitrun import git_out
 from agentcoord.leases.matcher import covers
 from agentcoord.leases.shellgit import GitCall, git_calls
@@ -53,9 +54,9 @@ class Peer:
     files: list[str] = field(default_factory=list)
 
 
-def tree_of(directory: str) -> Tree | None:
+def tree_of(keys: FileKeys, directory: str) -> Tree | None:
     """The worktree ``directory`` is in, or None outside git."""
-    fk = resolve_file_key(os.path.join(directory, "_"), None)
+    fk = keys.file_key(os.path.join(directory, "_"), None)
     if fk.repo is None or fk.worktree is None:
         return None
     return Tree(fk.repo, fk.worktree, fk.branch)
@@ -87,7 +88,7 @@ def _expand(call: GitCall, directory: str) -> list[GitCall]:
     return [call]
 
 
-def risky_calls(line: str, cwd: str) -> list[tuple[GitCall, TreeEffect, Tree]]:
+def risky_calls(keys: FileKeys, line: str, cwd: str) -> list[tuple[GitCall, TreeEffect, Tree]]:
     """The git runs of ``line`` (started in ``cwd``) that move or stage everything in a
     worktree, with that worktree. Runs git (aliases, the worktree's identity): not on the
     event loop."""
@@ -101,13 +102,14 @@ def risky_calls(line: str, cwd: str) -> list[tuple[GitCall, TreeEffect, Tree]]:
             named = other_tree(call)
             base = call.cwd or directory
             where = os.path.join(base, named) if named else call.work_tree or base
-            tree = tree_of(where)
+            tree = tree_of(keys, where)
             if tree is not None:
                 out.append((call, effect, tree))
     return out
 
 
 def peers_in(
+    keys: FileKeys,
     tree: Tree,
     me: str,
     cwds: Mapping[str, str],
@@ -120,7 +122,7 @@ def peers_in(
     for agent, cwd in cwds.items():
         if agent == me or not cwd:
             continue
-        there = tree_of(cwd)
+        there = tree_of(keys, cwd)
         if there is not None and there.top == tree.top:
             found[agent] = Peer(agent, cwd)
     for key, holder in claims.check(f"{FILE_PREFIX}{tree.repo}{SEPARATOR}"):

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from agentcoord.errors import InvalidArguments
 from agentcoord.kernel.caller import Caller
-from agentcoord.leases.holders import canonical_key, own_site
 from agentcoord.leases.patterns import Overlap
 from agentcoord.leases.refusal import claim_text
 from agentcoord.leases.rows import claim_row, shown_key
@@ -35,13 +34,6 @@ _KEY: dict[str, Any] = {"type": "string", "maxLength": 512}
 _EVENT_TYPE = re.compile(r"[A-Z0-9_]{1,64}")
 _TOKEN: dict[str, Any] = {"type": "integer", "minimum": 1}
 _LIMIT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 1000}
-
-
-def _with_canonical_key(caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-    key = args.get("resource_key")
-    if not isinstance(key, str):
-        return args
-    return {**args, "resource_key": canonical_key(key, caller.cwd)[0]}
 
 
 def _model_row(row: dict[str, Any], mine: Site | None = None) -> dict[str, Any]:
@@ -135,7 +127,7 @@ class ClaimTools:
         leases = self._leases
         agent = acting_agent(caller, args)
         mode = parse_mode(args.get("mode") or "write")
-        ttl = _ttl(args, leases.claims.policy.default_ttl)
+        ttl = _ttl(args, leases.default_ttl)
         assert ttl is not None
         key, fk, out = await leases.claim(
             caller, agent, args["resource_key"], mode, ttl, args.get("purpose", "")
@@ -146,11 +138,11 @@ class ClaimTools:
             # and globs") is shown under its own key.
             held = self._row(out.key if isinstance(out, Overlap) else key, out.holder)
             if model:
-                held = _model_row(held, own_site(caller.cwd) if fk is not None else None)
+                held = _model_row(held, leases.own_site(caller.cwd) if fk is not None else None)
             return {"acquired": False, "holder": held}
         granted = self._row(key, out.holder)
         if model:  # the token once, beside revision (docs/claims.md "Tools")
-            granted = _model_row(granted, own_site(caller.cwd) if fk is not None else None)
+            granted = _model_row(granted, leases.own_site(caller.cwd) if fk is not None else None)
             del granted["token"]
         return {
             "acquired": True,
@@ -164,11 +156,12 @@ class ClaimTools:
         schema=obj_schema(("resource_key",), resource_key=_KEY, token=_TOKEN, agent=_AGENT),
     )
     async def release(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        args = _with_canonical_key(caller, args)  # a file key as claim stored it
-        # `release {resource_key}` drops the caller's own claim; a token, when given, fences it
-        # (docs/claims.md "Tools").
+        # `release {resource_key}` drops the caller's own claim (a file key as claim stored it);
+        # a token, when given, fences it (docs/claims.md "Tools").
         agent = acting_agent(caller, args)
-        released = await self._leases.claims.release(agent, args["resource_key"], args.get("token"))
+        released = await self._leases.release(
+            caller, agent, args["resource_key"], args.get("token")
+        )
         return {"released": released}
 
     @tool(
@@ -178,10 +171,10 @@ class ClaimTools:
         ),
     )
     async def renew(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
-        args = _with_canonical_key(caller, args)  # a file key as claim stored it
         agent = acting_agent(caller, args)
-        key = args["resource_key"]
-        holder = await self._leases.claims.renew(agent, key, args.get("token"), _ttl(args, None))
+        key, holder = await self._leases.renew(  # a file key as claim stored it
+            caller, agent, args["resource_key"], args.get("token"), _ttl(args, None)
+        )
         row = claim_row(key, holder)
         return {"renewed": True, "claim": _model_row(row) if for_model(caller) else row}
 
@@ -191,11 +184,8 @@ class ClaimTools:
     )
     async def heartbeat(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         agent = acting_agent(caller, args)
-        keys = await self._leases.claims.heartbeat(agent)
-        return {
-            "renewed": keys,
-            "grace": format_duration(self._leases.claims.policy.heartbeat_grace),
-        }
+        keys = await self._leases.heartbeat(agent)
+        return {"renewed": keys, "grace": format_duration(self._leases.heartbeat_grace)}
 
     @tool(
         description="Live claims by key prefix, or one holder's.",
@@ -207,7 +197,7 @@ class ClaimTools:
         rows = self._leases.listing(args.get("prefix", ""), caller.cwd, args.get("holder", ""))
         limit = args.get("limit", 200)
         if for_model(caller):
-            mine = own_site(caller.cwd)
+            mine = self._leases.own_site(caller.cwd)
             shown: dict[str, Any] = {
                 "claims": [_model_row(self._row(k, h), mine) for k, h in rows[:limit]]
             }

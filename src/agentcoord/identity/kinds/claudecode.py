@@ -46,6 +46,7 @@ class ClaudeCode:
     claude_dir: Path | None = None
     name: ClassVar[str] = "claude"
     markers: ClassVar[tuple[str, ...]] = ("CLAUDECODE", _SESSION_ENV, "CLAUDE_CODE_ENTRYPOINT")
+    has_native_inbox: ClassVar[bool] = True  # its sessions are the team inbox's own members
 
     def recognise(self, proc: ProcInfo) -> bool:
         """A ``claude`` process by name, argv[0] basename, or the native install path."""

@@ -5,7 +5,7 @@ and the CLI gives its sessions no name another process can read (docs/architectu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from agentcoord.identity.kinds.cwdname import basename_of
 from agentcoord.identity.procinfo import ProcInfo
@@ -19,6 +19,8 @@ __all__ = ["ProcessSessionKind"]
 class ProcessSessionKind:
     """The defaults of :class:`~agentcoord.identity.kinds.protocol.SessionKind` for a CLI whose
     process is its session."""
+
+    has_native_inbox: ClassVar[bool] = False  # Claude Code's team inbox lists it by a record
 
     def refusal(self, session: ProcInfo) -> str | None:
         return None  # one process serves one session

@@ -34,6 +34,14 @@ class SessionKind(Protocol):
         """The environment variables the CLI sets for every process it starts."""
         ...
 
+    @property
+    def has_native_inbox(self) -> bool:
+        """Whether the CLI's sessions are in Claude Code's own team inbox already (they are
+        Claude Code): the daemon publishes a record there for each session of every other kind,
+        so a Claude Code session can message it (docs/claude-code.md "Who sessions can
+        message")."""
+        ...
+
     def recognise(self, proc: ProcInfo) -> bool:
         """Whether ``proc`` is one of the CLI's sessions (the process its tools run under).
         Pure: it judges the values read, never the live process."""

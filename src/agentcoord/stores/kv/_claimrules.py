@@ -1,7 +1,7 @@
 """Pure claim rules: modes, who may share a key, what a grant or release does, and when an
 automatic release is due (docs/claims.md "Rules").
 
-Everything here takes values and returns values; :mod:`.claims` does the NATS I/O.
+Everything here takes values and returns values; :mod:`.claimstore` does the NATS I/O.
 """
 
 from __future__ import annotations

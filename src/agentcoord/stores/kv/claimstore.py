@@ -1,9 +1,9 @@
 """Claims (leases) on the NATS KV bucket ``agent-claims`` (docs/claims.md "How it works").
 
-One KV entry per resource key (escaped reversibly, :mod:`._keys`) holds the key's holders
-(:class:`._rules.ClaimRecord`). Every write is a compare-and-set on the entry's revision, so two
-daemons or two racing calls cannot both win; within this daemon a per-key lock keeps racing
-calls from burning CAS retries. The entry's per-key TTL is its latest holder's expiry, so a
+One KV entry per resource key (escaped reversibly, :mod:`.keys`) holds the key's holders
+(:class:`._claimrules.ClaimRecord`). Every write is a compare-and-set on the entry's revision,
+so two daemons or two racing calls cannot both win; within this daemon a per-key lock keeps
+racing calls from burning CAS retries. The entry's per-key TTL is its latest holder's expiry, so a
 claim dies with the bucket even while the daemon is down; the in-memory view (fed by a KV watch
 and by our own writes) serves ``check_claims`` and drives the reaper, which releases holders
 whose TTL, heartbeat grace or hard max age has passed, recording why. Holder processes are

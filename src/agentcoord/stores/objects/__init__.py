@@ -1,6 +1,6 @@
 """The Kubernetes-compatible object store and the HTTP API that ``kubectl`` talks to.
 
-Pure core: :mod:`rules` (resourceVersion, generation, deletion), :mod:`selectors`,
+Pure core: :mod:`writerules` (resourceVersion, generation, deletion), :mod:`selectors`,
 :mod:`patch`, :mod:`schema`, :mod:`kinds` (each kind's typed spec and status) with :mod:`typed`
 (their schema and wire codec), :mod:`recordcodec` and :mod:`recordmaps` (records as objects),
 :mod:`tables`. I/O shell: :mod:`store` (SQLite +

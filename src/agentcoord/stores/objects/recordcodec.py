@@ -13,7 +13,8 @@ fails at import.
 Absent is explicit: a :class:`Conv` encodes to ``None`` for "omit this field" and decodes to
 :data:`ABSENT` for "the object does not say"; the record's own default applies then (or the
 slot's ``missing``), after the fields of a legacy record annotation were laid under the
-object's own (:mod:`legacy`).
+object's own (``under`` of :meth:`RecordCodec.decode`, given only by
+:meth:`.repository.Repository.drop_legacy` as it moves them into the object).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The object store: SQLite for durability, memory for reads, one writer with group commit.
 
 Writes queue to one writer task. It takes every queued write (up to ``max_batch``), decides
-each against the current state plus the batch's earlier writes (:mod:`rules`), and commits the
+each against the current state plus the batch's earlier writes (:mod:`writerules`), and commits the
 whole batch in one ``BEGIN IMMEDIATE`` transaction on a dedicated SQLite thread: one thread hop
 per batch, not four awaits per write (docs/store.md "Storage": aiosqlite caps near 2.2k tx/s that
 way; bench/store.py measures both). Only after the commit does the batch reach the in-memory cache
