@@ -8,7 +8,14 @@ import pytest
 
 from agentcoord.errors import ProtocolError
 from agentcoord.gitguard.treecheck import message, tree_params
-from agentcoord.leases.conflictnotes import Pair, Told, notice_text, pair_key, verdict_text
+from agentcoord.leases.conflictnotes import (
+    Pair,
+    Told,
+    notice_text,
+    pair_key,
+    verdict_text,
+    worse_text,
+)
 from agentcoord.leases.worktrees import Peer, Tree
 
 pytestmark = pytest.mark.unit
@@ -54,6 +61,49 @@ def test_the_notice_names_files_worktrees_sessions_since_and_verdict() -> None:
     assert first.endswith("(30s ago): b.py")
     assert "their commits WILL conflict in a.py (git merge-tree)" in text
     assert "(also shared, told before: a.py)" in text
+    assert "send_message" in text
+
+
+def test_a_verdict_getting_worse_is_news_once() -> None:
+    """A conflict where git could not tell, or where the commits merged cleanly, is news once
+    per file; the same conflict again, or cannot-tell in between, is not; a clean verdict
+    forgets it, so a later conflict is news; each session and other worktree on its own."""
+    told = Told()
+    assert told.worse("a", "/y", None) == []
+    assert told.worse("a", "/y", ("f.py",)) == ["f.py"]
+    assert told.worse("a", "/y", ("f.py",)) == []
+    assert told.worse("a", "/y", None) == []
+    assert told.worse("a", "/y", ("f.py",)) == []
+    assert told.worse("a", "/y", ("f.py", "g.py")) == ["g.py"]
+    assert told.worse("b", "/x", ("f.py",)) == ["f.py"]
+    assert told.worse("a", "/y", ()) == []
+    assert told.worse("a", "/y", ("f.py",)) == ["f.py"]
+    told.keep_only({("b", "/x")})
+    assert told.worse("a", "/y", ("f.py",)) == ["f.py"]
+    assert told.worse("b", "/x", ("f.py",)) == []
+
+
+def test_the_worse_notice_names_the_conflict_and_the_other_side() -> None:
+    """The notice of a worse verdict says git merge-tree now says they will conflict, in which
+    files, with which worktree and sessions, and the files shared since when."""
+    pair = Pair("/repo/.git", "/x", "/y", {"a.py": 100.0, "b.py": 160.0}, ("a.py",))
+    text = worse_text(
+        mine="/x",
+        my_branch="x",
+        other="/y",
+        other_branch="y",
+        others=["y-1"],
+        new=[],
+        pair=pair,
+        now=190.0,
+    )
+    first = text.splitlines()[0]
+    assert first == (
+        "agentcoord: git merge-tree now says your worktree /x (branch x) and /y (branch y) "
+        "(worked in by y-1) WILL conflict in a.py"
+    )
+    assert "both change, told before: a.py, b.py; shared since " in text
+    assert "(90s ago)" in text
     assert "send_message" in text
 
 

@@ -183,3 +183,168 @@ def test_a_change_under_dot_github_is_a_change_of_the_tree(wt: tuple[Path, Path]
     assert asyncio.run(run()) == 0
     assert sorted(to for to, _ in inboxes.sent) == ["a", "b"]
     assert all(".github/ci.yml" in text for _, text in inboxes.sent)
+
+
+def _shared_lines(w1: Path) -> list[str]:
+    """shared.txt (40 lines) committed on main in W1."""
+    lines = [f"line {n}\n" for n in range(40)]
+    _write(w1, "shared.txt", "".join(lines))
+    _git(w1, "add", "shared.txt")
+    _git(w1, "commit", "-q", "-m", "shared")
+    return lines
+
+
+def _commit_lines(tree: Path, lines: list[str], **changed: str) -> None:
+    """shared.txt with lines ``n<k>`` replaced, committed."""
+    text = list(lines)
+    for key, line in changed.items():
+        text[int(key[1:])] = line + "\n"
+    _write(tree, "shared.txt", "".join(text))
+    _git(tree, "commit", "-q", "-am", "change")
+
+
+@pytest.mark.parametrize("first", ["not committed", "clean"])
+def test_a_verdict_getting_worse_is_told_once_to_each_side(
+    wt: tuple[Path, Path], sessions: Callable[[Path], Session], first: str
+) -> None:
+    """Two worktrees told they share shared.txt (git cannot tell yet, or it merges cleanly)
+    are each told once more when their commits will conflict; a verdict that improves again
+    (one side drops its conflicting commit) tells nothing: the next notice is the one of a new
+    shared file."""
+    w1, w2 = wt
+    lines = _shared_lines(w1)
+    w3 = _worktree(w1, w1.parent / "app-other", "other")
+    _git(w2, "merge", "-q", "--ff-only", "main")
+    if first == "clean":
+        _commit_lines(w2, lines, n0="feature's line 0")
+        _commit_lines(w3, lines, n39="other's line 39")
+    else:
+        _write(w2, "shared.txt", "".join(["feature's line 0\n", *lines[1:]]))
+        _write(w3, "shared.txt", "".join([*lines[:39], "other's line 39\n"]))
+    b, c = sessions(w2), sessions(w3)
+    told = {s.name: _notices(s) for s in (b, c)}
+    expected = "merge cleanly" if first == "clean" else "git cannot tell yet"
+    assert all(len(t) == 1 and expected in t[0] for t in told.values()), told
+    # Worse: both commit, and other's commit changes line 0 as well.
+    if first != "clean":
+        _git(w2, "commit", "-q", "-am", "feature")
+    _commit_lines(w3, lines, n0="other's line 0", n39="other's line 39")
+    for s, there in ((b, w3), (c, w2)):
+        (worse,) = _notices(s)
+        first_line = worse.splitlines()[0]
+        assert first_line.startswith("agentcoord: git merge-tree now says your worktree"), worse
+        assert first_line.endswith("WILL conflict in shared.txt"), worse
+        assert str(there) in first_line
+    (overlap,) = b.call("check_conflicts")["overlaps"]
+    assert overlap["conflicts"] == ["shared.txt"]
+    # Better: other drops its last commit (clean again, or back to not committed), then a new
+    # file is shared: the next notice of each is that file's, not the verdict's.
+    _git(w3, "reset", "-q", "--hard" if first == "clean" else "--mixed", "HEAD~1")
+    _write(w2, "src/new.py", "b\n")
+    _write(w3, "src/new.py", "c\n")
+    for s in (b, c):
+        (again,) = _notices(s)
+        assert again.splitlines()[0].endswith(": src/new.py"), again
+        assert "also shared, told before: shared.txt" in again
+
+
+def test_a_trunk_named_trunk_with_upstreams_is_compared_against(
+    tmp_path: Path, sessions: Callable[[Path], Session]
+) -> None:
+    """A clone whose trunk is ``trunk`` (no main, no master): x tracks origin/trunk, y was
+    pushed with ``-u``; both commit the same line and their sessions are told it WILL
+    conflict; the trunk worktree's commit not pushed yet overlaps a change in x."""
+    src = tmp_path / "src"
+    src.mkdir()
+    _git(src, "init", "-q", "-b", "trunk")
+    lines = _shared_lines(src)
+    _write(src, "notes.txt", "notes\n")
+    _git(src, "add", "notes.txt")
+    _git(src, "commit", "-q", "-m", "notes")
+    _git(tmp_path, "clone", "-q", "--bare", str(src), "origin.git")
+    _git(tmp_path, "clone", "-q", "origin.git", "app")
+    app, x, y = tmp_path / "app", tmp_path / "app-x", tmp_path / "app-y"
+    _git(app, "worktree", "add", "-q", "-b", "x", str(x), "origin/trunk")
+    _git(app, "worktree", "add", "-q", "--no-track", "-b", "y", str(y), "trunk")
+    _git(y, "push", "-q", "-u", "origin", "y")
+    _commit_lines(x, lines, n0="x's line 0")
+    _commit_lines(y, lines, n0="y's line 0")
+    _write(app, "notes.txt", "trunk's notes\n")
+    _git(app, "commit", "-q", "-am", "notes on trunk, not pushed")
+    _write(x, "notes.txt", "x's notes\n")
+    a, _, cy = sessions(app), sessions(x), sessions(y)
+    (to_y,) = _notices(cy)
+    assert to_y.splitlines()[0].endswith(": shared.txt"), to_y
+    assert str(x) in to_y
+    assert "WILL conflict in shared.txt (git merge-tree)" in to_y
+    (to_app,) = _notices(a)
+    assert to_app.splitlines()[0].endswith(": notes.txt"), to_app
+    assert "git cannot tell yet" in to_app
+
+
+def test_a_branch_tracking_develop_is_compared_against_develop(
+    wt: tuple[Path, Path], sessions: Callable[[Path], Session]
+) -> None:
+    """Two worktrees on branches tracking ``develop`` count only what they change since
+    develop: develop's own commit (dev.txt, not on main) is shared by neither."""
+    w1, _ = wt
+    lines = _shared_lines(w1)
+    _git(w1, "checkout", "-q", "-b", "develop")
+    _write(w1, "dev.txt", "develop's work\n")
+    _git(w1, "add", "dev.txt")
+    _git(w1, "commit", "-q", "-m", "develop")
+    _git(w1, "checkout", "-q", "main")
+    f, g = w1.parent / "app-f", w1.parent / "app-g"
+    for tree, name in ((f, "f"), (g, "g")):
+        _git(w1, "worktree", "add", "-q", "--track", "-b", name, str(tree), "develop")
+    _commit_lines(f, lines, n0="f's line 0")
+    _commit_lines(g, lines, n39="g's line 39")
+    sf, sg = sessions(f), sessions(g)
+    (told,) = _notices(sf)
+    assert told.splitlines()[0].endswith(": shared.txt"), told
+    assert "merge cleanly (git merge-tree)" in told
+    (overlap,) = sg.call("check_conflicts")["overlaps"]
+    assert (overlap["files"], overlap["conflicts"]) == (["shared.txt"], [])
+
+
+def test_the_target_is_asked_again_on_a_config_change_not_on_a_commit(
+    wt: tuple[Path, Path],
+) -> None:
+    """The watch (built here) keeps each worktree's target: a commit's ref change does not ask
+    it again, a change of the repository's config (an upstream set or unset) does."""
+    import asyncio
+
+    from agentcoord.leases.conflictwatch import ConflictWatch
+
+    w1, w2 = wt
+    _git(w1, "branch", "develop")
+    watch = ConflictWatch(lambda: {"a": str(w1), "b": str(w2)}, _Inboxes())
+    common = w1.resolve() / ".git"
+
+    def target() -> str | None:
+        (row,) = [t for t in watch.status()["worktrees"] if t["top"] == str(w2.resolve())]
+        return row["target"]  # type: ignore[no-any-return]
+
+    async def run() -> list[str | None]:
+        seen = []
+        await watch.follow_sessions()
+        await watch.changed([str(w2.resolve() / "README")])
+        seen.append(target())
+        _git(w2, "branch", "-q", "--set-upstream-to=develop")
+        await watch.changed([str(common / "config")])
+        seen.append(target())
+        _git(w2, "branch", "-q", "--unset-upstream")
+        _write(w2, "README", "y\n")
+        _git(w2, "commit", "-q", "-am", "a commit")
+        await watch.changed([str(common / "refs" / "heads" / "feature")])
+        seen.append(target())
+        await watch.changed([str(common / "config")])
+        seen.append(target())
+        return seen
+
+    assert asyncio.run(run()) == [
+        "refs/heads/main",
+        "refs/heads/develop",
+        "refs/heads/develop",
+        "refs/heads/main",
+    ]

@@ -183,3 +183,37 @@ def test_a_chained_pre_push_hook_gets_the_refs_and_no_daemon_lets_the_push_go(
     removed = setup_git(env, "--remove", str(w1))
     assert "restored the pre-push hook it ran first" in removed.stdout
     assert hook.read_text() == PREVIOUS_PRE_PUSH
+
+
+@pytest.mark.parametrize("how", ["edit", "rename"])
+def test_a_merge_whose_resolution_touches_a_claimed_file_is_refused(
+    daemon: Daemon,
+    claude_bin: Path,
+    pushable: tuple[Path, Path, Path, dict[str, str]],
+    holder: str,
+    how: str,
+) -> None:
+    """A merge in W2 of two branches that never touch src/auth.py, whose own resolution edits
+    it (or renames it away), cannot be pushed while the W1 session holds it: the merge counts
+    what it changes against its first parent."""
+    _, w2, origin, env = pushable
+    assert git(w2, env, "checkout", "-q", "-b", "side").returncode == 0
+    change(w2, env, "src/util.py")
+    _commit(w2, env, "side")
+    assert git(w2, env, "checkout", "-q", "w2").returncode == 0
+    change(w2, env, "docs/w2.md")
+    _commit(w2, env, "w2")
+    merging = git(w2, env, "merge", "-q", "--no-ff", "--no-commit", "side")
+    assert merging.returncode == 0, merging.stderr
+    if how == "edit":
+        change(w2, env, "src/auth.py")
+    else:
+        assert git(w2, env, "mv", "src/auth.py", "src/login.py").returncode == 0
+    _commit(w2, env, "merge side, auth touched in the resolution")
+    parents = git(w2, env, "rev-list", "--parents", "-n", "1", "HEAD").stdout.split()
+    assert len(parents) == 3  # a merge commit
+    out = _session_push(claude_bin, w2, env)
+    assert out.returncode != 0, out.stderr
+    assert "push refused: 1 file the pushed commits change is claimed" in out.stderr
+    assert f"src/auth.py: {holder} (rewriting the login flow), since " in out.stderr
+    assert not _remote_has(origin, env, "w2")

@@ -20,9 +20,9 @@ already there is kept beside it (:data:`CHAINED`), run first, and its failure fa
 ``--remove`` moves it back, bytes and mode as they were.
 
 The pre-push hook is the same program (:data:`PUSH`): it reads the refs git is about to push
-(githooks(5) "pre-push"), lists every file their new commits change, a rename as its old and
-its new path, and asks the same question; a pre-push hook already there is chained the same
-way and given the same ref lines on its stdin.
+(githooks(5) "pre-push"), lists every file their new commits change (a merge's against its
+first parent), a rename as its old and its new path, and asks the same question; a pre-push
+hook already there is chained the same way and given the same ref lines on its stdin.
 """
 
 from __future__ import annotations
@@ -273,7 +273,9 @@ def staged_paths():
 def pushed_paths(refs):
     # githooks(5) "pre-push": one line per ref, "<local ref> <local sha> <remote ref> <remote
     # sha>". Every file the pushed commits change; without rename detection a rename is its
-    # old path and its new one, a delete its path.
+    # old path and its new one, a delete its path. A merge counts what it changes against its
+    # first parent, so a file its own resolution touches counts (git log alone lists no file
+    # of a merge; -m --first-parent would also leave the merged side's commits out).
     paths = []
     for line in refs.decode("ascii", "replace").splitlines():
         words = line.split()
@@ -281,6 +283,7 @@ def pushed_paths(refs):
             continue  # malformed, or a deleted ref: no commits go
         local, remote = words[1], words[3]
         log = ["git", "log", "--format=", "--name-only", "--no-renames", "-z"]
+        log.append("--diff-merges=first-parent")  # git 2.31 or newer
         status, out = 1, b""
         if remote.strip("0"):
             status, out = spawn(log + [remote + ".." + local], True)

@@ -3,9 +3,13 @@ what one live worktree changes against its merge base, asked of git in as few co
 change needs.
 
 A file edit changes only what is not committed: one ``git status --porcelain`` answers it. A
-commit, a branch switch or a move of the base branch changes the committed side: ``git
-rev-parse`` of HEAD and the base, and only when one of them moved, ``git merge-base`` and one
-``git diff --name-only``. Runs git: call it off the event loop.
+commit, a branch switch or a move of the target branch changes the committed side: ``git
+symbolic-ref`` and ``git rev-parse`` of HEAD and the target, and only when one of them moved,
+``git merge-base`` and one ``git diff --name-only``. The target itself
+(:func:`agentcoord.leases.conflicts.merge_target`, up to four git commands) is kept with the
+worktree and asked again only when its branch changed, its target ref went, or the caller says
+the repository's configuration or other refs changed (``retarget``). Runs git: call it off the
+event loop.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from agentcoord.leases.conflicts import base_branch
+from agentcoord.leases.conflicts import merge_target
 from agentcoord.leases.gitrun import git
 
 __all__ = ["TreeChanges", "locate", "refresh_commits", "refresh_pending"]
@@ -24,7 +28,8 @@ _GIT_TIMEOUT = 20.0
 @dataclass(frozen=True)
 class TreeChanges:
     """One worktree as the watch keeps it: where it is (top level, the repository's common git
-    dir, its own git dir), its branch and HEAD, the base branch and its commit, the merge base,
+    dir, its own git dir), its branch and HEAD, the ref its work merges into (``target``, a full
+    ref name; None when there is none, or not asked yet) and that ref's commit, the merge base,
     and the files it changes: committed since the merge base, and not committed."""
 
     top: str
@@ -32,8 +37,8 @@ class TreeChanges:
     gitdir: str
     branch: str | None = None
     head: str = ""
-    base: str | None = None
-    base_head: str = ""
+    target: str | None = None
+    target_head: str = ""
     merge_base: str = ""
     committed: frozenset[str] = frozenset()
     pending: frozenset[str] = frozenset()
@@ -69,28 +74,41 @@ def _names(out: str) -> frozenset[str]:
     return frozenset(p for p in out.split("\0") if p)
 
 
-def refresh_commits(tree: TreeChanges) -> TreeChanges:
-    """``tree`` with its branch, HEAD and committed changes as they are now; git runs the merge
-    base and the diff only when HEAD or the base branch moved."""
-    base = tree.base or base_branch(tree.top)
-    if base is None:
-        return replace(tree, base=None, committed=frozenset())
-    code, out = _git(tree.top, "rev-parse", "HEAD", f"refs/heads/{base}")
-    shas = out.split()
-    if code != 0 or len(shas) != 2:
-        # The base branch went (renamed?): look for it again next time.
-        return replace(tree, base=None, committed=frozenset())
-    head, base_head = shas
-    _, branch = _git(tree.top, "symbolic-ref", "-q", "--short", "HEAD")
-    moved = replace(tree, branch=branch.strip() or None, base=base)
-    if (head, base_head) == (tree.head, tree.base_head) and tree.merge_base:
-        return moved
-    code, mb = _git(tree.top, "merge-base", head, base_head)
+def refresh_commits(tree: TreeChanges, retarget: bool = False) -> TreeChanges:
+    """``tree`` with its branch, HEAD, target and committed changes as they are now; git runs
+    the merge base and the diff only when HEAD or the target moved, and looks for the target
+    again only when the branch changed, the target's ref went, or ``retarget``."""
+    _, out = _git(tree.top, "symbolic-ref", "-q", "--short", "HEAD")
+    branch = out.strip() or None
+    # No target yet (or none found last time, when a trunk may have appeared since): ask.
+    fresh = retarget or branch != tree.branch or tree.target is None
+    if fresh:
+        tree = replace(tree, target=merge_target(tree.top, branch))
+    tree = replace(tree, branch=branch)
+    while True:
+        if tree.target is None:
+            code, out = _git(tree.top, "rev-parse", "-q", "--verify", "HEAD")
+            head = out.strip() if code == 0 else ""
+            return replace(tree, head=head, target_head="", merge_base="", committed=frozenset())
+        code, out = _git(tree.top, "rev-parse", "HEAD", tree.target)
+        shas = out.split()
+        if code == 0 and len(shas) == 2:
+            break
+        if fresh:  # no commit yet, or a target just found is gone again
+            tree = replace(tree, target=None)
+        else:  # the target's ref went (a branch deleted, a remote pruned): look again
+            tree, fresh = replace(tree, target=merge_target(tree.top, branch)), True
+    head, target_head = shas
+    if (head, target_head) == (tree.head, tree.target_head) and tree.merge_base:
+        return tree
+    code, mb = _git(tree.top, "merge-base", head, target_head)
     if code != 0:
-        return replace(moved, head=head, base_head=base_head, merge_base="", committed=frozenset())
+        return replace(
+            tree, head=head, target_head=target_head, merge_base="", committed=frozenset()
+        )
     mb = mb.strip()
     _, names = _git(tree.top, "diff", "--name-only", "--no-renames", "-z", mb, head)
-    return replace(moved, head=head, base_head=base_head, merge_base=mb, committed=_names(names))
+    return replace(tree, head=head, target_head=target_head, merge_base=mb, committed=_names(names))
 
 
 def refresh_pending(tree: TreeChanges) -> TreeChanges:

@@ -1,19 +1,23 @@
 """The daemon's conflict watch (docs/claims.md "Conflicts between worktrees"): for every
 worktree a live session works in, the files it changes against its merge base, kept up to date
 from filesystem events; when two worktrees of one repository newly change the same file, each
-session in either is told once, through its inbox.
+session in either is told once, through its inbox, and told again when git merge-tree's verdict
+on their commits gets worse.
 
 - **What is watched**: the top level of each live session's worktree (recursively, through
-  watchfiles' inotify), and its repository's git dir, where only ``HEAD``, ``packed-refs`` and
-  ``refs/`` count (a commit, a branch switch, a reset, the base branch moving); the rest of
-  ``.git`` (objects, the index, logs, lock files) is left out. The set follows the sessions:
-  :meth:`ConflictWatch.sessions_changed` (called by the session watch) rebuilds it.
+  watchfiles' inotify), and its repository's git dir, where only ``HEAD``, ``packed-refs``,
+  ``refs/`` and ``config`` count (a commit, a branch switch, a reset, the target branch moving,
+  an upstream set); the rest of ``.git`` (objects, the index, lock files) is left out. The set
+  follows the sessions: :meth:`ConflictWatch.sessions_changed` (called by the session watch)
+  rebuilds it.
 - **What a change costs**: changes are gathered until none came for 50 ms (at most 300 ms);
   then, per worktree a change touched, one ``git status --porcelain``; a ref change adds
-  ``rev-parse``, and only when HEAD or the base moved, ``merge-base`` and one ``diff
-  --name-only``
-  (:mod:`agentcoord.leases.conflicttrees`); ``git merge-tree`` runs only for an overlapping pair
-  whose shared files are all committed, once per pair of HEADs.
+  ``symbolic-ref`` and ``rev-parse``, and only when HEAD or the target moved, ``merge-base``
+  and one ``diff --name-only`` (:mod:`agentcoord.leases.conflicttrees`). The branch each
+  worktree merges into is kept with it, asked again when its branch changes, and for every
+  worktree of the repository when a ref outside ``refs/heads/`` (a remote's, its ``HEAD``,
+  ``packed-refs``) or ``config`` changed: a commit does not ask it. ``git merge-tree`` runs only
+  for an overlapping pair whose shared files are all committed, once per pair of HEADs.
 - **Who is told what**: :mod:`agentcoord.leases.conflictnotes` (pure).
 
 Nothing here is kept across a restart: a daemon that starts tells live sessions of the overlaps
@@ -40,6 +44,7 @@ from agentcoord.leases.conflictnotes import (
     notice_text,
     pair_key,
     shared_files,
+    worse_text,
 )
 from agentcoord.leases.conflicts import merge_conflicts
 from agentcoord.leases.conflicttrees import (
@@ -60,6 +65,7 @@ _STEP_MS = 50  # (an editor writes in bursts: watchfiles' debounce and step)
 _WAIT_MS = 1000  # how long one watch call waits before looking at the stop flag again
 _RETRY_S = 1.0  # after the watch failed, before watching again
 _GIT_REF_NAMES = ("HEAD", "packed-refs")
+_GIT_CONFIG_NAMES = ("config", "config.worktree")  # an upstream set or changed
 
 
 class Inboxes(Protocol):
@@ -93,11 +99,20 @@ class TrackedOverlap:
     conflicts: Verdict
 
 
-def _git_ref_path(path: str) -> bool:
-    """Whether a path inside a git dir is one that moves a branch or HEAD."""
+def _git_ref_path(path: str) -> str | None:
+    """What a changed path inside a git dir moves: ``"branch"`` a local branch (a commit),
+    ``"target"`` what may change the branch work merges into as well (HEAD, a remote's refs,
+    ``packed-refs``, the configuration), None nothing of the kind."""
     if path.endswith(".lock"):
-        return False
-    return os.path.basename(path) in _GIT_REF_NAMES or "/refs/" in path
+        return None
+    name = os.path.basename(path)
+    if "/logs/" in path:  # a reflog: written beside the ref it logs, which counts itself
+        return "branch" if name in _GIT_REF_NAMES or "/refs/" in path else None
+    if name in _GIT_CONFIG_NAMES and "/refs/" not in path:
+        return "target"
+    if "/refs/heads/" in path:
+        return "branch"
+    return "target" if name in _GIT_REF_NAMES or "/refs/" in path else None
 
 
 class ConflictWatch:
@@ -194,6 +209,7 @@ class ConflictWatch:
                     "top": t.top,
                     "repo": t.repo,
                     "branch": t.branch,
+                    "target": t.target,
                     "sessions": list(self._agents.get(top, ())),
                     "changes": len(t.changes),
                 }
@@ -237,7 +253,7 @@ class ConflictWatch:
         the sessions change or the watch stops."""
         # After the watch is in place: a change made before it is seen here, one made after
         # by the watch.
-        await self._recompute(set(self._trees), set(self._trees))
+        await self._recompute(set(self._trees), set(self._trees), set())
         while not self._stop.is_set():
             changes = await asyncio.to_thread(
                 watcher.watch, self._debounce, _STEP_MS, _WAIT_MS, self._stop
@@ -278,13 +294,18 @@ class ConflictWatch:
         then one recompute of those (and the notices it brings)."""
         files: set[str] = set()
         refs: set[str] = set()
+        retarget: set[str] = set()
         for path in paths:
             for top, tree in self._trees.items():
                 if path.startswith(tree.repo + os.sep) or path.startswith(tree.gitdir + os.sep):
-                    if _git_ref_path(path):
-                        # A branch or HEAD moved: every worktree of the repository, since the
-                        # base branch may be the one that moved.
-                        refs.update(t for t, o in self._trees.items() if o.repo == tree.repo)
+                    moved = _git_ref_path(path)
+                    if moved:
+                        # A branch or HEAD moved: every worktree of the repository, since its
+                        # target branch may be the one that moved.
+                        same = {t for t, o in self._trees.items() if o.repo == tree.repo}
+                        refs.update(same)
+                        if moved == "target":
+                            retarget.update(same)
                     break
                 if path.startswith(top + os.sep):
                     dotgit = os.path.join(top, ".git")  # a linked worktree's pointer file
@@ -292,9 +313,9 @@ class ConflictWatch:
                         files.add(top)  # .github/ and .gitignore are files of the tree
                     break
         if files or refs:
-            await self._recompute(files | refs, refs)
+            await self._recompute(files | refs, refs, retarget)
 
-    async def _recompute(self, tops: set[str], refs: set[str]) -> None:
+    async def _recompute(self, tops: set[str], refs: set[str], retarget: set[str]) -> None:
         trees = {t: self._trees[t] for t in tops if t in self._trees}
         if not trees:
             return
@@ -303,7 +324,7 @@ class ConflictWatch:
             out = {}
             for top, tree in trees.items():
                 if top in refs or not tree.head:
-                    tree = refresh_commits(tree)
+                    tree = refresh_commits(tree, retarget=top in retarget)
                 out[top] = refresh_pending(tree)
             return out
 
@@ -324,7 +345,7 @@ class ConflictWatch:
             ta = self._trees[a]
             for b in tops[i + 1 :]:
                 tb = self._trees[b]
-                if tb.repo != ta.repo or ta.base is None or tb.base is None:
+                if tb.repo != ta.repo:
                     continue
                 shared = shared_files(ta.changes, tb.changes)
                 if not shared:
@@ -358,15 +379,25 @@ class ConflictWatch:
                 for agent in self._agents.get(mine, ()):
                     live.add((agent, other))
                     new = self._told.news(agent, other, pair.files)
-                    if new:
-                        await self._notify(agent, mine, other, new, pair, now)
+                    worse = self._told.worse(agent, other, pair.conflicts)
+                    if new or worse:
+                        await self._notify(agent, mine, other, new, worse, pair, now)
         self._told.keep_only(live)
 
     async def _notify(
-        self, agent: str, mine: str, other: str, new: list[str], pair: Pair, now: float
+        self,
+        agent: str,
+        mine: str,
+        other: str,
+        new: list[str],
+        worse: list[str],
+        pair: Pair,
+        now: float,
     ) -> None:
+        """One notice to ``agent``: ``new`` files newly shared (the verdict said with them),
+        else the verdict newly naming the conflicting files ``worse``."""
         me, them = self._trees[mine], self._trees[other]
-        text = notice_text(
+        text = (notice_text if new else worse_text)(
             mine=mine,
             my_branch=me.branch,
             other=other,
@@ -389,6 +420,7 @@ class ConflictWatch:
             other=other,
             files=new,
             conflicts=None if pair.conflicts is None else list(pair.conflicts),
+            worse=worse,
         )
 
 
