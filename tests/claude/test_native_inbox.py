@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +97,9 @@ def test_a_busy_print_session_gets_a_message_with_its_next_request(
 
 
 @contextlib.contextmanager
-def interactive(claude: Claude, tmp_path: Path) -> Iterator[Tmux]:
-    """A plain interactive `claude` (no launcher, no channel flag) under tmux, offline."""
+def interactive(claude: Claude, tmp_path: Path, *allowed: str) -> Iterator[Tmux]:
+    """A plain interactive `claude` (no launcher, no channel flag) under tmux, offline;
+    ``allowed``: more tools it runs with no dialog."""
     from tests.claude.conftest import VERSION
 
     if shutil.which("tmux") is None:
@@ -112,6 +113,7 @@ def interactive(claude: Claude, tmp_path: Path) -> Iterator[Tmux]:
         "default",
         "--allowedTools",
         f"mcp__{SERVER}",
+        *allowed,
     ]
     command = "cd {} && exec env -i {} {}".format(
         shlex.quote(str(claude.cwd)),
@@ -142,6 +144,70 @@ def test_an_idle_interactive_session_takes_a_message_with_no_keystroke(
     seen = texts_of(first)
     assert seen.count("idle ping 51c2") == 1, seen[-2000:]
     assert f'from-name=\\"{sender}\\"' in seen
+
+
+def _seen_once_when_idle(
+    d: Daemon, claude: Claude, tmp_path: Path, deliver: Callable[[str], None], text: str
+) -> str:
+    """Start an idle plain `claude`, ``deliver(agent)`` a message holding ``text`` to its
+    agent, and check that it starts a model request with nobody typing, that it is there once,
+    and that up to the next message the session takes (a direct one) it came only then: the
+    first request's text."""
+    from tests.tools.conftest import human_call
+
+    claude.api.script(*[Text("Noted.")] * 3)
+    with interactive(claude, tmp_path) as tmux:
+        agent = native_agent(d)
+        deliver(agent)
+        try:
+            first = claude.api.wait_requests(1, timeout=WAIT)[0]
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the session shows:\n{tmux.screen()}") from None
+        _poll(lambda: session_status(claude) == "idle", "the session idle again")
+        human_call(d, "send", to=agent, text="sentinel 0d4e")
+        later = _poll(
+            lambda: next((r for r in claude.api.requests if "sentinel 0d4e" in texts_of(r)), None),
+            "the next message at the session's model",
+        )
+    seen = texts_of(first)
+    assert seen.count(text) == 1, seen[-2000:]
+    assert texts_of(later).count(text) == 1, texts_of(later)[-2000:]
+    return seen
+
+
+def test_a_channel_post_reaches_an_idle_session_once(
+    daemon: Daemon, claude: Claude, tmp_path: Path
+) -> None:
+    """A post on a channel the session's agent takes part in starts a model request in the
+    idle plain `claude` with nobody typing; the model sees it once, from the poster, in the
+    channel."""
+    from tests.tools.conftest import human_call
+
+    human = human_call(daemon, "whoami")["agent"]
+
+    def post(agent: str) -> None:
+        human_call(daemon, "open_channel", name="crew-9e", participants=[agent])
+        human_call(daemon, "send", channel="crew-9e", text="post 9e31")
+
+    seen = _seen_once_when_idle(daemon, claude, tmp_path, post, "post 9e31")
+    assert f"from {human} in #crew-9e: post 9e31" in seen, seen[-2000:]
+    assert f'from-name=\\"{human}\\"' in seen
+
+
+def test_a_broadcast_reaches_an_idle_session_once(
+    daemon: Daemon, claude: Claude, tmp_path: Path
+) -> None:
+    """A broadcast starts a model request in the idle plain `claude` with nobody typing; the
+    model sees it once, from the sender."""
+    from tests.tools.conftest import human_call
+
+    human = human_call(daemon, "whoami")["agent"]
+
+    def broadcast(agent: str) -> None:
+        human_call(daemon, "broadcast", text="all hands 3b8d")
+
+    seen = _seen_once_when_idle(daemon, claude, tmp_path, broadcast, "all hands 3b8d")
+    assert f'from-name=\\"{human}\\"' in seen
 
 
 def test_ask_of_a_live_session_returns_the_final_text_of_its_turn(
@@ -274,13 +340,9 @@ def test_a_reply_to_the_from_address_reaches_the_sender(daemon: Daemon, claude: 
     assert [m["from"] for m in got] == [agent]
 
 
-def test_send_message_to_a_local_package_agent_cold_starts_it(
-    runner_daemon: tuple[Daemon, Path], real_claude: Path, model_api: ModelAPI, tmp_path: Path
-) -> None:
-    """A session's built-in SendMessage to a local package agent (listed by its id) starts
-    that agent as send_message does: its runner's model gets the text, from the session's
-    agent."""
-    d, _ = runner_daemon
+def _runner_session(d: Daemon, real_claude: Path, model_api: ModelAPI, tmp_path: Path) -> Claude:
+    """The real binary set up for the runner daemon ``d`` (as the ``claude`` fixture sets it
+    up for the plain one), in a fresh project dir, talking to ``model_api``."""
     env = claude_env(d, tmp_path / "home")
     env.update(ANTHROPIC_BASE_URL=model_api.url, ENABLE_TOOL_SEARCH="false")
     setup = subprocess.run(
@@ -293,23 +355,53 @@ def test_send_message_to_a_local_package_agent_cold_starts_it(
     assert setup.returncode == 0, setup.stderr
     project = tmp_path / "project"
     project.mkdir()
-    session = Claude(real_claude, env, project, model_api)
+    return Claude(real_claude, env, project, model_api)
+
+
+def test_send_message_to_a_local_package_agent_is_answered_in_the_native_inbox(
+    runner_daemon: tuple[Daemon, Path], real_claude: Path, model_api: ModelAPI, tmp_path: Path
+) -> None:
+    """A session's built-in SendMessage to a local package agent (listed by its id) cold-starts
+    that agent as send_message does (its runner's model gets the text, from the session's
+    agent), and the runner's final answer comes back to the idle session through its native
+    inbox as a new model request from the agent, seen once."""
+    from tests.tools.conftest import human_call
+
+    d, _ = runner_daemon
+    session = _runner_session(d, real_claude, model_api, tmp_path)
 
     def turn(req: Request) -> Text | ToolUse:
         if "hello alpha 4e2f" in json.dumps(req.body["messages"][0]):
-            return Text("alpha heard it")  # the package agent's runner
-        done = len([r for r in req.body["messages"] if r["role"] == "user"]) - 1
-        if done == 0:
-            return ToolUse(f"mcp__{SERVER}__whoami", {})
-        if done == 1:
-            return ToolUse("SendMessage", {"to": "alpha", "message": "hello alpha 4e2f"})
-        return Text("sent")
+            return Text("alpha says 9c1d")  # the package agent's runner
+        # The latest user message (the hooks' context may follow it as a system one).
+        last = json.dumps([m for m in req.body["messages"] if m["role"] == "user"][-1])
+        if "alpha says 9c1d" in last:
+            return Text("thanks, alpha")
+        if "sentinel 77ab" in last:
+            return Text("ok")
+        if "tool_result" in last:
+            return Text("sent")
+        return ToolUse("SendMessage", {"to": "alpha", "message": "hello alpha 4e2f"})
 
-    model_api.script(*[turn] * 6)
+    model_api.script(*[turn] * 10)
     _poll(lambda: "alpha" in {r.get("name") for r in _records(session)}, "alpha's record")
-    run = session.run("message alpha")
-    run.check()
-    me = json.loads(tool_results(run.requests[1])[-1]["text"])["agent"]
+    with interactive(session, tmp_path, "SendMessage") as tmux:
+        me = native_agent(d)
+        human_call(d, "send", to=me, text="please message alpha")
+
+        def answered() -> Request | None:
+            return next((r for r in model_api.requests if "alpha says 9c1d" in texts_of(r)), None)
+
+        try:
+            back = _poll(answered, "alpha's answer at the session's model")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the session shows:\n{tmux.screen()}") from None
+        human_call(d, "send", to=me, text="sentinel 77ab")
+
+        def after() -> Request | None:
+            return next((r for r in model_api.requests if "sentinel 77ab" in texts_of(r)), None)
+
+        later = _poll(after, "the next message at the session's model")
 
     def received() -> list[dict[str, Any]]:
         return [
@@ -320,9 +412,15 @@ def test_send_message_to_a_local_package_agent_cold_starts_it(
 
     got = _poll(received, "alpha's message")
     assert me in json.dumps(got[0]), got
-    model_api.wait_requests(4, timeout=WAIT)
     runner_saw = [r for r in model_api.requests if "hello alpha 4e2f" in json.dumps(r.body)]
     assert any("Message from" in json.dumps(r.body["messages"][0]) for r in runner_saw)
+    seen = texts_of(back)
+    assert seen.count("alpha says 9c1d") == 1, seen[-2000:]
+    assert 'from-name=\\"alpha\\"' in seen
+    # Up to the next message the session took, the answer reached its model once.
+    assert texts_of(later).count("alpha says 9c1d") == 1, texts_of(later)[-2000:]
+    returned = [e for e in cli_json(d, "audit")["events"] if e["type"] == "ANSWER_RETURNED"]
+    assert [(e.get("agent"), e.get("to")) for e in returned] == [("alpha", me)], returned
 
 
 def _calls(d: Daemon, claude_bin: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +20,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.claude.test_channels import _poll
 from tests.conftest import FAKES, Daemon, cli_json
@@ -276,3 +279,58 @@ def test_another_clis_session_is_listed_and_reached(
         assert not [r for r in records(daemon).values() if r.get("name") == wrote["agent"]]
     finally:
         session.close()
+
+
+# Connects, writes its frame, and prints what came back before the daemon closed it.
+_OTHER_USER_WRITER = """
+import json, os, socket, sys
+c = socket.socket(socket.AF_UNIX)
+c.connect(sys.argv[1])
+try:
+    c.sendall(sys.stdin.buffer.read())
+    c.shutdown(socket.SHUT_WR)
+    got, how = c.recv(65536), "eof"
+except (BrokenPipeError, ConnectionResetError) as exc:
+    got, how = b"", type(exc).__name__
+print(json.dumps({"uid": os.getuid(), "got": got.decode(errors="replace"), "how": how}))
+"""
+
+
+def test_a_peer_of_another_uid_is_closed_unread(daemon: Daemon) -> None:
+    """A process of another uid that reaches a mailbox socket (here past the 0600 mode, with
+    CAP_DAC_OVERRIDE, as a careless mode or a privileged helper would let it) has its connection
+    closed unread: the daemon logs the uid it refused, nothing reaches the human, and the frame
+    is never parsed (no NATIVE_REFUSED, which a frame read from a non-agent would give)."""
+    setpriv, python = shutil.which("setpriv"), shutil.which("python3", path="/usr/bin:/bin")
+    if os.getuid() != 0 or setpriv is None or python is None:
+        pytest.skip("needs root, setpriv and a system python3 to run a process as uid 65534")
+    box = human_box(daemon)
+    argv = [
+        setpriv,
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=+dac_override",
+        "--ambient-caps=+dac_override",
+        python,
+        "-I",
+        "-c",
+        _OTHER_USER_WRITER,
+        box,
+    ]
+    out = subprocess.run(
+        argv, input=frame("from another user 65e1"), capture_output=True, cwd="/", timeout=WAIT
+    )
+    assert out.returncode == 0, out.stderr
+    wrote = json.loads(out.stdout)
+    assert wrote["uid"] == 65534
+    assert wrote["got"] == "", wrote
+    _poll(lambda: f"refused a connection on {box}" in daemon.log(), "the refusal in the log")
+    assert "uid 65534)" in next(
+        ln for ln in daemon.log().splitlines() if box in ln and "refused" in ln
+    )
+    # A frame the daemon did read reaches the human or is refused as no agent's; this one did not.
+    write(daemon, box, frame("after the stranger 65e1"), claude_bin=None)
+    _poll(lambda: audited(daemon, "NATIVE_REFUSED"), "the same-uid writer's refusal")
+    assert len(audited(daemon, "NATIVE_REFUSED")) == 1
+    assert not [m for m in human_inbox(daemon) if "65e1" in m.get("text", "")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from pathlib import Path
 
 from tests.claude.conftest import SERVER, Claude
@@ -85,3 +86,55 @@ def test_a_session_whose_name_is_no_agent_id_takes_its_agents_name(
         _poll(lambda: _registry_name(odd) == agent, "the session to take its agent's name")
     renamed = [e for e in cli_json(daemon, "audit")["events"] if e["type"] == "NATIVE_RENAMED"]
     assert [e.get("agent") for e in renamed] == [agent], renamed
+
+
+def _live_session_records(claude: Claude) -> set[str]:
+    """The names of Claude Code's own session records in the private config dir whose process
+    is alive: what each session's ListAgents lists besides agentcoord's records."""
+    names = set()
+    for path in (Path(claude.env["CLAUDE_CONFIG_DIR"]) / "sessions").glob("*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text())
+            if data.get("entrypoint") == "agentcoord" or not data.get("name"):
+                continue
+            if Path(f"/proc/{int(data['pid'])}").exists():
+                names.add(str(data["name"]))
+    return names
+
+
+def _listed_sessions(d: Daemon) -> set[str]:
+    """The names `list_agents` gives the live Claude Code session agents (keyed by process)."""
+    from agentcoord.stores.objects.agentdirectory import PROC_LABEL
+    from tests.tools.conftest import human_call
+
+    rows = human_call(d, "list_agents")["agents"]
+    return {r["name"] for r in rows if PROC_LABEL in (r.get("labels") or {})}
+
+
+def test_list_agents_and_the_registry_agree_on_live_sessions(
+    daemon: Daemon, claude: Claude, tmp_path: Path
+) -> None:
+    """With two live sessions (an interactive one and a `claude -p` held mid-turn), the
+    session agents `list_agents` lists are, by name, the live session records in Claude Code's
+    registry (what its ListAgents lists)."""
+    hold = threading.Event()
+    claude.api.script(Text("first", hold=hold))
+    other = tmp_path / "other"
+    other.mkdir()
+    printing = Claude(claude.binary, claude.env, other, claude.api)
+    proc = printing.start("hello")
+    try:
+        claude.api.wait_requests(1, timeout=60)
+        with interactive(claude, tmp_path):
+
+            def both() -> set[str] | None:
+                names = _live_session_records(claude)
+                return names if len(names) == 2 else None
+
+            registry = _poll(both, "both sessions' records")
+            _poll(lambda: len(_listed_sessions(daemon)) == 2, "both session agents")
+            assert _listed_sessions(daemon) == registry
+            assert _live_session_records(claude) == registry
+    finally:
+        hold.set()
+    printing.finish(proc).check()

@@ -3,7 +3,8 @@
 :mod:`.callrules` (pure: depth, cycles, rules, linked sessions, reconcile decisions),
 :mod:`.checkpoints` (git WIP bundles, content-addressed blobs), :mod:`.controller` (Agent
 objects -> runner processes), :mod:`.ops` (the facade: send_message/ask), :mod:`.asks` (asks
-waiting in an interactive session's inbox), :mod:`.lifecycleops` (spawn, cancel, checkpoint,
+waiting in an interactive session's inbox), :mod:`.answerback` (a turn's answer returned to a
+sender that did not wait), :mod:`.lifecycleops` (spawn, cancel, checkpoint,
 resume, merge).
 """
 

@@ -6,7 +6,9 @@ its linked session "From <caller>" (:meth:`AgentController.message`): started co
 resumed with ``--resume``, and ``ask`` returns that turn's final answer. An interactive session
 the daemon did not start cannot be prompted from outside: the text lands in its durable inbox
 and ``ask`` waits, up to a timeout, for the session to answer with the ``reply`` tool
-(:mod:`.asks`); the result says which of the two happened.
+(:mod:`.asks`); the result says which of the two happened. A message that does not wait may
+still ask for the turn's answer to come back as a message (``answer_back``, what a Claude Code
+session's ``SendMessage`` gets: :mod:`.answerback`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.agentops._writes import MANAGED_LABEL
+from agentcoord.agentops.answerback import AnswersBack
 from agentcoord.agentops.asks import INBOX_NOTE, InboxAsks
 from agentcoord.agentops.callrules import (
     TurnPlace,
@@ -55,9 +58,11 @@ class AgentOps:
         local_agents: LocalAgents | None = None,
         bundle_retention: BundleRetention | None = None,
         budgets: Budgets | None = None,
+        answers: AnswersBack | None = None,
     ) -> None:
         """``recipients``: who a message may be addressed to (docs/messaging.md
-        "Recipients")."""
+        "Recipients"); ``answers``: what returns a turn's answer to a sender that did not wait
+        for it (without it ``answer_back`` does nothing)."""
         self.ctl = controller
         self.recipients = recipients
         # checkpoint bundles kept (docs/reliability.md "State retention")
@@ -69,6 +74,7 @@ class AgentOps:
         self.local_agents = local_agents
         self.inbox = InboxAsks(controller.active)
         self.budgets = budgets  # the ceilings a spawn is checked against (docs/budgets.md)
+        self.answers = answers
 
     def emit(self, event: str, agent: str, **data: Any) -> None:
         self.ctl.emit(event, agent, **data)
@@ -150,13 +156,22 @@ class AgentOps:
         wait: bool,
         timeout: float,
         queue_unknown: bool = False,
+        answer_back: bool = False,
     ) -> dict[str, Any]:
         """Run ``text`` on the agent ``name`` (and, with ``wait``, return its answer). A name
         no agent has is refused with the closest names, or with ``queue_unknown`` waits in
-        its inbox (docs/messaging.md "Recipients")."""
+        its inbox (docs/messaging.md "Recipients"). ``answer_back`` without ``wait``: a turn
+        the daemon runs delivers its final answer into the caller's inbox, from ``name``, when
+        it ends (docs/claude-code.md "Answers from local agents")."""
         try:
             return await self._deliver(
-                caller, name, text, wait=wait, timeout=timeout, queue_unknown=queue_unknown
+                caller,
+                name,
+                text,
+                wait=wait,
+                timeout=timeout,
+                queue_unknown=queue_unknown,
+                answer_back=answer_back and not wait and self.answers is not None,
             )
         except StoreError as exc:
             if isinstance(exc, DomainError):  # not found: already says what happened
@@ -173,6 +188,7 @@ class AgentOps:
         wait: bool,
         timeout: float,
         queue_unknown: bool,
+        answer_back: bool,
     ) -> dict[str, Any]:
         unknown = False
         try:
@@ -187,9 +203,11 @@ class AgentOps:
         await self.check_rules(caller, target)
         place = self.place(caller, name)
         who = attribution(caller.kind, caller.agent, self.user)
-        verb = "asks (your final answer is returned to them)" if wait else "sends"
-        body = f"Message from {who}, who {verb}:\n{text}"
         managed = (target["metadata"].get("labels") or {}).get(MANAGED_LABEL) == "agentcoord"
+        # Only a turn the daemon runs has a final answer to return (an inbox has none).
+        returned = wait or (answer_back and managed)
+        verb = "asks (your final answer is returned to them)" if returned else "sends"
+        body = f"Message from {who}, who {verb}:\n{text}"
         audit = {
             "from": caller.agent,
             "attributed": who,
@@ -242,6 +260,8 @@ class AgentOps:
             **(slot.report() if slot is not None else {}),
         }
         if not wait:
+            if answer_back and self.answers is not None:
+                out["answer_back"] = self.answers.follow(turn, caller.agent) is not None
             return {"sent": True, **out}
         try:
             result = await asyncio.wait_for(asyncio.shield(turn.done), waiting)

@@ -361,6 +361,7 @@ async def _operator(
 ) -> AgentOps:
     """The operator (docs/ask-and-operator.md "The operator")."""
     from agentcoord.agentops import AgentController, AgentOps
+    from agentcoord.agentops.answerback import AnswersBack
     from agentcoord.agentops.checkpoints import BundleRetention, prune
 
     controller = await stack.enter_async_context(
@@ -380,6 +381,9 @@ async def _operator(
         )
     )
     kept = BundleRetention(keep=cfg.checkpoint_keep, max_bytes=cfg.checkpoint_max_bytes)
+    # entered after the controller, so it stops first: no answer goes out for a turn the stop
+    # cancels
+    answers = await stack.enter_async_context(AnswersBack(messaging))
     operator = AgentOps(
         controller,
         messaging=messaging,
@@ -387,6 +391,7 @@ async def _operator(
         local_agents=local,
         bundle_retention=kept,
         budgets=budgets,
+        answers=answers,
     )
     if (cfg.state_dir / "checkpoints").is_dir():  # limits changed since, or older state
         await prune(store, cfg.kube_namespace, cfg.state_dir, kept)
@@ -562,7 +567,8 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
 
     async def route(caller: Caller, to: str, text: str) -> dict[str, Any]:
         """A session's message to an agent that is no Claude Code session: to the human's
-        inbox, or as ``send_message`` does (a local package agent is started for it)."""
+        inbox, or as ``send_message`` does (a local package agent is started for it, and its
+        final answer comes back to the session as a message)."""
         from agentcoord.proto.agent.v1 import agent_pb2 as pb
 
         if to == human:
@@ -572,7 +578,7 @@ def _native_inboxes(s: Services, pushing: Callable[[str], bool]) -> NativeInboxe
         if channel is not None:  # a post, as `post` does: the writer must take part in it
             out = await s.messaging.post(caller.agent, channel, pb.MESSAGE_TEXT, text)
             return {**out, "via": "channel"}
-        return await s.operator.deliver(caller, to, text, wait=False, timeout=0.0)
+        return await s.operator.deliver(caller, to, text, wait=False, timeout=0.0, answer_back=True)
 
     from agentcoord.claude.inbox import channel_box
 
