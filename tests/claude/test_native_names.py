@@ -64,9 +64,16 @@ def test_an_interactive_session_is_the_agent_claude_code_names(
     with interactive(claude, tmp_path):
         agent = native_agent(daemon)
         assert agent == _registry_name(claude)
-        rows = {r["name"]: r for r in cli_json(daemon, "agents")["agents"]}
-        assert agent in rows, rows
-        assert rows[agent].get("state") in {"idle", "working", "waiting-input"}, rows[agent]
+        live = {"idle", "working", "waiting-input"}
+
+        def row() -> dict[str, object] | None:
+            rows = {r["name"]: r for r in cli_json(daemon, "agents")["agents"]}
+            assert agent in rows, rows
+            # The state follows the registry's status, read a moment after the record is
+            # served (a loaded machine can list the agent before its first state).
+            return rows[agent] if rows[agent].get("state") in live else None
+
+        assert _poll(row, "the session's live state")["state"] in live
 
 
 def test_a_session_whose_name_is_no_agent_id_takes_its_agents_name(
