@@ -16,6 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from agentcoord.codex.codextools import TOOLS
 from agentcoord.errors import ConfigError
 from agentcoord.kernel.setuprecord import apply, give_back
 
@@ -48,7 +49,9 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     "SessionStart": (None, "session-start", 10),  # says who the session is
     "UserPromptSubmit": (None, "user-prompt-submit", 5),  # inbox messages as context
     "PostToolUse": (None, "post-tool-use", 5),  # inbox messages after each tool call
-    "PreToolUse": ("apply_patch", "pre-tool-use", 5),  # the write guard, each patched file
+    # The write guard on apply_patch (each patched file), the working-tree guard on its shell
+    # tool (codex/codextools.py): "apply_patch|Bash".
+    "PreToolUse": (TOOLS.matcher(), "pre-tool-use", 5),
     "SessionEnd": (None, "session-end", 5),
 }
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.errors import ConfigError
+from agentcoord.gemini.geminitools import TOOLS
 from agentcoord.kernel.setuprecord import JsonEntry, apply, give_back
 
 __all__ = ["HOOKS", "entry", "registered", "remove_gemini", "settings_file", "setup_gemini"]
@@ -35,7 +36,9 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     "SessionStart": (None, "session-start", 10000),  # says who the session is
     "BeforeAgent": (None, "user-prompt-submit", 5000),  # inbox messages at each prompt
     "AfterTool": (None, "post-tool-use", 5000),  # inbox messages after each tool call
-    "BeforeTool": ("write_file|replace", "pre-tool-use", 5000),  # the write guard
+    # The write guard on write_file and replace, the working-tree guard on run_shell_command
+    # (gemini/geminitools.py).
+    "BeforeTool": (TOOLS.matcher(), "pre-tool-use", 5000),
     "SessionEnd": (None, "session-end", 5000),
 }
 _OUR_HOOK = re.compile(r"(^|/|')agentcoord'? hook gemini:")
