@@ -223,7 +223,8 @@ def test_gemini_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -
 
 def test_each_clis_hooks_are_found_where_setup_put_them(tmp_path: Path) -> None:
     """What doctor reads: after setup, Codex's hooks, Gemini's hooks and OpenCode's plugin are
-    found in the user's files; before it, none is."""
+    found in the user's files; before it, none is, nor after an older setup's (no shell
+    tool)."""
     from agentcoord.codex.codexsetup import hooks_installed as codex_hooks
     from agentcoord.gemini.geminisetup import hooks_installed as gemini_hooks
     from agentcoord.opencode.opencodesetup import plugin_installed
@@ -239,6 +240,16 @@ def test_each_clis_hooks_are_found_where_setup_put_them(tmp_path: Path) -> None:
     for cli in found:
         _setup(tmp_path, cli)
     assert all(f() for f in found.values())
+    # What an older setup wrote, with no shell tool: doctor's "setup again".
+    files["codex"].write_text(
+        files["codex"].read_text().replace('"apply_patch|Bash"', '"apply_patch"')
+    )
+    settings = json.loads(files["gemini"].read_text())
+    settings["hooks"]["BeforeTool"][0]["matcher"] = "write_file|replace"
+    files["gemini"].write_text(json.dumps(settings))
+    plugin = files["opencode"].parent / "plugin" / "agentcoord.js"
+    plugin.write_text(plugin.read_text().replace(', "bash": ["command", "workdir"]', ""))
+    assert not any(f() for f in found.values())
 
 
 def test_codex_setup_hooks_the_shell_tool_and_remove_gives_the_file_back(tmp_path: Path) -> None:

@@ -89,23 +89,24 @@ def registered(path: Path) -> bool:
 
 
 def hooks_installed(path: Path) -> bool:
-    """Whether ``path`` holds our command hook on every event of :data:`HOOKS`."""
+    """Whether ``path`` holds our command hook on every event of :data:`HOOKS`, with today's
+    matcher (a block an older setup wrote may miss a tool: setup again)."""
     try:
         hooks = tomllib.loads(path.read_text()).get("hooks", {})
     except (OSError, tomllib.TOMLDecodeError):
         return False
 
-    def has(event: str, ours: str) -> bool:
+    def has(event: str, matcher: str | None, ours: str) -> bool:
         groups = hooks.get(event) if isinstance(hooks, dict) else None
         return isinstance(groups, list) and any(
             str(h.get("command", "")).endswith(f" hook {ours}")
             for g in groups
-            if isinstance(g, dict)
+            if isinstance(g, dict) and g.get("matcher") == matcher
             for h in g.get("hooks", [])
             if isinstance(h, dict)
         )
 
-    return all(has(event, ours) for event, (_, ours, _) in HOOKS.items())
+    return all(has(event, matcher, ours) for event, (matcher, ours, _) in HOOKS.items())
 
 
 def setup_codex(path: Path, command: str, backups: Path) -> str:

@@ -103,14 +103,20 @@ def registered(path: Path) -> bool:
 
 
 def hooks_installed(path: Path) -> bool:
-    """Whether ``path`` holds our hook group for every event of :data:`HOOKS`."""
+    """Whether ``path`` holds our hook group for every event of :data:`HOOKS`, with today's
+    matcher (a group an older setup wrote may miss a tool: setup again)."""
     try:
         hooks = _load(path.read_bytes(), path).get("hooks")
     except (OSError, ConfigError):
         return False
-    return isinstance(hooks, dict) and all(
-        isinstance(hooks.get(e), list) and any(map(_ours, hooks[e])) for e in HOOKS
-    )
+
+    def has(event: str, matcher: str | None) -> bool:
+        groups = hooks.get(event) if isinstance(hooks, dict) else None
+        return isinstance(groups, list) and any(
+            _ours(g) and g.get("matcher") == matcher for g in groups if isinstance(g, dict)
+        )
+
+    return all(has(event, matcher) for event, (matcher, _, _) in HOOKS.items())
 
 
 def setup_gemini(path: Path, command: str, backups: Path) -> str:

@@ -87,9 +87,10 @@ def remove_plugin(path: Path, backups: Path) -> str:
 
 
 def plugin_installed(config: Path) -> bool:
-    """Whether agentcoord's plugin is beside the user's opencode.json."""
+    """Whether agentcoord's plugin is beside the user's opencode.json, handing the daemon
+    today's tools (one an older setup wrote may send fewer: setup again)."""
     try:
         text = plugin_file(config, None).read_text()
     except OSError:
         return False
-    return text.startswith(_PLUGIN_MARK)
+    return text.startswith(_PLUGIN_MARK) and f"const TOOLS = {json.dumps(plugin_fields())};" in text
