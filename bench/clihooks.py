@@ -11,6 +11,9 @@ hook JSON on stdin, as Codex runs a command hook:
 - bare ``true``: what any command hook costs to fork and exec (the raw baseline);
 - ``agentcoord hook pre-tool-use`` on an ``apply_patch`` of an unclaimed file (allowed, the
   usual case) and of a file another agent write-claimed (denied);
+- ``agentcoord hook pre-tool-use`` on a shell call (``Bash``) of ``git checkout -q -b topic``
+  in a repository no other session works in (allowed after the working-tree guard reads it;
+  every shell call pays the hook, docs/claims.md "The guards in each CLI");
 - ``agentcoord hook post-tool-use`` with an empty inbox (every tool call pays it).
 
 Every figure is printed with its ratio to the bare hook.
@@ -38,6 +41,7 @@ from agentcoord.client.rpc import call_unix
 BARE = "bare `true` command hook"
 ALLOW = "`agentcoord hook pre-tool-use`, apply_patch allowed"
 DENY = "`agentcoord hook pre-tool-use`, apply_patch denied: claimed"
+SHELL = "`agentcoord hook pre-tool-use`, Bash `git checkout -b` allowed: tree unshared"
 POST = "`agentcoord hook post-tool-use`, empty inbox"
 
 
@@ -52,6 +56,17 @@ def _patch(path: Path, cwd: Path) -> bytes:
             "cwd": str(cwd),
         }
     ).encode()
+
+
+def _shell(cwd: Path) -> bytes:
+    payload = {
+        "session_id": "bench",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git checkout -q -b topic"},
+        "cwd": str(cwd),
+    }
+    return json.dumps(payload).encode()
 
 
 def _post() -> bytes:
@@ -72,6 +87,9 @@ def worker() -> None:
         DENY: warm_sample(
             command_timer(f"{agentcoord} hook pre-tool-use", _patch(Path(claimed), cwd), b"deny"), n
         ),
+        SHELL: warm_sample(
+            command_timer(f"{agentcoord} hook pre-tool-use", _shell(cwd / "repo")), n
+        ),
         POST: warm_sample(command_timer(f"{agentcoord} hook post-tool-use", _post()), n),
     }
     print(json.dumps(out))
@@ -86,6 +104,8 @@ def measure(root: Path, runs: int) -> dict[str, list[float]]:
         work = root / "work"
         work.mkdir()
         claimed = work / "claimed.py"
+        # The shell case's repository: the guard asks git for its worktree (on main, no commit).
+        subprocess.run(["git", "init", "-q", "-b", "main", str(work / "repo")], check=True)
         params = {
             "name": "claim",
             "arguments": {"resource_key": f"file:{claimed}", "mode": "write", "ttl": "1h"},

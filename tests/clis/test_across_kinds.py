@@ -55,12 +55,21 @@ def codex_env(daemon: Daemon, home: Path) -> dict[str, str]:
 
 
 def run_codex(
-    real_codex: Path, env: dict[str, str], cwd: Path, prompt: str, *, hooks: bool = False
+    real_codex: Path,
+    env: dict[str, str],
+    cwd: Path,
+    prompt: str,
+    *,
+    hooks: bool = False,
+    unsandboxed: bool = False,
 ) -> subprocess.Popen[str]:
     argv = [str(real_codex), "exec", "--json", "--skip-git-repo-check"]
     if hooks:
         # Codex skips hooks it was not told to trust; headless runs say so with this flag.
         argv.append("--dangerously-bypass-hook-trust")
+    if unsandboxed:
+        # Its shell commands may write the repository: only a hook stops one.
+        argv += ["--sandbox", "danger-full-access"]
     return subprocess.Popen(
         [*argv, prompt],
         env=env,

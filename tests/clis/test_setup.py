@@ -213,7 +213,7 @@ def test_gemini_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -
     assert set(hooks) == {"SessionStart", "BeforeAgent", "AfterTool", "BeforeTool", "SessionEnd"}
     assert hooks["BeforeTool"][0] == mine["hooks"]["BeforeTool"][0]
     ours = hooks["BeforeTool"][1]
-    assert ours["matcher"] == "write_file|replace"
+    assert ours["matcher"] == "write_file|replace|run_shell_command"  # writes and the shell
     assert ours["hooks"][0]["command"].endswith("agentcoord hook gemini:pre-tool-use")
     assert ours["hooks"][0]["timeout"] == 5000
     assert _setup(tmp_path, "gemini").startswith("unchanged ")
@@ -223,7 +223,8 @@ def test_gemini_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -
 
 def test_each_clis_hooks_are_found_where_setup_put_them(tmp_path: Path) -> None:
     """What doctor reads: after setup, Codex's hooks, Gemini's hooks and OpenCode's plugin are
-    found in the user's files; before it, none is."""
+    found in the user's files; before it, none is, nor after an older setup's (no shell
+    tool)."""
     from agentcoord.codex.codexsetup import hooks_installed as codex_hooks
     from agentcoord.gemini.geminisetup import hooks_installed as gemini_hooks
     from agentcoord.opencode.opencodesetup import plugin_installed
@@ -239,3 +240,47 @@ def test_each_clis_hooks_are_found_where_setup_put_them(tmp_path: Path) -> None:
     for cli in found:
         _setup(tmp_path, cli)
     assert all(f() for f in found.values())
+    # What an older setup wrote, with no shell tool: doctor's "setup again".
+    files["codex"].write_text(
+        files["codex"].read_text().replace('"apply_patch|Bash"', '"apply_patch"')
+    )
+    settings = json.loads(files["gemini"].read_text())
+    settings["hooks"]["BeforeTool"][0]["matcher"] = "write_file|replace"
+    files["gemini"].write_text(json.dumps(settings))
+    plugin = files["opencode"].parent / "plugin" / "agentcoord.js"
+    plugin.write_text(plugin.read_text().replace(', "bash": ["command", "workdir"]', ""))
+    assert not any(f() for f in found.values())
+
+
+def test_codex_setup_hooks_the_shell_tool_and_remove_gives_the_file_back(tmp_path: Path) -> None:
+    """Codex's PreToolUse hook matches apply_patch and its shell tool (Bash), running our
+    pre-tool-use; --remove gives the user's bytes back."""
+    path = _file("codex", tmp_path / "home")
+    path.parent.mkdir(parents=True)
+    path.write_text(ORIGINAL["codex"])
+    _setup(tmp_path, "codex")
+    (group,) = tomllib.loads(path.read_text())["hooks"]["PreToolUse"]
+    assert group["matcher"] == "apply_patch|Bash", group
+    assert group["hooks"][0]["command"].endswith("agentcoord hook pre-tool-use"), group
+    assert _setup(tmp_path, "codex", "--remove").startswith("restored ")
+    assert path.read_text() == ORIGINAL["codex"]
+
+
+def test_the_opencode_plugin_sends_bash_calls_and_leaves_with_remove(tmp_path: Path) -> None:
+    """The plugin setup writes hands the daemon write, edit, patch and bash calls, each with
+    only the fields the guards read (bash: command and workdir); --remove deletes it."""
+    plugin = tmp_path / "home" / ".config" / "opencode" / "plugin" / "agentcoord.js"
+    _setup(tmp_path, "opencode")
+    text = plugin.read_text()
+    line = next(ln for ln in text.splitlines() if ln.startswith("const TOOLS = "))
+    tools = json.loads(line.removeprefix("const TOOLS = ").rstrip(";"))
+    assert tools == {
+        "write": ["filePath"],
+        "edit": ["filePath"],
+        "patch": ["patchText"],
+        "bash": ["command", "workdir"],
+    }
+    assert "__TOOLS__" not in text
+    assert "__AGENTCOORD__" not in text
+    _setup(tmp_path, "opencode", "--remove")
+    assert not plugin.exists()

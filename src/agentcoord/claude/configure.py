@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from agentcoord.claude.claudetools import TOOLS as CLAUDE_TOOLS
 from agentcoord.errors import ConfigError
 from agentcoord.kernel import setuprecord
 from agentcoord.kernel.files import write_atomic
@@ -65,9 +66,9 @@ HOOKS: dict[str, tuple[str | None, str, int, str]] = {
     # Every tool: a message sent to the session arrives after its next tool call, whatever
     # the tool (docs/claude-code.md "Hooks" has the cost per call).
     "PostToolUse": (None, "post-tool-use", 5, "http"),
-    # The write guard and the automatic edit leases: the file-writing tools (claude/hooks.py
-    # _WRITE_TOOLS); the working-tree guard: Bash (docs/claims.md "Working-tree guard").
-    "PreToolUse": ("Write|Edit|MultiEdit|NotebookEdit|Bash", "pre-tool-use", 5, "http"),
+    # The write guard and the automatic edit leases: the file-writing tools; the working-tree
+    # guard: Bash (claude/claudetools.py; docs/claims.md "The guards in each CLI").
+    "PreToolUse": (CLAUDE_TOOLS.matcher(), "pre-tool-use", 5, "http"),
     # Ends the session's Agent at once; the daemon also sees the process exit (pidfd).
     "SessionEnd": (None, "session-end", 5, "http"),
     # Standing approvals answer a dialog before it is drawn, and a dialog left open shows the

@@ -14,7 +14,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.claude import claudetools as claude_tools
+from agentcoord.codex import codextools as codex_tools
+from agentcoord.gemini import geminitools as gemini_tools
 from agentcoord.kernel.caller import Caller
+from agentcoord.kernel.tooltables import ToolTable, merged
+from agentcoord.opencode import opencodetools as opencode_tools
 
 if TYPE_CHECKING:
     from agentcoord.activity import SessionActivity
@@ -28,12 +33,14 @@ if TYPE_CHECKING:
     from agentcoord.stores.kv import Holder
 
 __all__ = [
+    "TOOL_TABLES",
     "HookDeps",
     "HookHandlers",
     "Hooks",
     "additional_context",
     "allow_permission",
     "deny_tool",
+    "tools_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -187,38 +194,34 @@ async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
     return "\n".join(lines)
 
 
-# Claude Code's file-writing tools and the input field naming their file
-# (docs/claims.md "Claiming files").
-_WRITE_TOOLS = {
-    "Write": "file_path",
-    "Edit": "file_path",
-    "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
+# Each CLI's tools the PreToolUse guards read, by the caller's session kind (Caller.
+# session_kind): each adapter package declares its own table (docs/claims.md "The guards in
+# each CLI"). A caller of no known kind (a runner) is checked against every kind's tools.
+TOOL_TABLES: dict[str, ToolTable] = {
+    "claude": claude_tools.TOOLS,
+    "codex": codex_tools.TOOLS,
+    "gemini": gemini_tools.TOOLS,
+    "opencode": opencode_tools.TOOLS,
 }
+_ANY_KIND = merged(TOOL_TABLES)
 
 
-# The other CLIs' file-writing tools, whose hooks send the same JSON shape
-# (docs/other-clis.md): Gemini CLI's write_file and replace name their file in file_path;
-# Codex's apply_patch carries a patch that may touch several files.
-_OTHER_WRITE_TOOLS = {"write_file": "file_path", "replace": "file_path"}
+def tools_of(caller: Caller) -> ToolTable:
+    """The tool table of the caller's CLI (every kind's tools when it has none)."""
+    return TOOL_TABLES.get(caller.session_kind or "", _ANY_KIND)
 
 
-def _written_paths(payload: dict[str, Any]) -> list[str]:
+def _written_paths(table: ToolTable, payload: dict[str, Any]) -> list[str]:
     """The files a write tool call is about to change; none for any other tool."""
     tool_input = payload.get("tool_input")
     tool = str(payload.get("tool_name") or "")
-    if tool == "apply_patch":
+    patch = table.patch_of(tool, tool_input)
+    if patch is not None:
         from agentcoord.codex.applypatch import patch_paths
 
-        text = tool_input.get("command") if isinstance(tool_input, dict) else tool_input
-        return patch_paths(text) if isinstance(text, str) else []
-    if not isinstance(tool_input, dict):
-        return []
-    field = _WRITE_TOOLS.get(tool) or _OTHER_WRITE_TOOLS.get(tool)
-    if field is None:
-        return []
-    path = tool_input.get(field) or tool_input.get("file_path")
-    return [path] if isinstance(path, str) and path else []
+        return patch_paths(patch)
+    path = table.file_of(tool, tool_input)
+    return [] if path is None else [path]
 
 
 def _writer_cwd(caller: Caller, payload: dict[str, Any]) -> str | None:
@@ -229,11 +232,10 @@ def _writer_cwd(caller: Caller, payload: dict[str, Any]) -> str | None:
 async def _guard_writes(
     deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """PreToolUse on Write/Edit/MultiEdit/NotebookEdit (and the other CLIs' write tools, each
-    file of a Codex patch): deny when another agent holds a write
-    claim on the file's canonical key (resolved against the writer's cwd), else take or renew
-    the writer's automatic edit lease (docs/claims.md "Claiming files")."""
-    for path in _written_paths(payload):
+    """PreToolUse on a write tool of the caller's CLI (each file of a patch): deny when another
+    agent holds a write claim on the file's canonical key (resolved against the writer's cwd),
+    else take or renew the writer's automatic edit lease (docs/claims.md "Claiming files")."""
+    for path in _written_paths(tools_of(caller), payload):
         denied = await deps.leases.guard_write(caller, path, _writer_cwd(caller, payload))
         if denied is not None:
             return {"deny": denied}
@@ -243,17 +245,18 @@ async def _guard_writes(
 async def _guard_git(
     deps: HookDeps, caller: Caller, payload: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """PreToolUse on Bash: refuse a git command that would move or rewrite a worktree another
-    live session works in, or stage its files (docs/claims.md "Working-tree guard")."""
-    if payload.get("tool_name") != "Bash":
-        return None
-    tool_input = payload.get("tool_input")
-    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    """PreToolUse on a shell tool of the caller's CLI: refuse a git command that would move or
+    rewrite a worktree another live session works in, or stage its files (docs/claims.md
+    "Working-tree guard")."""
     cwd = _writer_cwd(caller, payload)
-    if not isinstance(command, str) or "git" not in command or cwd is None:
+    if cwd is None:
+        return None
+    tool = str(payload.get("tool_name") or "")
+    call = tools_of(caller).shell_of(tool, payload.get("tool_input"), cwd)
+    if call is None or "git" not in call.command:
         return None
     cwds = deps.sessions.live_cwds()
-    refused = await deps.leases.guard_git(caller, command, cwd, cwds)
+    refused = await deps.leases.guard_git(caller, call.command, call.cwd, cwds)
     return None if refused is None else {"deny": refused}
 
 

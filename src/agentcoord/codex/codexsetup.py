@@ -16,6 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from agentcoord.codex.codextools import TOOLS
 from agentcoord.errors import ConfigError
 from agentcoord.kernel.setuprecord import apply, give_back
 
@@ -48,7 +49,9 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     "SessionStart": (None, "session-start", 10),  # says who the session is
     "UserPromptSubmit": (None, "user-prompt-submit", 5),  # inbox messages as context
     "PostToolUse": (None, "post-tool-use", 5),  # inbox messages after each tool call
-    "PreToolUse": ("apply_patch", "pre-tool-use", 5),  # the write guard, each patched file
+    # The write guard on apply_patch (each patched file), the working-tree guard on its shell
+    # tool (codex/codextools.py): "apply_patch|Bash".
+    "PreToolUse": (TOOLS.matcher(), "pre-tool-use", 5),
     "SessionEnd": (None, "session-end", 5),
 }
 
@@ -86,23 +89,24 @@ def registered(path: Path) -> bool:
 
 
 def hooks_installed(path: Path) -> bool:
-    """Whether ``path`` holds our command hook on every event of :data:`HOOKS`."""
+    """Whether ``path`` holds our command hook on every event of :data:`HOOKS`, with today's
+    matcher (a block an older setup wrote may miss a tool: setup again)."""
     try:
         hooks = tomllib.loads(path.read_text()).get("hooks", {})
     except (OSError, tomllib.TOMLDecodeError):
         return False
 
-    def has(event: str, ours: str) -> bool:
+    def has(event: str, matcher: str | None, ours: str) -> bool:
         groups = hooks.get(event) if isinstance(hooks, dict) else None
         return isinstance(groups, list) and any(
             str(h.get("command", "")).endswith(f" hook {ours}")
             for g in groups
-            if isinstance(g, dict)
+            if isinstance(g, dict) and g.get("matcher") == matcher
             for h in g.get("hooks", [])
             if isinstance(h, dict)
         )
 
-    return all(has(event, ours) for event, (_, ours, _) in HOOKS.items())
+    return all(has(event, matcher, ours) for event, (matcher, ours, _) in HOOKS.items())
 
 
 def setup_codex(path: Path, command: str, backups: Path) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcoord.errors import ConfigError
+from agentcoord.gemini.geminitools import TOOLS
 from agentcoord.kernel.setuprecord import JsonEntry, apply, give_back
 
 __all__ = ["HOOKS", "entry", "registered", "remove_gemini", "settings_file", "setup_gemini"]
@@ -35,7 +36,9 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     "SessionStart": (None, "session-start", 10000),  # says who the session is
     "BeforeAgent": (None, "user-prompt-submit", 5000),  # inbox messages at each prompt
     "AfterTool": (None, "post-tool-use", 5000),  # inbox messages after each tool call
-    "BeforeTool": ("write_file|replace", "pre-tool-use", 5000),  # the write guard
+    # The write guard on write_file and replace, the working-tree guard on run_shell_command
+    # (gemini/geminitools.py).
+    "BeforeTool": (TOOLS.matcher(), "pre-tool-use", 5000),
     "SessionEnd": (None, "session-end", 5000),
 }
 _OUR_HOOK = re.compile(r"(^|/|')agentcoord'? hook gemini:")
@@ -100,14 +103,20 @@ def registered(path: Path) -> bool:
 
 
 def hooks_installed(path: Path) -> bool:
-    """Whether ``path`` holds our hook group for every event of :data:`HOOKS`."""
+    """Whether ``path`` holds our hook group for every event of :data:`HOOKS`, with today's
+    matcher (a group an older setup wrote may miss a tool: setup again)."""
     try:
         hooks = _load(path.read_bytes(), path).get("hooks")
     except (OSError, ConfigError):
         return False
-    return isinstance(hooks, dict) and all(
-        isinstance(hooks.get(e), list) and any(map(_ours, hooks[e])) for e in HOOKS
-    )
+
+    def has(event: str, matcher: str | None) -> bool:
+        groups = hooks.get(event) if isinstance(hooks, dict) else None
+        return isinstance(groups, list) and any(
+            _ours(g) and g.get("matcher") == matcher for g in groups if isinstance(g, dict)
+        )
+
+    return all(has(event, matcher) for event, (matcher, _, _) in HOOKS.items())
 
 
 def setup_gemini(path: Path, command: str, backups: Path) -> str:

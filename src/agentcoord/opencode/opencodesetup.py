@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agentcoord.errors import ConfigError
 from agentcoord.kernel.setuprecord import JsonEntry, apply, give_back
+from agentcoord.opencode.opencodetools import plugin_fields
 
 __all__ = [
     "config_file",
@@ -62,8 +63,10 @@ def plugin_file(config: Path, project: Path | None) -> Path:
 
 
 def plugin_text(command: str) -> bytes:
-    """The plugin (``opencode/plugin.js``) running ``command`` as the hook client."""
+    """The plugin (``opencode/plugin.js``) running ``command`` as the hook client, handing the
+    daemon the calls of the tools in ``opencode/opencodetools.py``."""
     source = (Path(__file__).parent / "plugin.js").read_text()
+    source = source.replace('"__TOOLS__"', json.dumps(plugin_fields()))
     return source.replace('"__AGENTCOORD__"', json.dumps(command)).encode()
 
 
@@ -84,9 +87,10 @@ def remove_plugin(path: Path, backups: Path) -> str:
 
 
 def plugin_installed(config: Path) -> bool:
-    """Whether agentcoord's plugin is beside the user's opencode.json."""
+    """Whether agentcoord's plugin is beside the user's opencode.json, handing the daemon
+    today's tools (one an older setup wrote may send fewer: setup again)."""
     try:
         text = plugin_file(config, None).read_text()
     except OSError:
         return False
-    return text.startswith(_PLUGIN_MARK)
+    return text.startswith(_PLUGIN_MARK) and f"const TOOLS = {json.dumps(plugin_fields())};" in text

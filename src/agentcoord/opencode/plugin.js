@@ -1,11 +1,14 @@
 // agentcoord's OpenCode plugin, written by `agentcoord setup opencode` (`--remove` deletes it).
-// It hands each file write, each prompt and each session's start to the agentcoord hook
-// client, a child of this OpenCode process so the daemon knows which session calls
-// (docs/opencode.md), and throws to deny a write.
+// It hands each file write, each shell command, each prompt and each session's start to the
+// agentcoord hook client, a child of this OpenCode process so the daemon knows which session
+// calls (docs/opencode.md), and throws to deny a write or a git command.
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 
 const COMMAND = "__AGENTCOORD__";
+// The tools the daemon's guards read and the fields of their args it needs, as setup wrote
+// them from opencode/opencodetools.py: {"write": ["filePath"], "bash": ["command", "workdir"], ...}.
+const TOOLS = "__TOOLS__";
 
 function hook(event, payload) {
   const out = spawnSync(COMMAND, ["hook", event], {
@@ -21,15 +24,14 @@ function hook(event, payload) {
   }
 }
 
-// OpenCode's tools, as the daemon's write guard names them.
-function asWrite(tool, args) {
-  if ((tool === "write" || tool === "edit") && args && args.filePath) {
-    return { tool_name: tool === "write" ? "Write" : "Edit", tool_input: { file_path: args.filePath } };
-  }
-  if (tool === "patch" && args && args.patchText) {
-    return { tool_name: "apply_patch", tool_input: { command: args.patchText } };
-  }
-  return null;
+// A call of one of TOOLS as the daemon's PreToolUse reads it: OpenCode's own tool name, and
+// only the fields the guards need (not a write's whole content).
+function asCall(tool, args) {
+  const fields = Object.hasOwn(TOOLS, tool) ? TOOLS[tool] : null;
+  if (!fields || !args || !args[fields[0]]) return null;
+  const input = {};
+  for (const name of fields) if (args[name] !== undefined) input[name] = args[name];
+  return { tool_name: tool, tool_input: input };
 }
 
 // A part id as OpenCode makes them ("prt_", 12 hex digits of the time, 14 random characters),
@@ -74,9 +76,9 @@ export const AgentCoord = async ({ directory }) => {
       });
     },
     "tool.execute.before": async (input, output) => {
-      const write = asWrite(input.tool, output.args);
-      if (!write) return;
-      const answer = hook("pre-tool-use", { hook_event_name: "PreToolUse", cwd: directory, ...write });
+      const call = asCall(input.tool, output.args);
+      if (!call) return;
+      const answer = hook("pre-tool-use", { hook_event_name: "PreToolUse", cwd: directory, ...call });
       if (answer.permissionDecision === "deny") throw new Error(answer.permissionDecisionReason);
     },
     "tool.execute.after": async (input, output) => {
