@@ -50,6 +50,10 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     "PostToolUse": (None, "post-tool-use", 5),  # inbox messages after each tool call
     "PreToolUse": ("apply_patch", "pre-tool-use", 5),  # the write guard, each patched file
     "SessionEnd": (None, "session-end", 5),
+    # The session's state (docs/activity.md "Other CLIs"): the turn ended; a call waits for
+    # the user's approval, which a standing approval answers first (docs/approvals.md).
+    "Stop": (None, "stop", 5),
+    "PermissionRequest": (None, "permission-request", 10),
 }
 
 

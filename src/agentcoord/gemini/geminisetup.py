@@ -37,6 +37,10 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     "AfterTool": (None, "post-tool-use", 5000),  # inbox messages after each tool call
     "BeforeTool": ("write_file|replace", "pre-tool-use", 5000),  # the write guard
     "SessionEnd": (None, "session-end", 5000),
+    # The session's state (docs/activity.md "Other CLIs"): the turn ended; a tool waits for
+    # the user's permission (its ToolPermission notification).
+    "AfterAgent": (None, "stop", 5000),
+    "Notification": (None, "notification", 5000),
 }
 _OUR_HOOK = re.compile(r"(^|/|')agentcoord'? hook gemini:")
 
