@@ -5,11 +5,15 @@ the user's permission shows it waiting, with the tool and its input."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
+import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import urllib.request
 from pathlib import Path
@@ -46,6 +50,22 @@ def _release(fifo: Path) -> None:
         return
     with os.fdopen(fd, "w") as f:
         f.write("go\n")
+
+
+def _stop(proc: Any) -> None:
+    """End ``proc`` and every process of its group: the CLIs start themselves again as a child
+    (Gemini CLI's node with a larger heap), and their MCP servers and hooks run beside."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=30)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
 
 
 def _state(peer: AgentProc, prefix: str) -> Any:
@@ -114,7 +134,9 @@ def test_codex_waits_for_permission_with_its_call_then_is_idle_when_its_turn_end
     responses_api.hold_side = threading.Event()  # the reviewer's request waits for the test
     responses_api.script(Call("exec_command", _ESCALATED), Say("done"))
     peer = AgentProc(daemon, claude_bin, tmp_path / "work" / "peer")
-    run = subprocess.Popen(argv, env=env, cwd=project, stdout=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        argv, env=env, cwd=project, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         waiting = _until(peer, "shop", "waiting for permission: Bash touch made.txt")
         assert waiting == "waiting for permission: Bash touch made.txt"
@@ -128,8 +150,7 @@ def test_codex_waits_for_permission_with_its_call_then_is_idle_when_its_turn_end
         responses_api.hold_side.set()
         _release(fifo)
         if run.poll() is None:
-            run.kill()
-            run.communicate()
+            _stop(run)
         peer.close()
 
 
@@ -173,7 +194,9 @@ def test_gemini_is_idle_when_its_turn_ends(
     }
     peer = AgentProc(daemon, claude_bin, tmp_path / "work" / "peer")
     argv = [str(real_gemini), "-p", "hello", "--output-format", "json"]
-    run = subprocess.Popen(argv, env=env, cwd=project, stdout=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        argv, env=env, cwd=project, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         assert _until(peer, "blog", "idle") == "idle"
         _release(fifo)
@@ -182,44 +205,101 @@ def test_gemini_is_idle_when_its_turn_ends(
     finally:
         _release(fifo)
         if run.poll() is None:
-            run.kill()
-            run.communicate()
+            _stop(run)
         peer.close()
 
 
-def test_geminis_tool_permission_notification_is_a_wait_for_that_call() -> None:
-    """Gemini CLI's ToolPermission notification (the payload its hook runner builds:
-    ``notification_type``, ``message``, ``details`` of the confirmation), through the hook
-    adapter, is a wait for permission naming the shell command. `gemini -p` never asks (a
-    call that needs confirmation is not offered headless), so the payload is the recorded one."""
+def _terminal(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[Any, threading.Thread]:
+    """``argv`` on a pseudo-terminal of its own (an interactive session), its screen drained
+    so that it never blocks on writing it."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    proc = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdin=slave, stdout=slave, stderr=slave, start_new_session=True
+    )
+    os.close(slave)
+
+    def drain() -> None:
+        try:
+            while os.read(master, 65536):
+                pass
+        except OSError:  # the terminal's other side closed: the session exited
+            pass
+        finally:
+            os.close(master)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    return proc, reader
+
+
+def test_gemini_waits_for_permission_with_its_shell_command(
+    daemon: Daemon, real_gemini: Path, gemini_api: Scripted, tmp_path: Path, claude_bin: Path
+) -> None:
+    """An interactive Gemini CLI session (on a terminal: `gemini -p` never asks) whose model
+    runs `touch made.txt` shows waiting for permission with the command while its dialog is
+    open (the Notification hook's ToolPermission), and the command has not run."""
+    project = tmp_path / "blog"
+    project.mkdir()
+    home = gemini_home(tmp_path, project, daemon.env)
+    gemini_api.script(Call("run_shell_command", {"command": "touch made.txt"}), Say("done"))
+    env = {
+        **daemon.env,
+        "HOME": str(home),
+        "GEMINI_API_KEY": "offline",
+        "GOOGLE_GEMINI_BASE_URL": gemini_api.url,
+        "TERM": "xterm-256color",
+    }
+    peer = AgentProc(daemon, claude_bin, tmp_path / "work" / "peer")
+    argv = [str(real_gemini), "-i", "make the file"]
+    session, reader = _terminal(argv, env, project)
+    try:
+        want = "waiting for permission: run_shell_command touch made.txt"
+        assert _until(peer, "blog", want) == want
+        assert not (project / "made.txt").exists()
+    finally:
+        _stop(session)
+        reader.join(timeout=30)
+        peer.close()
+
+
+def test_geminis_recorded_tool_permission_notification_is_a_wait_for_that_call() -> None:
+    """Gemini CLI's ToolPermission notification as its Notification hook got it (recorded from
+    the real binary's interactive dialog), through the hook adapter, is a wait for permission
+    naming the shell command; any other notification goes through as it came."""
     payload = {
-        "session_id": "1cd77a4b-e76c-47fa-ae50-c6aed749e802",
+        "session_id": "38326416-53d7-472b-8137-2dec27c7edef",
         "cwd": "/home/u/blog",
         "hook_event_name": "Notification",
-        "timestamp": "2026-12-02T13:23:13.490Z",
+        "timestamp": "2026-12-02T13:38:29.682Z",
         "notification_type": "ToolPermission",
-        "message": "Tool Shell requires execution",
+        "message": "Tool Confirm Shell Command requires execution",
         "details": {
             "type": "exec",
-            "title": "Shell",
-            "command": "npm test",
-            "rootCommand": "npm",
+            "title": "Confirm Shell Command",
+            "command": "touch made.txt",
+            "rootCommand": "touch",
         },
     }
     said = gemini_input("notification", payload)
     assert said["notification_type"] == "permission_prompt"
-    assert (said["tool_name"], said["tool_input"]) == ("run_shell_command", {"command": "npm test"})
-    state = after_hook(None, "Notification", said, 1.0, summary="npm test")
+    assert (said["tool_name"], said["tool_input"]) == (
+        "run_shell_command",
+        {"command": "touch made.txt"},
+    )
+    state = after_hook(None, "Notification", said, 1.0, summary="touch made.txt")
     assert state is not None
-    assert describe(state) == "waiting for permission: run_shell_command npm test"
+    assert describe(state) == "waiting for permission: run_shell_command touch made.txt"
     other = {**payload, "notification_type": "Other"}
-    assert gemini_input("notification", other) == other  # not a permission: as it came
+    assert gemini_input("notification", other) == other
 
 
 def _serve(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> tuple[Any, str]:
     """`opencode serve` and the address it says it listens on."""
     with log.open("w") as out:  # the child keeps its own copy
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def address() -> str | None:
         if proc.poll() is not None:
@@ -275,10 +355,5 @@ def test_opencode_waits_for_permission_with_its_call_then_is_idle(
         assert _until(peer, "api", "idle") == "idle"
         assert (project / "made.txt").exists()
     finally:
-        serve.terminate()
-        try:
-            serve.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.wait()
+        _stop(serve)
         peer.close()
