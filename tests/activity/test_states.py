@@ -51,6 +51,17 @@ ASKING = SessionState(WAITING_PERMISSION, 10.0, "Bash", "npm test")
             SessionState(WAITING_INPUT, 20.0),
         ),
         (ASKING, "Notification", {"notification_type": "auth_success"}, False, None),
+        # The other CLIs' waits name their call (docs/activity.md "Other CLIs").
+        (
+            SessionState(WORKING, 5.0),
+            "Notification",
+            {"notification_type": "permission_prompt", "tool_name": "bash"},
+            False,
+            SessionState(WAITING_PERMISSION, 20.0, "bash", "npm test"),
+        ),
+        (SessionState(WORKING, 5.0), "Stop", {}, False, SessionState(IDLE, 20.0)),
+        (ASKING, "Stop", {}, False, SessionState(IDLE, 20.0)),  # answered "no": the turn ended
+        (SessionState(IDLE, 5.0), "Stop", {}, False, SessionState(IDLE, 5.0)),
         (ASKING, "SessionEnd", {}, False, SessionState(ENDED, 20.0)),
         (ASKING, "SessionStart", {}, False, None),
     ],

@@ -10,7 +10,8 @@ a list of turns: :class:`Call` (the model calls the tool whose name ends with ``
 CLI prefixes MCP tools its own way, so the stand-in picks the name from the request's tools)
 or :class:`Say` (the model answers and ends its turn). Every request is recorded; one past the
 script is answered ``Say("done")`` and noted in :attr:`Scripted.extra` (CLIs make side requests,
-a title or a check, that the tests do not script), never an error.
+a title or a check, that the tests do not script), never an error; with
+:attr:`Scripted.hold_side`, not before that event is set.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class Scripted:
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.extra: list[str] = []
+        # Set: side requests are answered only once it is set (the CLI waits meanwhile).
+        self.hold_side: threading.Event | None = None
         self._turns: list[Turn] = []
         self._lock = threading.Lock()
         outer = self
@@ -112,7 +115,7 @@ class Scripted:
             if self._turns and self.is_turn(path, body):
                 return self._turns.pop(0)
         self.extra.append(path)
-        return Say("done")
+        return Say("done", hold=self.hold_side)
 
     def is_turn(self, path: str, body: dict[str, Any]) -> bool:
         """Whether the request is the agent's own turn (it offers tools), not a side request."""

@@ -210,7 +210,15 @@ def test_gemini_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -
     path.write_text(original)
     _setup(tmp_path, "gemini")
     hooks = json.loads(path.read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "BeforeAgent", "AfterTool", "BeforeTool", "SessionEnd"}
+    assert set(hooks) == {
+        "SessionStart",
+        "BeforeAgent",
+        "AfterTool",
+        "BeforeTool",
+        "SessionEnd",
+        "AfterAgent",
+        "Notification",
+    }
     assert hooks["BeforeTool"][0] == mine["hooks"]["BeforeTool"][0]
     ours = hooks["BeforeTool"][1]
     assert ours["matcher"] == "write_file|replace|run_shell_command"  # writes and the shell
@@ -284,3 +292,41 @@ def test_the_opencode_plugin_sends_bash_calls_and_leaves_with_remove(tmp_path: P
     assert "__AGENTCOORD__" not in text
     _setup(tmp_path, "opencode", "--remove")
     assert not plugin.exists()
+
+
+def test_state_hooks_join_the_users_own_and_leave_with_remove(tmp_path: Path) -> None:
+    """Codex's Stop and PermissionRequest hooks and Gemini's AfterAgent and Notification hooks
+    (the session's state: docs/activity.md "Other CLIs") go in beside the user's own hooks on
+    the same events, and --remove gives both files back byte for byte."""
+    home = tmp_path / "home"
+    codex, gemini = _file("codex", home), _file("gemini", home)
+    codex.parent.mkdir(parents=True)
+    gemini.parent.mkdir(parents=True)
+    codex_original = (
+        '# mine\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\n'
+        'command = "/usr/local/bin/chime"   # ding\n'
+    )
+    gemini_original = json.dumps(
+        {"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "/bin/chime"}]}]}}
+    )
+    codex.write_text(codex_original)
+    gemini.write_text(gemini_original)
+    _setup(tmp_path, "codex")
+    _setup(tmp_path, "gemini")
+    hooks = tomllib.loads(codex.read_text())["hooks"]
+    stop = [h["command"] for g in hooks["Stop"] for h in g["hooks"]]
+    assert stop[0] == "/usr/local/bin/chime", stop
+    assert stop[1].endswith("agentcoord hook stop"), stop
+    [asked] = [h["command"] for g in hooks["PermissionRequest"] for h in g["hooks"]]
+    assert asked.endswith("agentcoord hook permission-request")
+    settings = json.loads(gemini.read_text())["hooks"]
+    said = [h["command"] for g in settings["Notification"] for h in g["hooks"]]
+    assert said[0] == "/bin/chime", said
+    assert said[1].endswith("agentcoord hook gemini:notification"), said
+    [ended] = [h for g in settings["AfterAgent"] for h in g["hooks"]]
+    assert ended["command"].endswith("agentcoord hook gemini:stop")
+    assert ended["timeout"] == 5000  # Gemini's unit is milliseconds
+    assert _setup(tmp_path, "codex", "--remove").startswith("restored ")
+    assert _setup(tmp_path, "gemini", "--remove").startswith("restored ")
+    assert codex.read_bytes() == codex_original.encode()
+    assert gemini.read_bytes() == gemini_original.encode()

@@ -6,7 +6,8 @@ which tool, with what input), ``waiting-input`` (the turn ended and Claude Code 
 for the user), ``idle`` (no turn runs) and ``ended``. Claude Code tells them in three ways
 (code.claude.com/docs/en/hooks): its hooks (UserPromptSubmit, PreToolUse and PostToolUse mean
 a turn runs; PermissionRequest that nobody answered means a dialog is open; Notification's
-``permission_prompt`` and ``idle_prompt`` say it waits; SessionEnd ends it), and its session
+``permission_prompt`` and ``idle_prompt`` say it waits; Stop ends the turn; SessionEnd ends
+it), and its session
 registry entry (``~/.claude/sessions/<pid>.json``), whose ``status`` (``idle`` or ``busy``)
 it rewrites, with ``updatedAt``, as each turn starts and ends. The newest word wins: a
 registry change after the last hook overrides what the hook said, except that an open dialog
@@ -88,13 +89,20 @@ def after_hook(
         )
     if event == "Notification":
         kind = payload.get("notification_type")
+        tool = payload.get("tool_name")
         if kind == "permission_prompt":
+            if isinstance(tool, str) and tool:
+                # The other CLIs' hooks name the call their dialog asks about (docs/activity.md
+                # "Other CLIs"): the wait is for that call.
+                return SessionState(WAITING_PERMISSION, now, tool, summary)
             if prev is not None and prev.state == WAITING_PERMISSION:
                 return prev  # the dialog the PermissionRequest hook saw, still open
             return SessionState(WAITING_PERMISSION, now)
         if kind == "idle_prompt":
             return _moved(prev, WAITING_INPUT, now)
         return None
+    if event == "Stop":
+        return _moved(prev, IDLE, now)  # the turn ended; nothing runs until the next prompt
     if event == "SessionEnd":
         return SessionState(ENDED, now)
     return None

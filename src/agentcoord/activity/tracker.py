@@ -81,14 +81,16 @@ class SessionActivity:
         self, caller: Caller, event: str, payload: Mapping[str, Any], *, allowed: bool = False
     ) -> None:
         """Take what hook ``event`` (Claude Code's name) of ``caller`` says about its state;
-        ``allowed``: the daemon answered its PermissionRequest "allow"."""
+        ``allowed``: the daemon answered its PermissionRequest "allow". Every CLI comes
+        through here: the other CLIs' adapters send their events under Claude Code's names
+        and payload shapes (docs/activity.md "Other CLIs")."""
         if caller.kind not in ("session", "runner"):
             return
         agent = caller.agent
         self._lifecycle(agent, event, payload, caller)
         prev = self._states.get(agent)
         summary = None
-        if event == "PermissionRequest":
+        if event in ("PermissionRequest", "Notification") and payload.get("tool_name"):
             from agentcoord.approvals import input_summary
 
             tool_input = payload.get("tool_input")

@@ -44,6 +44,10 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
         payload = json.loads(raw) if raw.strip() else {}
     except ValueError:
         payload = {}
+    if shape is not None and isinstance(payload, dict):
+        from agentcoord.gemini.hookshape import gemini_input
+
+        payload = gemini_input(event, payload)
     request = {
         "jsonrpc": "2.0",
         "id": 1,

@@ -53,6 +53,10 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     # tool (codex/codextools.py): "apply_patch|Bash".
     "PreToolUse": (TOOLS.matcher(), "pre-tool-use", 5),
     "SessionEnd": (None, "session-end", 5),
+    # The session's state (docs/activity.md "Other CLIs"): the turn ended; a call waits for
+    # the user's approval, which a standing approval answers first (docs/approvals.md).
+    "Stop": (None, "stop", 5),
+    "PermissionRequest": (None, "permission-request", 10),
 }
 
 

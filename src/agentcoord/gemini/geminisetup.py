@@ -40,6 +40,10 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
     # (gemini/geminitools.py).
     "BeforeTool": (TOOLS.matcher(), "pre-tool-use", 5000),
     "SessionEnd": (None, "session-end", 5000),
+    # The session's state (docs/activity.md "Other CLIs"): the turn ended; a tool waits for
+    # the user's permission (its ToolPermission notification).
+    "AfterAgent": (None, "stop", 5000),
+    "Notification": (None, "notification", 5000),
 }
 _OUR_HOOK = re.compile(r"(^|/|')agentcoord'? hook gemini:")
 

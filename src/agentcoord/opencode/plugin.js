@@ -1,7 +1,8 @@
 // agentcoord's OpenCode plugin, written by `agentcoord setup opencode` (`--remove` deletes it).
-// It hands each file write, each shell command, each prompt and each session's start to the
-// agentcoord hook client, a child of this OpenCode process so the daemon knows which session
-// calls (docs/opencode.md), and throws to deny a write or a git command.
+// It hands each file write, each shell command, each prompt, each session's start, each
+// turn's end and each permission it asks for to the agentcoord hook client, a child of this
+// OpenCode process so the daemon knows which session calls (docs/opencode.md), and throws to
+// deny a write or a git command.
 import { randomBytes } from "node:crypto";
 import { spawnSync } from "node:child_process";
 
@@ -43,11 +44,40 @@ function partId() {
   return `prt_${time}${tail}`;
 }
 
+// What a permission.asked event asks about, as the daemon reads a call's input: a command,
+// else a file, else the patterns the permission is for.
+function askedInput(asked) {
+  const meta = asked.metadata || {};
+  if (typeof meta.command === "string") return { command: meta.command };
+  if (typeof meta.filepath === "string") return { file_path: meta.filepath };
+  return { pattern: (asked.patterns || []).join(" ") };
+}
+
 export const AgentCoord = async ({ directory }) => {
   // What SessionStart said, per OpenCode session: asked once, at the session's first model
   // request, and kept in its system prompt from then on.
   const started = new Map();
+  // Subagents' sessions (a task's), whose turns are part of their parent's.
+  const children = new Set();
   return {
+    // The session's state (docs/activity.md "Other CLIs"): a turn ended, or a call waits for
+    // the user's permission.
+    event: async ({ event }) => {
+      const props = event.properties || {};
+      if (event.type === "session.created" && props.info && props.info.parentID) {
+        children.add(props.info.id);
+      } else if (event.type === "session.idle" && !children.has(props.sessionID)) {
+        hook("stop", { hook_event_name: "Stop", cwd: directory });
+      } else if (event.type === "permission.asked") {
+        hook("notification", {
+          hook_event_name: "Notification",
+          notification_type: "permission_prompt",
+          cwd: directory,
+          tool_name: props.permission,
+          tool_input: askedInput(props),
+        });
+      }
+    },
     "experimental.chat.system.transform": async (input, output) => {
       if (!input.sessionID || !Array.isArray(output.system)) return;
       let text = started.get(input.sessionID);
