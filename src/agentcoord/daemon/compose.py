@@ -329,7 +329,14 @@ def _approvals(cfg: Config, kv: Any, audit: AuditLog, agents: StoreAgents) -> Ap
     async def exists(name: str) -> bool:
         return await agents.get_agent(name) is not None
 
-    return Approvals(kv, audit, home=Path.home(), claude_dir=cfg.claude_dir, agent_exists=exists)
+    return Approvals(
+        kv,
+        audit,
+        home=Path.home(),
+        claude_dir=cfg.claude_dir,
+        agent_exists=exists,
+        hold_s=float(cfg.permission_hold),
+    )
 
 
 async def _operator(
