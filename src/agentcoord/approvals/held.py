@@ -34,6 +34,7 @@ class _Held:
     tool: str
     input: str
     since: float
+    still_open: Callable[[], bool]  # the session still waits on this dialog
     stale: bool = False  # a grant landed: decide again
     answer: str | None = None  # the human's "allow" or "deny"
     wake: asyncio.Future[None] | None = field(default=None, repr=False)
@@ -54,17 +55,24 @@ class HeldDialogs:
         self._open: dict[str, _Held] = {}
 
     async def hold(
-        self, agent: str, tool: str, summary: str, redecide: Callable[[], Awaitable[bool]]
+        self,
+        agent: str,
+        tool: str,
+        summary: str,
+        redecide: Callable[[], Awaitable[bool]],
+        still_open: Callable[[], bool] = lambda: True,
     ) -> str | None:
         """Hold ``agent``'s dialog up to :attr:`hold_s`: "allow" when ``redecide`` (run after
         each grant) allows it or the human allows it, "deny" when the human denies it, None
-        when the time runs out or the session opens another dialog."""
+        when the time runs out or the session opens another dialog. ``still_open``: whether
+        the session still waits on it (false once the terminal answered it: then it is
+        neither listed nor answered)."""
         if self.hold_s <= 0:
             return None
         older = self._open.pop(agent, None)
         if older is not None:  # that dialog was answered in the terminal: its hold ends
             older.poke()
-        entry = _Held(tool, summary, self._clock())
+        entry = _Held(tool, summary, self._clock(), still_open)
         self._open[agent] = entry
         loop = asyncio.get_running_loop()
         end = loop.time() + self.hold_s
@@ -74,7 +82,8 @@ class HeldDialogs:
                     return entry.answer
                 if entry.stale:
                     entry.stale = False
-                    if await redecide():
+                    # A grant never counts a use on a dialog the terminal already answered.
+                    if entry.still_open() and await redecide():
                         return "allow"
                     continue
                 left = end - loop.time()
@@ -102,7 +111,7 @@ class HeldDialogs:
         if verdict not in ANSWERS:
             raise InvalidArguments(f"answer 'allow' or 'deny', not {verdict!r}")
         entry = self._open.get(agent)
-        if entry is None or entry.answer is not None:
+        if entry is None or entry.answer is not None or not entry.still_open():
             raise NotFound(
                 f"{agent} has no dialog held for you (answered in its terminal, or its "
                 "permission_hold ran out): answer it in the session"
@@ -113,11 +122,15 @@ class HeldDialogs:
 
     def listing(self) -> list[dict[str, Any]]:
         """The held dialogs: session, tool, input, since, until (epoch seconds)."""
-        return [self._row(a, e) for a, e in self._open.items() if e.answer is None]
+        return [self._row(a, e) for a, e in self._open.items() if self._live(e)]
 
     def is_held(self, agent: str) -> bool:
         entry = self._open.get(agent)
-        return entry is not None and entry.answer is None
+        return entry is not None and self._live(entry)
+
+    @staticmethod
+    def _live(entry: _Held) -> bool:
+        return entry.answer is None and entry.still_open()
 
     def _row(self, agent: str, entry: _Held) -> dict[str, Any]:
         return {

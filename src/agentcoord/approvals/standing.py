@@ -285,9 +285,9 @@ class Approvals:
         summary = input_summary(tool, tool_input if isinstance(tool_input, dict) else {})
 
         async def again() -> bool:
-            return still_open() and await self.decide(caller, payload) is not None
+            return await self.decide(caller, payload) is not None
 
-        return await self.held.hold(caller.agent, tool, summary, again)
+        return await self.held.hold(caller.agent, tool, summary, again, still_open)
 
     def answer_held(self, session: str, verdict: str, by: Caller) -> dict[str, Any]:
         """The human answers ``session``'s held dialog "allow" or "deny" (audited
