@@ -17,13 +17,13 @@ async def _never() -> bool:
 
 
 async def _held(held: HeldDialogs, agent: str) -> None:
-    """Wait until ``agent``'s dialog is held (the hold task has run to its wait)."""
-    while not held.is_held(agent):
-        await asyncio.sleep(0)
+    """Let the hold task run to its wait (it registers the dialog before its first await)."""
+    await asyncio.sleep(0)
+    assert held.is_held(agent)
 
 
 async def test_the_humans_answer_ends_the_hold() -> None:
-    """"deny" from the human is the hold's answer; the dialog is listed until then."""
+    """ "deny" from the human is the hold's answer; the dialog is listed until then."""
     held = HeldDialogs(60)
     task = asyncio.create_task(held.hold("app-1", "Bash", "make test", _never))
     await _held(held, "app-1")
@@ -39,16 +39,17 @@ async def test_a_grant_decides_again_and_allows() -> None:
     """After a grant the hold runs its decision again; the first that allows ends it."""
     held = HeldDialogs(60)
     asked: list[int] = []
+    first = asyncio.Event()
 
     async def decide() -> bool:
         asked.append(1)
+        first.set()
         return len(asked) == 2
 
     task = asyncio.create_task(held.hold("app-1", "Bash", "ls", decide))
     await _held(held, "app-1")
     held.granted()  # a grant that does not cover it
-    while len(asked) < 1:
-        await asyncio.sleep(0)
+    await first.wait()
     assert not task.done()
     held.granted()
     assert await task == "allow"

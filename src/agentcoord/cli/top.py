@@ -238,7 +238,12 @@ class TopApp(App[None]):
             if text:
                 self.run_worker(self._held(wait.who, text), exclusive=False)
 
-        self.push_screen(Ask(f"{wait.who}: {wait.what}", "allow / deny", "allow"), answered)
+        self.push_screen(
+            Ask(
+                f"answer {wait.who}'s dialog (allow or deny): {wait.what}", "allow / deny", "allow"
+            ),
+            answered,
+        )
 
     async def _held(self, session: str, verdict: str) -> None:
         from agentcoord.cli.allow import METHOD
@@ -274,7 +279,7 @@ class TopApp(App[None]):
         is answered in the session, and the rule covers its next such call (docs/top.md)."""
         key = self._selected("waiting")
         wait = next((w for w in self._waits if w.key == key and w.kind == "session"), None)
-        suggestion = state_rule(wait.what.partition(" [held")[0]) if wait is not None else ""
+        suggestion = state_rule(wait.what.partition(" (held")[0]) if wait is not None else ""
         held = wait is not None and wait.who in {str(h.get("session")) for h in self._snap.held}
         if wait is not None and suggestion and not held:
             self._say(

@@ -103,7 +103,7 @@ def waiting_rows(snap: Snapshot) -> list[WaitRow]:
             str(a["name"]),
             str(a["name"]),
             # A held dialog is answered here (a); any other in the session (docs/top.md).
-            str(a["state"]) + (" [held for you: a answers]" if a["name"] in held else ""),
+            str(a["state"]) + (" (held for you: a answers)" if a["name"] in held else ""),
             _epoch(a.get("state_since")),
         )
         for a in snap.agents
