@@ -354,7 +354,7 @@ async def _standing_approval(
     if verdict == "allow":
         return {"allow": "held"}
     if verdict == "deny":
-        return {"deny": "The user denied this call (from the agentcoord console)."}
+        return {"deny": "The user denied this call (from agentcoord: the console or top)."}
     # The time ran out (the dialog stays for the terminal) or the dialog was answered there:
     # the session's state is already right either way.
     return {"settled": True}
