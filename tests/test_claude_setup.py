@@ -96,7 +96,8 @@ def test_hooks_are_http_but_session_start_with_matchers() -> None:
                 "type": "http",
                 "url": f"http://{ADDR}/hooks/{sub}",
                 "headers": {HOOK_HEADER: "1"},
-                "timeout": 5,
+                # The daemon may hold a dialog for the human (docs/approvals.md).
+                "timeout": 600 if event == "PermissionRequest" else 5,
             }
         ], event
     assert hooks["PreToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit|Bash"

@@ -134,8 +134,8 @@ def test_top_shows_who_waits_and_its_keys_act(
         top.keys("q")  # closes the detail (Escape would wait for a key sequence)
         _poll(lambda: "(escape or q closes)" not in top.screen(), "the detail to close", top.screen)
 
-        # Revoke from the approvals table.
-        top.keys("Tab", "Tab")
+        # Revoke from the approvals table (after the claims and the conflicts).
+        top.keys("Tab", "Tab", "Tab")
         top.keys("x")
         _poll(lambda: not cli_json(daemon, "allow", "--list"), "the revoke", top.screen)
         top.shows(f"revoked {row['id']}")

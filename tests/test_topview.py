@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentcoord.cli.top import _grant_params
-from agentcoord.cli.topview import Snapshot, claim_rows, waiting_rows
+from agentcoord.cli.topview import Snapshot, claim_rows, conflict_rows, waiting_rows
 
 
 def test_prompts_wait_first_then_sessions_longest_first() -> None:
@@ -40,9 +40,10 @@ def test_prompts_wait_first_then_sessions_longest_first() -> None:
     assert rows[2].cells(70.0) == ("session", "b-1", "waiting for permission: Bash ls", "1m")
 
 
-def test_a_write_claim_another_agent_focuses_on_is_a_conflict() -> None:
-    """A write claim whose file another agent's focus names shows that agent; a read claim
-    or the holder's own focus does not."""
+def test_a_write_claim_another_agent_focuses_on_shows_that_focus() -> None:
+    """A write claim whose file another agent's focus names shows that agent ("focus on
+    it", not a conflict: those are the tracked ones); a read claim or the holder's own focus
+    does not."""
     snap = Snapshot(
         agents=[
             {"name": "a-1", "focus": {"files": ["src/app.py"]}},
@@ -66,7 +67,7 @@ def test_a_write_claim_another_agent_focuses_on_is_a_conflict() -> None:
         ],
     )
     rows = claim_rows(snap, 100.0)
-    assert rows[0] == ("app:src/app.py", "a-1", "write", "1m", "also on it: b-1")
+    assert rows[0] == ("app:src/app.py", "a-1", "write", "1m", "focus on it: b-1")
     assert rows[1][-1] == "-"
 
 
@@ -83,3 +84,29 @@ def test_grant_input_keeps_spaces_in_the_rule() -> None:
         _grant_params("Bash --forever")
     with pytest.raises(ValueError, match="give a rule"):
         _grant_params("  ")
+
+
+def test_a_tracked_conflict_is_one_row_as_the_console_shows_it() -> None:
+    """A check_conflicts row: the repository's name, both worktrees with branch and sessions,
+    the files, git's verdict and since how long."""
+    snap = Snapshot(
+        conflicts=[
+            {
+                "repo": "/w/app/.git",
+                "a": {"worktree": "/w/app", "branch": "main", "sessions": ["a-1"]},
+                "b": {"worktree": "/w/app-feature", "branch": None, "sessions": []},
+                "files": ["src/app.py"],
+                "since": 40.0,
+                "conflicts": ["src/app.py"],
+            }
+        ]
+    )
+    assert conflict_rows(snap, 100.0) == [
+        (
+            "app",
+            "app (main) a-1 and app-feature (detached)",
+            "src/app.py",
+            "their commits WILL conflict in src/app.py (git merge-tree)",
+            "1m",
+        )
+    ]

@@ -22,7 +22,7 @@ import http.client, json, sys
 host, port = sys.argv[1].rsplit(":", 1)
 for line in sys.stdin:
     event, body = json.loads(line)
-    conn = http.client.HTTPConnection(host, int(port), timeout=20)
+    conn = http.client.HTTPConnection(host, int(port), timeout=600)
     conn.request("POST", "/hooks/" + event, json.dumps(body), {"content-type": "application/json"})
     resp = conn.getresponse()
     print(json.dumps([resp.status, resp.read().decode()]), flush=True)
@@ -57,10 +57,19 @@ class Session:
         self.name = found.group(1)
 
     def post(self, event: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        self.send(event, body)
+        return self.reply()
+
+    def send(self, event: str, body: dict[str, Any]) -> None:
+        """Post one hook and return at once (:meth:`reply` reads its answer): a held
+        permission dialog answers only when the human does (docs/approvals.md)."""
         assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
         self.proc.stdin.write(json.dumps([event, {"cwd": str(self.cwd), **body}]) + "\n")
         self.proc.stdin.flush()
+
+    def reply(self) -> dict[str, Any] | None:
+        """The answer to the hook :meth:`send` posted (blocks until it comes)."""
+        assert self.proc.stdout is not None
         status, text = json.loads(self.proc.stdout.readline())
         assert status == 200, (status, text)
         return json.loads(text) if text else None

@@ -51,6 +51,11 @@ def test_the_console_grants_and_revokes_standing_approvals(
                     "text=waiting for permission: Bash make test -j4", timeout=20_000
                 )
                 assert "waiting for permission" in page.inner_text("#agents")
+                # Not held (no permission_hold): the grant covers the next call, and the open
+                # dialog is answered in the session (docs/approvals.md).
+                queue = page.inner_text("#queue")
+                assert "for 1h from its next call" in queue
+                assert "this dialog is answered in the session" in queue
                 page.click("text=Allow Bash(make test:*) for every session (1h)")
                 page.wait_for_selector("#approvals >> text=Bash(make test:*)", timeout=20_000)
                 assert session.post("permission-request", ask) == ALLOW

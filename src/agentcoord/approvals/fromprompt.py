@@ -17,7 +17,14 @@ from typing import Any
 
 from agentcoord.errors import InvalidArguments
 
-__all__ = ["PermissionCall", "permission_call", "state_rule", "suggested_rule"]
+__all__ = [
+    "PermissionCall",
+    "grant_request",
+    "permission_call",
+    "prompt_rule",
+    "state_rule",
+    "suggested_rule",
+]
 
 # The relay's wording (claude/push.py: PERMISSION_PREFIX, its question and context).
 _QUESTION = re.compile(r"^Claude Code permission: allow (?P<tool>[^\s?]+)\?")
@@ -94,5 +101,34 @@ def state_rule(state: str) -> str:
         return ""
     try:
         return suggested_rule(PermissionCall("", tool, rest.strip()))
+    except InvalidArguments:
+        return ""
+
+
+def grant_request(call: PermissionCall, *, repo: str | None, session: bool) -> dict[str, str]:
+    """The grant answering a permission prompt "allow for a while" asks for, as the
+    approvals service takes it: ``rule``, and ``repo`` (a directory: ``repo``, or "" for the
+    asking session's working directory) or ``session`` (the asking session), or neither (every
+    session). The CLI's ``answer --allow-for`` and the console's queue both build it here."""
+    if repo is not None and session:
+        raise InvalidArguments("give --repo or --session, not both")
+    out = {"rule": suggested_rule(call)}
+    if session:
+        out["session"] = call.session
+    elif repo is not None:
+        directory = repo or call.cwd
+        if not directory:
+            raise InvalidArguments(
+                f"the prompt does not say where {call.session} works; name it: --repo DIR"
+            )
+        out["repo"] = directory
+    return out
+
+
+def prompt_rule(prompt: Mapping[str, Any]) -> str:
+    """The rule a relayed permission prompt offers, "" for any other prompt or a call that
+    offers none (the console's queue shows it on the prompt's buttons)."""
+    try:
+        return suggested_rule(permission_call(prompt))
     except InvalidArguments:
         return ""

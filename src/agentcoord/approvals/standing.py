@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.approvals.held import HeldDialogs
 from agentcoord.approvals.rules import Request, allows, forbids, parse_rule
 from agentcoord.approvals.settings import MANAGED_SETTINGS, HeldRule, session_rules
 from agentcoord.errors import IdentityError, InvalidArguments, NotFound
@@ -94,8 +95,12 @@ class Approvals:
         agent_exists: Callable[[str], Awaitable[bool]] | None = None,
         managed: Path = MANAGED_SETTINGS,
         clock: Callable[[], float] = time.time,
+        hold_s: float = 0.0,
     ) -> None:
         self._store = store
+        # Dialogs no approval answered, held open for the human's answer (docs/approvals.md
+        # "Answering an open dialog"); off (0) by default.
+        self.held = HeldDialogs(hold_s, clock)
         self._audit = audit
         self._home = home
         self._claude_dir = claude_dir
@@ -159,6 +164,7 @@ class Approvals:
             expires_in=format_duration(seconds),
             **decision_fields(by),
         )
+        self.held.granted()  # a held dialog the new rule covers is allowed now
         return self._row(record, now)
 
     async def revoke(self, approval_id: str, by: Caller) -> dict[str, Any]:
@@ -262,6 +268,44 @@ class Approvals:
             )
             return Decision(record)
         return None
+
+    async def hold(
+        self,
+        caller: Caller,
+        payload: Mapping[str, Any],
+        still_open: Callable[[], bool] = lambda: True,
+    ) -> str | None:
+        """Hold a dialog :meth:`decide` did not answer for the human (``permission_hold``):
+        "allow" (a grant made meanwhile allows it, or the human allowed it), "deny", or None
+        (the time ran out; Claude Code's dialog stays for the terminal). ``still_open``: whether
+        the session still waits on this dialog (a grant never counts a use on one the terminal
+        answered)."""
+        tool = payload.get("tool_name")
+        if caller.kind not in ("session", "runner") or not isinstance(tool, str) or not tool:
+            return None
+        tool_input = payload.get("tool_input")
+        summary = input_summary(tool, tool_input if isinstance(tool_input, dict) else {})
+
+        async def again() -> bool:
+            return await self.decide(caller, payload) is not None
+
+        return await self.held.hold(caller.agent, tool, summary, again, still_open)
+
+    def answer_held(self, session: str, verdict: str, by: Caller) -> dict[str, Any]:
+        """The human answers ``session``'s held dialog "allow" or "deny" (audited
+        ``PERMISSION_ANSWERED``); :class:`NotFound` when none is held."""
+        _human_only(by, "answer a permission dialog")
+        row = self.held.answer(session, verdict)
+        self._audit.emit(
+            "PERMISSION_ANSWERED",
+            by.agent,
+            session=session,
+            answer=verdict,
+            tool=row["tool"],
+            input=row["input"],
+            **decision_fields(by),
+        )
+        return row
 
     def _held_by_settings(
         self, request: Request, cwd: str | None, repo: Repository | None

@@ -72,8 +72,10 @@ HOOKS: dict[str, tuple[str | None, str, int, str]] = {
     # Ends the session's Agent at once; the daemon also sees the process exit (pidfd).
     "SessionEnd": (None, "session-end", 5, "http"),
     # Standing approvals answer a dialog before it is drawn, and a dialog left open shows the
-    # session as waiting for permission (docs/approvals.md, docs/claude-code.md "Hooks").
-    "PermissionRequest": (None, "permission-request", 5, "http"),
+    # session as waiting for permission (docs/approvals.md, docs/claude-code.md "Hooks"). The
+    # dialog is drawn and answered in the terminal while the hook runs, so the daemon may hold
+    # it for the human's answer up to permission_hold (at most 590 s: approvals/held.py).
+    "PermissionRequest": (None, "permission-request", 600, "http"),
     # Waiting for permission or for input, as Claude Code says it (never in -p).
     "Notification": (None, "notification", 5, "http"),
 }

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.activity.states import WAITING_PERMISSION
 from agentcoord.claude import claudetools as claude_tools
 from agentcoord.codex import codextools as codex_tools
 from agentcoord.gemini import geminitools as gemini_tools
@@ -92,6 +93,21 @@ def deny_tool(reason: str) -> dict[str, Any]:
             "permissionDecisionReason": reason,
         }
     }
+
+
+def deny_permission(message: str) -> dict[str, Any]:
+    """A PermissionRequest hook's answer that refuses the call and closes its dialog (Claude
+    Code's hooks reference, "PermissionRequest decision control")."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": message},
+        }
+    }
+
+
+# A held dialog's handler set the session's state itself: no output, no state update.
+_SETTLED: dict[str, Any] = {}
 
 
 def allow_permission() -> dict[str, Any]:
@@ -320,7 +336,31 @@ async def _standing_approval(
     if deps.approvals is None or caller.kind == "human":
         return None
     decided = await deps.approvals.decide(caller, payload)
-    return None if decided is None else {"allow": decided.approval.get("id")}
+    if decided is not None:
+        return {"allow": decided.approval.get("id")}
+    activity = deps.activity
+    if deps.approvals.held.hold_s <= 0 or activity is None:
+        return None
+    # permission_hold (docs/approvals.md "Answering an open dialog"): Claude Code draws the
+    # dialog and takes the terminal's keys while this hook runs, so the daemon may hold its
+    # answer for the human. The session shows waiting now, not when the hook returns; a
+    # headless `claude -p` (never "waiting") draws no dialog and is not held.
+    await activity.hook(caller, "PermissionRequest", payload)
+
+    def still_open() -> bool:
+        state = activity.state_of(caller.agent)
+        return state is not None and state.state == WAITING_PERMISSION
+
+    if not still_open():
+        return {"settled": True}
+    verdict = await deps.approvals.hold(caller, payload, still_open)
+    if verdict == "allow":
+        return {"allow": "held"}
+    if verdict == "deny":
+        return {"deny": "The user denied this call (from agentcoord: the console or top)."}
+    # The time ran out (the dialog stays for the terminal) or the dialog was answered there:
+    # the session's state is already right either way.
+    return {"settled": True}
 
 
 def default_handlers() -> HookHandlers:
@@ -353,6 +393,8 @@ class Hooks:
             # its end.
             await self._deps.directory.mark_used(caller.agent)
         output = await self._answer(caller, event, name, payload)
+        if output is _SETTLED:
+            return None
         activity = self._deps.activity
         if activity is not None:
             allowed = output is not None and name == "PermissionRequest"
@@ -374,8 +416,11 @@ class Hooks:
                 continue
             if not fragment:
                 continue
+            if name == "PermissionRequest" and fragment.get("settled"):
+                return _SETTLED
             if "deny" in fragment:
-                return deny_tool(str(fragment["deny"]))
+                reason = str(fragment["deny"])
+                return deny_permission(reason) if name == "PermissionRequest" else deny_tool(reason)
             if "allow" in fragment and name == "PermissionRequest":
                 return allow_permission()
             if fragment.get("context"):

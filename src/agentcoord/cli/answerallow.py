@@ -3,7 +3,8 @@ relayed permission request and grant the standing approval it offers, in one ans
 (docs/approvals.md "From a permission prompt").
 
 The prompt must be a permission request the channel relay made (docs/claude-code.md
-"Channels"); its call gives the rule (:func:`agentcoord.approvals.fromprompt.suggested_rule`).
+"Channels"); its call gives the rule and scope
+(:func:`agentcoord.approvals.fromprompt.grant_request`, as the console's queue does).
 The grant goes through the daemon's ``agentcoord/approvals`` method as ``agentcoord allow``'s
 does (the same checks, the same ``APPROVAL_GRANTED`` audit), then the prompt is answered
 "allow", so the waiting dialog closes too. Nothing is answered when the grant is refused.
@@ -15,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from agentcoord.approvals.fromprompt import permission_call, suggested_rule
+from agentcoord.approvals.fromprompt import grant_request, permission_call
 from agentcoord.cli.allow import grant_params, granted_line
 from agentcoord.errors import InvalidArguments, NotFound
 from agentcoord.kernel.config import Config
@@ -53,18 +54,10 @@ def answer_allowing(
     if repo is not None and session:
         raise InvalidArguments("give --repo or --session, not both")
     call = permission_call(_open_prompt(cfg, prompt_id))
-    rule = suggested_rule(call)
-    where: dict[str, str] = {}
-    if session:
-        where["session"] = call.session
-    elif repo is not None:
-        directory = repo or call.cwd
-        if not directory:
-            raise InvalidArguments(
-                f"the prompt does not say where {call.session} works; name it: --repo DIR"
-            )
-        where["repo"] = os.path.abspath(directory)
-    row = grant_params(cfg, {"op": "grant", "rule": rule, "duration": duration, **where})
+    wanted = grant_request(call, repo=repo, session=session)
+    if "repo" in wanted:
+        wanted["repo"] = os.path.abspath(wanted["repo"])
+    row = grant_params(cfg, {"op": "grant", "duration": duration, **wanted})
     data, _out = call_tool(cfg, "answer_prompt", {"prompt": prompt_id, "answer": "allow"})
     if as_json:
         print(json.dumps({"answer": data, "approval": row}, indent=2))

@@ -27,6 +27,7 @@ from agentcoord.cli.topview import (
     approval_rows,
     budget_line,
     claim_rows,
+    conflict_rows,
     fetch,
     waiting_rows,
 )
@@ -127,6 +128,8 @@ class TopApp(App[None]):
         yield DataTable(id="agents", cursor_type="row")
         yield Label("Claims", classes="title")
         yield DataTable(id="claims", cursor_type="row")
+        yield Label("Conflicts between worktrees", classes="title")
+        yield DataTable(id="conflicts", cursor_type="row")
         yield Label("Standing approvals", classes="title")
         yield DataTable(id="approvals", cursor_type="row")
         yield Footer()
@@ -135,7 +138,8 @@ class TopApp(App[None]):
         for table, columns in (
             ("waiting", ("kind", "who", "what", "for")),
             ("agents", ("agent", "state", "kind", "focus")),
-            ("claims", ("key", "holder", "mode", "expires in", "conflict")),
+            ("claims", ("key", "holder", "mode", "expires in", "others' focus")),
+            ("conflicts", ("repository", "worktrees", "both change", "git says", "for")),
             ("approvals", ("id", "rule", "scope", "until", "uses")),
         ):
             self.query_one(f"#{table}", DataTable).add_columns(*columns)
@@ -166,13 +170,14 @@ class TopApp(App[None]):
         self._fill("waiting", [(w.key, w.cells(now)) for w in self._waits])
         self._fill("agents", [(r[0], r) for r in agent_rows(snap, now)])
         self._fill("claims", [(f"{r[0]}\0{r[1]}", r) for r in claim_rows(snap, now)])
+        self._fill("conflicts", [(f"{r[0]}\0{r[1]}", r) for r in conflict_rows(snap, now)])
         self._fill("approvals", [(r[0], r) for r in approval_rows(snap)])
         live = sum(1 for a in snap.agents if a.get("phase") != "Ended")
         budgets = budget_line(snap.budgets)
         self._status(
             f"{live} agents, {len(self._waits)} waiting on you, {len(snap.claims)} claims, "
-            f"{len(snap.approvals)} standing approvals (read {time.strftime('%H:%M:%S')})"
-            + (f"\nbudgets: {budgets}" if budgets else "")
+            f"{len(snap.conflicts)} conflicts, {len(snap.approvals)} standing approvals "
+            f"(read {time.strftime('%H:%M:%S')})" + (f"\nbudgets: {budgets}" if budgets else "")
         )
 
     def _fill(self, table_id: str, rows: list[tuple[str, tuple[str, ...]]]) -> None:
@@ -204,11 +209,16 @@ class TopApp(App[None]):
     def action_answer(self) -> None:
         """Answer the prompt under the cursor in "Waiting on you"."""
         key = self._selected("waiting")
+        held = {str(h.get("session")) for h in self._snap.held}
+        session = next((w for w in self._waits if w.key == key and w.kind == "session"), None)
+        if session is not None and session.who in held:
+            self._answer_held(session)
+            return
         wait = next((w for w in self._waits if w.key == key and w.kind == "prompt"), None)
         if wait is None:
             self._say(
-                "select a prompt in 'Waiting on you' to answer it "
-                "(a session's dialog is answered in the session, or with g)"
+                "select a prompt, or a session whose dialog is held for you, to answer it "
+                "(any other dialog is answered in its session; g grants for its next call)"
             )
             return
 
@@ -219,6 +229,36 @@ class TopApp(App[None]):
         self.push_screen(
             Ask(f"answer {wait.who}: {wait.what}", "yes / no / a choice / text"), answered
         )
+
+    def _answer_held(self, wait: WaitRow) -> None:
+        """Answer a held dialog "allow" or "deny" (docs/approvals.md "Answering an open
+        dialog")."""
+
+        def answered(text: str | None) -> None:
+            if text:
+                self.run_worker(self._held(wait.who, text), exclusive=False)
+
+        self.push_screen(
+            Ask(
+                f"answer {wait.who}'s dialog (allow or deny): {wait.what}", "allow / deny", "allow"
+            ),
+            answered,
+        )
+
+    async def _held(self, session: str, verdict: str) -> None:
+        from agentcoord.cli.allow import METHOD
+        from agentcoord.client.rpc import call_unix
+        from agentcoord.identity.humanproof import read_human_token
+
+        params = {"op": "answer", "session": session, "answer": verdict.lower()}
+        try:
+            token = read_human_token(self._cfg.state_dir)
+            await asyncio.to_thread(call_unix, self._cfg.socket_path, METHOD, params, token=token)
+        except Exception as exc:
+            self._say(f"not answered: {exc}")
+            return
+        self._say(f"answered {session}'s dialog: {verdict.lower()}")
+        await self.action_refresh()
 
     async def _answer(self, prompt: str, text: str) -> None:
         from agentcoord.cli.views import answer_text, call_tool
@@ -234,10 +274,18 @@ class TopApp(App[None]):
         await self.action_refresh()
 
     def action_grant(self) -> None:
-        """Grant a standing approval; a waiting session's call is offered as the rule."""
+        """Grant a standing approval; a waiting session's call is offered as the rule. It
+        answers that session's dialog only when the dialog is held for the human; any other
+        is answered in the session, and the rule covers its next such call (docs/top.md)."""
         key = self._selected("waiting")
         wait = next((w for w in self._waits if w.key == key and w.kind == "session"), None)
-        suggestion = state_rule(wait.what) if wait is not None else ""
+        suggestion = state_rule(wait.what.partition(" (held")[0]) if wait is not None else ""
+        held = wait is not None and wait.who in {str(h.get("session")) for h in self._snap.held}
+        if wait is not None and suggestion and not held:
+            self._say(
+                f"{wait.who}'s open dialog is answered in its session; "
+                "the grant covers its next call"
+            )
 
         def granted(text: str | None) -> None:
             if text:

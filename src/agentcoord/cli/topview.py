@@ -3,12 +3,15 @@
 One :class:`Snapshot` of the daemon (the agents with their states, the open prompts, the
 claims, the standing approvals) is fetched as the human, the same calls the CLI's views make,
 and turned into the rows of each table: what waits on the human first (prompts, then sessions
-waiting for permission or input, longest first), the agents, the claims with their conflicts
-(a file one agent holds for writing that another agent's focus names), the approvals.
+waiting for permission or input, longest first), the agents, the claims (each with the other
+agents whose focus names a file held for writing), the conflicts between worktrees the daemon
+tracks (the ``check_conflicts`` rows the console shows too: docs/claims.md "Conflicts between
+worktrees"), the approvals.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,7 +19,8 @@ from typing import Any
 
 from agentcoord.kernel.duration import format_duration
 from agentcoord.kernel.timetext import human_time
-from agentcoord.leases.keytext import display_key
+from agentcoord.leases.conflictnotes import verdict_text
+from agentcoord.leases.keytext import display_key, repo_name
 
 __all__ = [
     "Snapshot",
@@ -25,6 +29,7 @@ __all__ = [
     "approval_rows",
     "budget_line",
     "claim_rows",
+    "conflict_rows",
     "fetch",
     "waiting_rows",
 ]
@@ -39,6 +44,8 @@ class Snapshot:
     claims: list[dict[str, Any]] = field(default_factory=list)
     approvals: list[dict[str, Any]] = field(default_factory=list)
     budgets: dict[str, Any] = field(default_factory=dict)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)  # check_conflicts rows
+    held: list[dict[str, Any]] = field(default_factory=list)  # dialogs held for the human
     at: float = 0.0
 
 
@@ -89,9 +96,15 @@ def waiting_rows(snap: Snapshot) -> list[WaitRow]:
         for p in snap.prompts
         if p.get("phase", "Open") == "Open"
     ]
+    held = {str(h.get("session")) for h in snap.held}
     sessions = [
         WaitRow(
-            "session", str(a["name"]), str(a["name"]), str(a["state"]), _epoch(a.get("state_since"))
+            "session",
+            str(a["name"]),
+            str(a["name"]),
+            # A held dialog is answered here (a); any other in the session (docs/top.md).
+            str(a["state"]) + (" (held for you: a answers)" if a["name"] in held else ""),
+            _epoch(a.get("state_since")),
         )
         for a in snap.agents
         if str(a.get("state", "")).startswith("waiting")
@@ -133,15 +146,42 @@ def _wanted_by(claim: dict[str, Any], agents: Sequence[dict[str, Any]]) -> list[
 
 
 def claim_rows(snap: Snapshot, now: float) -> list[tuple[str, str, str, str, str]]:
-    """key (``repo:path``), holder, mode, expires in, conflict (who else is on it)."""
+    """key (``repo:path``), holder, mode, expires in, others' focus (other agents whose
+    focus names a file held for writing: not a conflict, a heads-up)."""
     rows = []
     for c in snap.claims:
         key = display_key(c["resource_key"], c.get("worktree"), c.get("branch"))
         expires = _epoch(c.get("expires_at"))
         left = format_duration(max(0, round(expires - now))) if expires is not None else "-"
         wanted = _wanted_by(c, snap.agents)
-        conflict = ("also on it: " + ", ".join(wanted)) if wanted else "-"
-        rows.append((key, str(c["agent"]), str(c["mode"]), left, conflict))
+        focus = ("focus on it: " + ", ".join(wanted)) if wanted else "-"
+        rows.append((key, str(c["agent"]), str(c["mode"]), left, focus))
+    return rows
+
+
+def _tree(side: dict[str, Any]) -> str:
+    top = str(side.get("worktree") or "")
+    name = os.path.basename(top.rstrip("/")) or top
+    who = f" {', '.join(side['sessions'])}" if side.get("sessions") else ""
+    return f"{name} ({side.get('branch') or 'detached'}){who}"
+
+
+def conflict_rows(snap: Snapshot, now: float) -> list[tuple[str, str, str, str, str]]:
+    """repository, the two worktrees (branch, sessions), the files both change, what git says,
+    since how long: the daemon's tracked conflicts, as the console's "Conflicts" shows them."""
+    rows = []
+    for o in snap.conflicts:
+        found = o.get("conflicts")
+        verdict = verdict_text(None if found is None else tuple(found))
+        rows.append(
+            (
+                repo_name(str(o.get("repo") or "")),
+                f"{_tree(o['a'])} and {_tree(o['b'])}",
+                ", ".join(o.get("files") or []),
+                verdict,
+                _age(_epoch(o.get("since")), now),
+            )
+        )
     return rows
 
 
@@ -192,12 +232,16 @@ def fetch(cfg: Any) -> Snapshot:
     claims, _ = call_tool(cfg, "check_claims", {})
     token = read_human_token(cfg.state_dir)
     approvals = call_unix(cfg.socket_path, METHOD, {"op": "list"}, token=token)
+    held = call_unix(cfg.socket_path, METHOD, {"op": "held"}, token=token)
     budgets = call_unix(cfg.socket_path, "agentcoord/budgets", {}, token=token)
+    conflicts, _ = call_tool(cfg, "check_conflicts", {"every": True})
     return Snapshot(
         agents=list(agents.get("agents", [])),
         prompts=list(prompts.get("prompts", [])),
         claims=list(claims.get("claims", [])),
         approvals=list(approvals.get("approvals", [])),
         budgets=dict(budgets),
+        conflicts=list(conflicts.get("overlaps", [])),
+        held=list(held.get("held", [])),
         at=time.time(),
     )

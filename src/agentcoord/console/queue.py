@@ -6,10 +6,10 @@ then sessions stopped at a permission dialog, then sessions waiting for input. P
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentcoord.approvals.fromprompt import state_rule
+from agentcoord.approvals.fromprompt import prompt_rule, state_rule
 from agentcoord.kernel.timetext import human_time
 
 if TYPE_CHECKING:
@@ -33,10 +33,15 @@ def _prompt_item(p: PromptRecord) -> dict[str, Any]:
         "choices": list(p.choices),
         "since": human_time(p.created_at),
         "at": p.created_at,
+        # A relayed permission dialog offers the rule `answer --allow-for` grants
+        # (docs/approvals.md "From a permission prompt"); "" for any other prompt.
+        "rule": prompt_rule({"id": p.id, "question": p.question, "context": p.context}),
     }
 
 
-def _wait_item(row: Mapping[str, Any], repos: Mapping[str, str]) -> dict[str, Any]:
+def _wait_item(
+    row: Mapping[str, Any], repos: Mapping[str, str], held: Collection[str]
+) -> dict[str, Any]:
     state = str(row.get("state", ""))
     permission = state.startswith(_PERMISSION)
     return {
@@ -48,6 +53,9 @@ def _wait_item(row: Mapping[str, Any], repos: Mapping[str, str]) -> dict[str, An
         "at": row.get("state_since") or 0.0,
         "rule": state_rule(state) if permission else "",
         "repo": repos.get(row["name"], ""),
+        # Its dialog is held for an answer from here (docs/approvals.md "Answering an open
+        # dialog"); else it is answered in the session, and a grant covers its next call.
+        "held": permission and row["name"] in held,
     }
 
 
@@ -55,13 +63,15 @@ def queue_items(
     prompts: Iterable[PromptRecord],
     agents: Iterable[Mapping[str, Any]],
     repos: Mapping[str, str],
+    held: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """The queue: ``prompts`` (open ones), then the ``agents`` rows waiting for permission,
     then those waiting for input, each group oldest first; ``repos``: agent -> the name of the
-    repository its session works in, where known."""
+    repository its session works in, where known; ``held``: the sessions whose dialog the
+    daemon holds for the human."""
     asked = sorted((_prompt_item(p) for p in prompts), key=lambda i: i["at"])
     waits = [
-        _wait_item(r, repos)
+        _wait_item(r, repos, held)
         for r in agents
         if not r.get("ended") and str(r.get("state", "")).startswith((_PERMISSION, _INPUT))
     ]

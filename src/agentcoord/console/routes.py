@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Protocol
@@ -176,6 +176,16 @@ class ConsoleRoutes:
             if req.method != "POST":
                 return HttpResponse(405, b"", [("allow", "POST")])
             return await self._answer(req, path.split("/")[3], human)
+        # A relayed permission prompt allowed with the grant it offers; a held dialog answered
+        # (docs/console.md "The queue").
+        if path.startswith("/api/prompts/") and path.endswith("/allow-for"):
+            if req.method != "POST":
+                return HttpResponse(405, b"", [("allow", "POST")])
+            return await self._write(req, self._sections.allow_for, path.split("/")[3], human)
+        if path.startswith("/api/held/") and path.count("/") == 3:
+            if req.method != "POST":
+                return HttpResponse(405, b"", [("allow", "POST")])
+            return await self._write(req, self._sections.answer_held, path.split("/")[3], human)
         return HttpResponse(404, b"not found\n")
 
     async def _login_code(self, req: HttpRequest) -> HttpResponse:
@@ -249,6 +259,30 @@ class ConsoleRoutes:
         except AgentCoordError as exc:
             return json_response(409, json.dumps({"error": str(exc)}).encode())
         return json_response(200, b'{"answered":true}')
+
+    async def _write(
+        self,
+        req: HttpRequest,
+        act: Callable[[str, dict[str, Any], Caller], Awaitable[None]],
+        name: str,
+        human: Caller,
+    ) -> HttpResponse:
+        """One of the human's writes on ``name`` with a JSON object body."""
+        if req.headers.get("x-agentcoord") != "1":
+            return json_response(403, b'{"error":"missing X-Agentcoord header"}')
+        try:
+            body = json.loads(req.body or b"{}")
+        except ValueError:
+            return json_response(400, b'{"error":"body is not JSON"}')
+        if not isinstance(body, dict):
+            return json_response(400, b'{"error":"body must be a JSON object"}')
+        try:
+            await act(unquote(name), body, human)
+        except NotFound as exc:
+            return json_response(404, json.dumps({"error": str(exc)}).encode())
+        except AgentCoordError as exc:
+            return json_response(409, json.dumps({"error": str(exc)}).encode())
+        return json_response(200, b'{"done":true}')
 
     async def _approval(self, req: HttpRequest, path: str, human: Caller) -> HttpResponse:
         """``POST api/approvals`` grants (``{rule, repo?, session?, duration?}``), ``POST

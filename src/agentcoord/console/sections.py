@@ -10,9 +10,11 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentcoord.approvals.fromprompt import grant_request, permission_call
 from agentcoord.console.agentpage import AgentPages, SiteLookup, claim_row
 from agentcoord.console.auditrows import audit_row
 from agentcoord.console.conflictsource import ConflictSource, WorktreeConflicts
@@ -157,7 +159,8 @@ class ConsoleSections:
         rows = await self._agents.list_agents()
         waiting = [r for r in rows if str(r.get("state", "")).startswith("waiting")]
         repos = await self._session_repos(waiting) if waiting else {}
-        return queue_items(await self._messaging.open_prompts(), waiting, repos)
+        held = {r["session"] for r in self._approvals.held.listing()} if self._approvals else set()
+        return queue_items(await self._messaging.open_prompts(), waiting, repos, held)
 
     async def agents(self) -> list[dict[str, Any]]:
         held: dict[str, list[str]] = {}
@@ -308,6 +311,46 @@ class ConsoleSections:
         if self._approvals is None:
             raise NotFound(f"no approval {approval_id!r}")
         return await self._approvals.revoke(approval_id, human)
+
+    async def answer_held(self, session: str, body: dict[str, Any], human: Caller) -> None:
+        """The human answers a session's held permission dialog "allow" or "deny"
+        (docs/approvals.md "Answering an open dialog")."""
+        if self._approvals is None:
+            raise NotFound("standing approvals are not served by this daemon")
+        verdict = body.get("answer")
+        if not isinstance(verdict, str):
+            raise InvalidArguments('body must be {"answer": "allow" | "deny"}')
+        self._approvals.answer_held(session, verdict, human)
+
+    async def allow_for(self, prompt_id: str, body: dict[str, Any], human: Caller) -> None:
+        """Allow a relayed permission prompt and grant the rule it offers, as ``agentcoord
+        answer ID --allow-for D [--repo|--session]`` does (docs/approvals.md "From a permission
+        prompt"): ``{duration?, scope: "repo" | "session" | "all"}``. The grant comes first;
+        a refused one answers nothing."""
+        if self._approvals is None:
+            raise NotFound("standing approvals are not served by this daemon")
+        scope, duration = body.get("scope", "all"), body.get("duration") or "1h"
+        if scope not in ("repo", "session", "all") or not isinstance(duration, str):
+            raise InvalidArguments('body must be {"scope": "repo" | "session" | "all", "duration"}')
+        found = [p for p in await self._messaging.open_prompts() if p.id == prompt_id]
+        if not found:
+            raise NotFound(f"no open prompt {prompt_id!r}")
+        p = found[0]
+        call = permission_call({"id": p.id, "question": p.question, "context": p.context})
+        if scope == "repo" and not call.cwd:
+            # The relay did not say where it works: the session's own directory, read here.
+            call = replace(call, cwd=await self._session_dir(call.session))
+        wanted = grant_request(
+            call, repo="" if scope == "repo" else None, session=scope == "session"
+        )
+        await self._approvals.grant(
+            wanted["rule"],
+            human,
+            repo=wanted.get("repo"),
+            session=wanted.get("session"),
+            duration=duration,
+        )
+        await self._messaging.answer_prompt(prompt_id, "allow", human)
 
     async def answer(self, prompt_id: str, value: Any, human: Caller) -> None:
         """The human's answer from the console (the same path as the answer_prompt tool)."""

@@ -346,6 +346,7 @@ def _approvals(
         claude_dir=cfg.claude_dir,
         file_keys=file_keys,
         agent_exists=exists,
+        hold_s=float(cfg.permission_hold),
     )
 
 

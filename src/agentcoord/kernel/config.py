@@ -45,6 +45,7 @@ _ENV_FIELDS = {
     "AGENTCOORD_AUTO_EDIT_LEASES": "auto_edit_leases",
     "AGENTCOORD_EDIT_LEASE_QUIET": "edit_lease_quiet",
     "AGENTCOORD_CONSOLE_LOGIN_TTL": "console_login_ttl",
+    "AGENTCOORD_PERMISSION_HOLD": "permission_hold",
     "AGENTCOORD_NOTIFY_QUIET_HOURS": "notify_quiet_hours",
     "AGENTCOORD_MAX_SESSIONS": "max_sessions",
     "AGENTCOORD_MAX_AGENTS": "max_agents",
@@ -138,6 +139,10 @@ class Config:
     # Seconds a console login code from `agentcoord console` stays good (it is good once);
     # docs/security.md "Console login".
     console_login_ttl: int = 120
+    # Seconds a permission dialog no standing approval answers is held open for an answer from
+    # the console or `agentcoord top`, at most 590; 0 (the default) holds none (docs/
+    # approvals.md "Answering an open dialog").
+    permission_hold: int = 0
     # Local hours with no desktop notices, "HH:MM-HH:MM" (may cross midnight); "" never
     # quiet (docs/activity.md "Desktop notices").
     notify_quiet_hours: str = ""

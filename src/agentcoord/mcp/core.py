@@ -320,8 +320,9 @@ class McpCore:
         raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def _approvals_call(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-        """``agentcoord/approvals {op: list | grant | revoke, ...}``: the human's standing
-        approvals (docs/approvals.md); only the human is answered."""
+        """``agentcoord/approvals {op: list | grant | revoke | held | answer, ...}``: the
+        human's standing approvals and held dialogs (docs/approvals.md); only the human is
+        answered."""
         approvals = self._approvals
         assert approvals is not None
         if caller.kind != "human":
@@ -350,9 +351,19 @@ class McpCore:
                 if not isinstance(approval_id, str):
                     raise ProtocolError(INVALID_PARAMS, "revoke needs an id (a string)")
                 return {"approval": await approvals.revoke(approval_id, caller)}
+            # Dialogs held for the human (docs/approvals.md "Answering an open dialog").
+            if op == "held":
+                return {"held": approvals.held.listing()}
+            if op == "answer":
+                session, verdict = params.get("session"), params.get("answer")
+                if not isinstance(session, str) or not isinstance(verdict, str):
+                    raise ProtocolError(INVALID_PARAMS, "answer needs a session and an answer")
+                return {"held": approvals.answer_held(session, verdict, caller)}
         except DomainError as exc:  # the service's refusal, its text as the error's message
             raise ProtocolError(INVALID_PARAMS, str(exc)) from None
-        raise ProtocolError(INVALID_PARAMS, f"op must be list, grant or revoke, not {op!r}")
+        raise ProtocolError(
+            INVALID_PARAMS, f"op must be list, grant, revoke, held or answer, not {op!r}"
+        )
 
     def _tokens_call(self, caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         """``agentcoord/tokens {op: list | mint | revoke, ...}``: the tokens that make a

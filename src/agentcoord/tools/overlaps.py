@@ -63,13 +63,21 @@ class ConflictTools:
 
     @tool(
         description="Files other worktrees change too; git's verdict.",
-        schema=obj_schema(repo=unlisted({"type": "string", "maxLength": 4096})),
+        schema=obj_schema(
+            repo=unlisted({"type": "string", "maxLength": 4096}),
+            every=unlisted({"type": "boolean"}),
+        ),
         render=_render,
         read_only=True,
     )
     async def check_conflicts(self, caller: Caller, args: dict[str, Any]) -> dict[str, Any]:
         """The overlaps of the caller's repository (``repo``, a directory in another one: the
-        CLI's ``agentcoord conflicts REPO``)."""
+        CLI's ``agentcoord conflicts REPO``); ``every``, for the human: every repository the
+        watch follows, each row with its ``repo`` (``agentcoord top``, as the console shows
+        them: docs/top.md)."""
+        if args.get("every") and caller.kind == "human":
+            every = [{**overlap_row(o), "repo": o.repo} for o in self._watch.overlaps()]
+            return {"repo": None, "tracked": True, "overlaps": every}
         where = args.get("repo") or caller.cwd
         if not where or not os.path.isabs(where):
             raise InvalidArguments("check_conflicts needs `repo` as an absolute path here")

@@ -74,14 +74,23 @@ function queueItem(it, i) {
     } else {
       acts = `<textarea rows="2" placeholder="Your answer (Ctrl+Enter sends)" aria-label="answer"></textarea><button data-send="1">Answer</button>`;
     }
+    // A relayed permission dialog: allow it and grant its rule, as `answer --allow-for` does.
+    if (it.rule) acts += `<button class="approve" data-allowfor="repo">Allow, and allow ${esc(it.rule)} in its repository for 1h <kbd>r</kbd></button>` +
+      `<button class="plain" data-allowfor="all">Allow, and allow ${esc(it.rule)} for every session (1h) <kbd>A</kbd></button>`;
     return `<div class="item prompt${sel}" data-id="${esc(it.id)}">${who}${q}${ctx}<div class="acts">${acts}</div></div>`;
   }
   const who = `<div class="who">${n}${agentLink(it.agent)}${it.repo ? ` in ${brk(it.repo)}` : ""} · since ${esc(it.since)}</div>`;
-  let acts = `<span class="who">answer it in the session</span>`;
+  // A held dialog (docs/approvals.md "Answering an open dialog") is answered from here, and a
+  // grant answers it too; any other is answered in the session, and a grant covers the
+  // session's next such call, not this one.
+  let acts = it.held ? `<button class="approve" data-held="allow">Allow once <kbd>y</kbd></button><button class="deny" data-held="deny">Deny <kbd>n</kbd></button>` : "";
   if (it.rule) {
-    acts = `<button class="approve" data-grant="repo">Allow ${esc(it.rule)} in ${esc(it.repo || "its repository")} for 1h <kbd>r</kbd></button>` +
-      `<button class="plain" data-grant="all">Allow ${esc(it.rule)} for every session (1h)</button>`;
+    const then = it.held ? "" : " from its next call";
+    acts += `<button class="approve" data-grant="repo">Allow ${esc(it.rule)} in ${esc(it.repo || "its repository")} for 1h${then} <kbd>r</kbd></button>` +
+      `<button class="plain" data-grant="all">Allow ${esc(it.rule)} for every session (1h)${then} <kbd>A</kbd></button>`;
   }
+  if (!it.held && it.type === "permission") acts += `<span class="who">this dialog is answered in the session</span>`;
+  else if (!it.held) acts = `<span class="who">answer it in the session</span>`;
   return `<div class="item ${it.type}${sel}" data-id="${esc(it.id)}">${who}<div class="q">${esc(it.state)}</div><div class="acts">${acts}</div></div>`;
 }
 
@@ -102,6 +111,16 @@ async function answer(it, text) {
     queue = queue.filter(x => x.id !== it.id);
     drawQueue();
   }
+}
+
+function allowFor(it, scope) {
+  if (!it || it.type !== "prompt" || !it.rule) return;
+  post(`/prompts/${encodeURIComponent(it.prompt)}/allow-for`, {scope, duration: "1h"});
+}
+
+function answerHeld(it, verdict) {
+  if (!it || !it.held) return;
+  post(`/held/${encodeURIComponent(it.agent)}`, {answer: verdict});
 }
 
 function grant(it, where) {
@@ -128,6 +147,8 @@ document.addEventListener("click", (ev) => {
     if (b.dataset.answer !== undefined) answer(it, b.dataset.answer);
     else if (b.dataset.send) answer(it, item.querySelector("textarea").value);
     else if (b.dataset.grant) grant(it, b.dataset.grant);
+    else if (b.dataset.allowfor) allowFor(it, b.dataset.allowfor);
+    else if (b.dataset.held) answerHeld(it, b.dataset.held);
     return;
   }
   if (item) drawQueue();
@@ -156,7 +177,12 @@ document.addEventListener("keydown", (ev) => {
   else if ((key === "n" || key === "d") && it?.kind === "approval") answer(it, "deny");
   else if (/^[1-9]$/.test(key) && it?.kind === "choice" && it.choices[+key - 1] !== undefined) answer(it, it.choices[+key - 1]);
   else if (key === "Enter" && it?.type === "prompt") document.querySelector("#queue .selected textarea")?.focus();
+  else if ((key === "y" || key === "a") && it?.held) answerHeld(it, "allow");
+  else if ((key === "n" || key === "d") && it?.held) answerHeld(it, "deny");
+  else if (key === "r" && it?.rule && it.type === "prompt") allowFor(it, "repo");
+  else if (key === "A" && it?.rule && it.type === "prompt") allowFor(it, "all");
   else if (key === "r" && it?.rule) grant(it, "repo");
+  else if (key === "A" && it?.rule) grant(it, "all");
   else if (key === "o" && it) location.href = `/console/agents/${encodeURIComponent(it.agent)}`;
   else done = false;
   if (done) ev.preventDefault();
