@@ -52,6 +52,11 @@ _FEATURE_LINES = f"\n{_FEATURE_BEGIN}\n{FEATURE} = false\n{_FEATURE_END}"
 _FEATURE_BLOCK = re.compile(
     r"\n" + re.escape(_FEATURE_BEGIN) + r"\n.*?" + re.escape(_FEATURE_END), re.S
 )
+# Where the user trusts our hooks, Codex records it next to them, so inside our block:
+# `[hooks.state."<file>:<event>:<group>:<index>"]` tables holding each hook's `trusted_hash`
+# (docs/codex.md "Hook trust"). Setup keeps them while the hooks are unchanged; --remove cuts
+# them out with the hooks they trusted.
+_TRUST_RECORD = re.compile(r"\n\[hooks\.state\.[^\n]*\n(?:[^\[\n#][^\n]*\n)*")
 _FEATURES_HEADER = re.compile(r"^[ \t]*\[[ \t]*features[ \t]*\][^\n]*", re.M)
 
 
@@ -199,8 +204,13 @@ def setup_codex(path: Path, command: str, backups: Path) -> str:
             )
         mode = _feature_mode(rest, path)
         block = _block(command, features=mode == "block")
-        if BEGIN in text:
-            new = _BLOCK.sub(lambda _m: "\n" + block, text, count=1)
+        ours = _BLOCK.search(text)
+        if ours is not None:
+            lead = "\n" if ours.group(0).startswith("\n") else ""
+            if _TRUST_RECORD.sub("", ours.group(0)) == lead + block:
+                new = text  # ours as it was, with the trust Codex recorded in it kept
+            else:
+                new = text[: ours.start()] + lead + block + text[ours.end() :]
         else:
             sep = (
                 "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
@@ -220,4 +230,11 @@ def setup_codex(path: Path, command: str, backups: Path) -> str:
 
 def remove_codex(path: Path, backups: Path) -> str:
     """Cut our block out; the file's bytes as before setup when nothing else changed."""
-    return give_back(backups, path, lambda b: _without(b.decode()).encode(), lambda a, b: a == b)
+    # The same but for the newline setup put before its block when the file did not end with
+    # one: the recorded bytes go back.
+    return give_back(
+        backups,
+        path,
+        lambda b: _without(b.decode()).encode(),
+        lambda a, b: a.rstrip() == b.rstrip(),
+    )
