@@ -30,7 +30,6 @@ __all__ = [
     "FEATURE",
     "HOOKS",
     "config_file",
-    "daemon_auto_start",
     "registered",
     "remove_codex",
     "setup_codex",
@@ -112,16 +111,7 @@ def _without(text: str) -> str:
     return _BLOCK.sub("", text, count=1) if BEGIN in text else text
 
 
-def daemon_auto_start(path: Path) -> bool | None:
-    """``[features] daemon_auto_start`` as ``path`` sets it, None when it does not (Codex's
-    default is on)."""
-    try:
-        return daemon_auto_start_in(tomllib.loads(path.read_text()))
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-
-
-def daemon_auto_start_in(data: dict[str, object]) -> bool | None:
+def _daemon_auto_start(data: dict[str, object]) -> bool | None:
     """``features.daemon_auto_start`` in parsed TOML, None when unset."""
     features = data.get("features")
     value = features.get(FEATURE) if isinstance(features, dict) else None
@@ -219,7 +209,7 @@ def setup_codex(path: Path, command: str, backups: Path) -> str:
         if mode == "insert":
             new = _insert_feature(new, path)
         # Never leave a file Codex cannot read, nor one that leaves the shared daemon on.
-        if daemon_auto_start_in(_parse(new, path)) is not False:
+        if _daemon_auto_start(_parse(new, path)) is not False:
             raise ConfigError(
                 f"{path}: could not set [features] {FEATURE} = false; not touching it"
             )
