@@ -45,8 +45,9 @@ def test_codex_exec_is_a_codex_session_not_its_node_wrapper() -> None:
 
 def test_codex_app_server_is_refused_with_the_switch_that_avoids_it() -> None:
     """An MCP server under ``codex app-server`` (shared by several sessions) is recognised but
-    refused, naming the pid and ``--disable daemon_auto_start``; options before the subcommand
-    and an interpreter before ``codex`` do not hide it."""
+    refused in one line naming the pid, the cause and both fixes (``agentcoord setup codex``,
+    ``--disable daemon_auto_start``); options before the subcommand and an interpreter before
+    ``codex`` do not hide it."""
     server = _codex(70, "-c", "x=1", "app-server", "--listen", "unix://")
     found = decide(_chain(server), Runners(), KINDS)
     assert found.session_kind == Codex()
@@ -54,6 +55,9 @@ def test_codex_app_server_is_refused_with_the_switch_that_avoids_it() -> None:
     assert why is not None
     assert "pid 70" in why
     assert "--disable daemon_auto_start" in why
+    assert "run `agentcoord setup codex`" in why
+    assert "cannot tell which session" in why
+    assert "\n" not in why
     assert subcommand(("python3", "/t/bin/codex", "app-server", "--")) == "app-server"
     assert subcommand((CODEX_NATIVE, "--cd", "app-server", "exec")) == "exec"  # a value
     assert subcommand((CODEX_NATIVE,)) is None

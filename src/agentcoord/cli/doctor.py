@@ -342,6 +342,58 @@ def _other_clis(home: Path, env: dict[str, str]) -> list[Check]:
             checks.append(Check(cli, False, f"agentcoord's {what} missing ({path})", fix))
         else:
             checks.append(Check(cli, True, f"agent-coord and its hooks in {path}"))
+        if cli == "codex" and registered(path):
+            checks += _codex_runtime(str(shutil.which(cli)), env, hooked(path))
+    return checks
+
+
+def _codex_runtime(codex: str, env: dict[str, str], hooked: bool) -> list[Check]:
+    """What the real ``codex`` says here: whether its shared app-server daemon is off (on, the
+    daemon refuses every interactive session's agent-coord server) and whether the user has
+    trusted agentcoord's hooks (untrusted ones are skipped without a word) (docs/codex.md "The
+    shared app-server", "Hook trust")."""
+    from agentcoord.codex import codexprobe
+
+    cwd = Path.cwd()
+    checks = []
+    on = codexprobe.feature_enabled(codex, env, cwd)
+    if on is None:
+        checks.append(
+            Check("codex daemon", True, "`codex features list` did not answer", info=True)
+        )
+    elif on:
+        checks.append(
+            Check(
+                "codex daemon",
+                False,
+                "Codex's daemon_auto_start is on: interactive codex runs MCP servers under one "
+                "shared app-server, and the daemon refuses agent-coord there (no coordination)",
+                "agentcoord setup codex (or: codex features disable daemon_auto_start)",
+            )
+        )
+    else:
+        checks.append(
+            Check("codex daemon", True, "daemon_auto_start off: each session runs its own server")
+        )
+    if not hooked:
+        return checks
+    untrusted = codexprobe.untrusted_hooks(codex, env, cwd)
+    if untrusted is None:
+        detail = "codex app-server did not list its hooks"
+        checks.append(Check("codex hook trust", True, detail, info=True))
+    elif untrusted:
+        checks.append(
+            Check(
+                "codex hook trust",
+                False,
+                f"Codex skips agentcoord's hooks it was not told to trust ({', '.join(untrusted)})"
+                ": no write guard, no inbox at prompts",
+                'run `codex` in a terminal and choose "Trust all and continue" when it says '
+                '"Hooks need review" (or trust them in /hooks)',
+            )
+        )
+    else:
+        checks.append(Check("codex hook trust", True, "Codex trusts agentcoord's hooks"))
     return checks
 
 

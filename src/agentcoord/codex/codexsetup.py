@@ -5,6 +5,11 @@ The file is TOML the user writes by hand, with comments; it is not re-serialised
 one block between two marker comments, and ``--remove`` cuts exactly that block out, so the
 file's own bytes come back (:mod:`agentcoord.kernel.setuprecord`). A table of that name the user
 wrote is left alone: setup refuses rather than define it twice.
+
+Setup also turns Codex's shared app-server daemon off (``[features] daemon_auto_start = false``,
+docs/codex.md "The shared app-server"): in the block, or, when the user's file has its own
+``[features]`` table (TOML defines a table once), as three marked lines under that table's
+header, cut out again by ``--remove``.
 """
 
 from __future__ import annotations
@@ -20,12 +25,39 @@ from agentcoord.codex.codextools import TOOLS
 from agentcoord.errors import ConfigError
 from agentcoord.kernel.setuprecord import apply, give_back
 
-__all__ = ["BEGIN", "END", "HOOKS", "config_file", "registered", "remove_codex", "setup_codex"]
+__all__ = [
+    "BEGIN",
+    "END",
+    "FEATURE",
+    "HOOKS",
+    "config_file",
+    "registered",
+    "remove_codex",
+    "setup_codex",
+]
 
 SERVER_NAME = "agent-coord"
 BEGIN = "# >>> agentcoord setup codex (`agentcoord setup codex --remove` takes this out)"
 END = "# <<< agentcoord setup codex"
 _BLOCK = re.compile(r"\n?" + re.escape(BEGIN) + r"\n.*?" + re.escape(END) + r"\n?", re.S)
+
+# Codex's interactive mode, with this feature on (its default), runs every session's MCP
+# servers under one shared `codex app-server`, which the daemon refuses (docs/codex.md "The
+# shared app-server"); off, each session runs its own.
+FEATURE = "daemon_auto_start"
+_FEATURE_BEGIN = f"# >>> agentcoord setup codex: {FEATURE} (`--remove` takes this out)"
+_FEATURE_END = f"# <<< agentcoord setup codex: {FEATURE}"
+_FEATURE_LINES = f"\n{_FEATURE_BEGIN}\n{FEATURE} = false\n{_FEATURE_END}"
+# Inserted at the end of the user's `[features]` header line, before its newline (if any).
+_FEATURE_BLOCK = re.compile(
+    r"\n" + re.escape(_FEATURE_BEGIN) + r"\n.*?" + re.escape(_FEATURE_END), re.S
+)
+# Where the user trusts our hooks, Codex records it next to them, so inside our block:
+# `[hooks.state."<file>:<event>:<group>:<index>"]` tables holding each hook's `trusted_hash`
+# (docs/codex.md "Hook trust"). Setup keeps them while the hooks are unchanged; --remove cuts
+# them out with the hooks they trusted.
+_TRUST_RECORD = re.compile(r"\n\[hooks\.state\.[^\n]*\n(?:[^\[\n#][^\n]*\n)*")
+_FEATURES_HEADER = re.compile(r"^[ \t]*\[[ \t]*features[ \t]*\][^\n]*", re.M)
 
 
 def config_file(home: Path, env: Mapping[str, str], project: Path | None) -> Path:
@@ -60,7 +92,7 @@ HOOKS: dict[str, tuple[str | None, str, int]] = {
 }
 
 
-def _block(command: str) -> str:
+def _block(command: str, features: bool) -> str:
     # Codex gives MCP servers and hooks a cut-down environment: the shim and the hook client
     # find the daemon through the per-user pointer (docs/daemon.md "Finding the daemon"), so
     # no env is passed here.
@@ -76,11 +108,52 @@ def _block(command: str) -> str:
             f"command = {json.dumps(f'{shlex.quote(command)} hook {ours}')}",  # a shell runs it
             f"timeout = {timeout}",
         ]
+    if features:
+        lines += ["", "[features]", f"{FEATURE} = false"]
     return "\n".join([*lines, END]) + "\n"
 
 
 def _without(text: str) -> str:
+    text = _FEATURE_BLOCK.sub("", text, count=1) if _FEATURE_BEGIN in text else text
     return _BLOCK.sub("", text, count=1) if BEGIN in text else text
+
+
+def _daemon_auto_start(data: dict[str, object]) -> bool | None:
+    """``features.daemon_auto_start`` in parsed TOML, None when unset."""
+    features = data.get("features")
+    value = features.get(FEATURE) if isinstance(features, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def _feature_mode(rest: dict[str, object], path: Path) -> str:
+    """How setup turns the shared daemon off in a file whose own content is ``rest``: ``block``
+    (no ``features`` table: ours defines it), ``insert`` (under the user's table) or ``none``
+    (the user already turned it off)."""
+    features = rest.get("features")
+    if features is None:
+        return "block"
+    if not isinstance(features, dict):
+        raise ConfigError(f"{path}: features is not a table; not touching it")
+    value = features.get(FEATURE)
+    if value is False:
+        return "none"
+    if value is not None:
+        raise ConfigError(
+            f"{path} sets [features] {FEATURE} = {json.dumps(value)}: interactive codex then "
+            "serves every session's MCP servers from one shared app-server, which agentcoord "
+            "refuses; set it to false (or delete the line) and run setup again"
+        )
+    return "insert"
+
+
+def _insert_feature(text: str, path: Path) -> str:
+    header = _FEATURES_HEADER.search(text)
+    if header is None:  # a dotted-key or inline `features`: no header line to write under
+        raise ConfigError(
+            f"{path} defines features without a [features] header; add "
+            f"`{FEATURE} = false` to it yourself and run setup again"
+        )
+    return text[: header.end()] + _FEATURE_LINES + text[header.end() :]
 
 
 def registered(path: Path) -> bool:
@@ -118,21 +191,36 @@ def setup_codex(path: Path, command: str, backups: Path) -> str:
 
     def change(current: bytes) -> bytes:
         text = current.decode()
-        rest = _without(text)
-        servers = _parse(rest, path).get("mcp_servers", {})
+        if _FEATURE_BEGIN in text:
+            text = _FEATURE_BLOCK.sub("", text, count=1)  # added again below when still needed
+        rest = _parse(_without(text), path)
+        servers = rest.get("mcp_servers", {})
         if isinstance(servers, dict) and SERVER_NAME in servers:
             raise ConfigError(
                 f"{path} already defines [mcp_servers.{SERVER_NAME}] (not written by setup); "
                 "remove it or keep it, setup will not define it twice"
             )
-        if BEGIN in text:
-            new = _BLOCK.sub(lambda _m: "\n" + _block(command), text, count=1)
+        mode = _feature_mode(rest, path)
+        block = _block(command, features=mode == "block")
+        ours = _BLOCK.search(text)
+        if ours is not None:
+            lead = "\n" if ours.group(0).startswith("\n") else ""
+            if _TRUST_RECORD.sub("", ours.group(0)) == lead + block:
+                new = text  # ours as it was, with the trust Codex recorded in it kept
+            else:
+                new = text[: ours.start()] + lead + block + text[ours.end() :]
         else:
             sep = (
                 "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
             )
-            new = text + sep + _block(command)
-        _parse(new, path)  # never leave a file Codex cannot read
+            new = text + sep + block
+        if mode == "insert":
+            new = _insert_feature(new, path)
+        # Never leave a file Codex cannot read, nor one that leaves the shared daemon on.
+        if _daemon_auto_start(_parse(new, path)) is not False:
+            raise ConfigError(
+                f"{path}: could not set [features] {FEATURE} = false; not touching it"
+            )
         return new.encode()
 
     return apply(backups, path, change)
@@ -140,4 +228,11 @@ def setup_codex(path: Path, command: str, backups: Path) -> str:
 
 def remove_codex(path: Path, backups: Path) -> str:
     """Cut our block out; the file's bytes as before setup when nothing else changed."""
-    return give_back(backups, path, lambda b: _without(b.decode()).encode(), lambda a, b: a == b)
+    # The same but for the newline setup put before its block when the file did not end with
+    # one: the recorded bytes go back.
+    return give_back(
+        backups,
+        path,
+        lambda b: _without(b.decode()).encode(),
+        lambda a, b: a.rstrip() == b.rstrip(),
+    )

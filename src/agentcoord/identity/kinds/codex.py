@@ -5,8 +5,8 @@
   the direct parent of the MCP servers it starts.
 - **Refused** under ``codex app-server``: that process may serve several sessions at once and
   outlive them, so its MCP servers cannot be told apart by their process; the caller is refused
-  with a clear error naming the switch that gives each session its own servers
-  (``--disable daemon_auto_start``).
+  with one line naming the cause and the fix: ``agentcoord setup codex``, which turns the
+  shared daemon off in config.toml, or ``--disable daemon_auto_start``.
 - **Session id**: ``CODEX_THREAD_ID`` (or ``CODEX_SESSION_ID``) when the caller's environment
   has it. Codex gives its MCP servers only HOME, PATH, LANG, USER, LOGNAME, SHELL, TERM and
   TMPDIR (plus what the server's ``env_vars`` lists), so the shim usually has none; the session
@@ -42,10 +42,11 @@ _VALUED = frozenset(
 )  # fmt: skip
 
 SHARED_APP_SERVER = (
-    "this MCP server runs under Codex's shared app-server (pid {pid}), which may serve several "
-    "Codex sessions at once, so the daemon cannot tell which session is calling; start codex "
-    "with `--disable daemon_auto_start` (or `[features] daemon_auto_start = false` in "
-    "config.toml) so each session runs its own MCP servers (docs/codex.md)"
+    "this MCP server runs under Codex's shared app-server (pid {pid}), which serves "
+    "several Codex sessions at once, so the daemon cannot tell which session is calling; fix: "
+    "run `agentcoord setup codex` (it sets `[features] daemon_auto_start = false` in Codex's "
+    "config.toml) or start codex with `--disable daemon_auto_start`, then restart codex "
+    "(docs/codex.md)"
 )
 
 
