@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agentcoord.codex.codexsetup import HOOKS
 from tests.conftest import make_env
 
 
@@ -138,7 +139,7 @@ def _trust_as_the_user(codex: Path, env: dict[str, str]) -> None:
             }
             for h in listed["hooks"]
         ]
-        assert len(edits) == 5, listed
+        assert len(edits) == len(HOOKS), listed  # every hook setup wrote, each trusted
         assert call(3, "config/batchWrite", {"edits": edits})["status"] == "ok"
     finally:
         proc.stdin.close()
