@@ -36,7 +36,7 @@ __all__ = ["MAX_MAILBOXES", "ROUTER_NAME", "Mailboxes", "channel_box", "channel_
 log = logging.getLogger(__name__)
 
 ROUTER_NAME = "agentcoord"  # how sessions' ListAgents shows the daemon itself
-MAX_MAILBOXES = 256  # bound sockets (one descriptor each); past it frames say the router's
+MAX_MAILBOXES = 256  # bound sockets (one descriptor and one holder thread each)
 
 
 CHANNEL_MARK = "#"  # a channel's record: no agent id or channel name holds it
@@ -141,7 +141,15 @@ class Mailboxes:
             remove_record(pub.record)
         if self._record is not None:
             remove_record(self._record)
-        await self._stack.aclose()  # sockets, then the holders' threads
+        try:
+            for pub in self._published.values():
+                await pub.holder.__aexit__(None, None, None)
+            for box in self._boxes.values():
+                await box.__aexit__(None, None, None)
+        finally:
+            self._published.clear()
+            self._boxes.clear()
+            await self._stack.aclose()  # the daemon's own socket
 
     @property
     def address(self) -> str:
@@ -164,8 +172,7 @@ class Mailboxes:
             listener = Listener(
                 self.box_path(agent), agent, self._on_frame, self._identify, self.limits
             )
-            box = await self._stack.enter_async_context(listener)
-            self._boxes[agent] = box
+            box = self._boxes[agent] = await listener.__aenter__()
         return box.address
 
     def holders(self) -> list[Holder]:
@@ -181,6 +188,10 @@ class Mailboxes:
             pub = self._published.pop(agent)
             remove_record(pub.record)
             await pub.holder.__aexit__(None, None, None)
+        # An agent that left gives its mailbox back: a slot kept for it would be lost to the
+        # agents and channels that come after (docs/claude-code.md "Who sessions can message").
+        for agent in [a for a in self._boxes if a not in wanted]:
+            await self._boxes.pop(agent).__aexit__(None, None, None)
         for agent, name in wanted.items():
             if agent in self._published:
                 continue
@@ -194,5 +205,4 @@ class Mailboxes:
                 await holder.__aexit__(None, None, None)
                 raise
             self._published[agent] = _Published(name, holder, record)
-            self._stack.push_async_exit(holder)
             log.info("sessions can message %s as %r (record of id %d)", agent, name, holder.pid)
