@@ -221,8 +221,6 @@ class ConflictWatch:
     # -- the loop ----------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        from watchfiles._rust_notify import RustNotify
-
         while not self._closing:
             await self._resync.wait()
             if self._closing:
@@ -234,6 +232,10 @@ class ConflictWatch:
             if not paths:
                 await self._evaluate()  # no live worktree: no pair, nothing told is kept
                 continue
+            # Imported once a worktree is followed: watchfiles brings anyio and
+            # multiprocessing, a few MB an idle daemon has no use for.
+            from watchfiles._rust_notify import RustNotify
+
             try:
                 watcher = await asyncio.to_thread(RustNotify, paths, False, False, 300, True, True)
             except Exception:
