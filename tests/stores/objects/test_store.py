@@ -369,3 +369,25 @@ async def test_missing_object_and_kind_are_not_found(store: ObjectBackend) -> No
         await store.delete("agents", NS, "nope")
     with pytest.raises(ObjectNotFound):
         store.list_raw("pods", NS)
+
+
+async def test_open_derives_every_schema_so_a_first_write_derives_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening the store derives each kind's schema; a first write then derives none and is
+    still validated against it."""
+    from agentcoord.stores.objects import kinds
+
+    monkeypatch.setattr(kinds, "_SCHEMAS", {})
+    async with ObjectStore(tmp_path / "o.db") as s:
+        assert set(kinds._SCHEMAS) == set(kinds.KINDS)
+
+        def derive(self: kinds.Kind) -> dict:
+            raise AssertionError(f"{self.plural}'s schema derived at a write")
+
+        monkeypatch.setattr(kinds.Kind, "_derived_schema", derive)
+        body = {"metadata": {"name": "c"}, "spec": {"participants": ["a"], "topic": "t"}}
+        created = await s.create("agentchannels", NS, body)
+        assert created["spec"]["topic"] == "t"
+        with pytest.raises(Invalid):
+            await s.create("agentchannels", NS, {"metadata": {"name": "d"}, "spec": {"topic": "t"}})
