@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from tests.agentops.conftest import wait_for
-from tests.clis.model_apis import Say, Scripted
+from tests.clis.model_apis import Call, Say, Scripted
 from tests.clis.test_real_opencode import OFFLINE, opencode_config
 from tests.clis.test_states_live import _WAIT_S, _http, _serve, _stop, _until
 from tests.conftest import Daemon
@@ -85,6 +86,84 @@ def _turns(api: Scripted) -> list[str]:
         for path, body in api.requests
         if api.is_turn(path, body)
     ]
+
+
+def _opencode(
+    daemon: Daemon, real_opencode: Path, api: Scripted, tmp_path: Path
+) -> tuple[Any, str, str]:
+    """`opencode serve` in a project `wake` set up by `agentcoord setup opencode --project`;
+    its process, its address and a new session's id."""
+    project = tmp_path / "wake"
+    project.mkdir()
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**daemon.env, **OFFLINE, "HOME": str(tmp_path / "opencode-home"), "PWD": str(project)}
+    env = {k: v for k, v in env.items() if not k.startswith("XDG_") or k == "XDG_RUNTIME_DIR"}
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    opencode_config(project, api, env)
+    argv = [str(real_opencode), "serve", "--port", "0"]
+    serve, url = _serve(argv, env, project, tmp_path / "serve.log")
+    try:
+        return serve, url, _http(f"{url}/session", "POST", {})["id"]
+    except BaseException:
+        _stop(serve)
+        raise
+
+
+def _prompt(url: str, session: str, text: str) -> None:
+    prompt = {
+        "parts": [{"type": "text", "text": text}],
+        "model": {"providerID": "standin", "modelID": "m"},
+    }
+    _http(f"{url}/session/{session}/prompt_async", "POST", prompt)
+
+
+def _agent(peer: AgentProc) -> str:
+    [name] = [
+        r["name"] for r in peer.call("list_agents")["agents"] if r["name"].startswith("wake-")
+    ]
+    return str(name)
+
+
+def test_a_prompt_first_cancels_the_wait_and_its_turn_takes_the_message(
+    daemon: Daemon, real_opencode: Path, chat_api: Scripted, tmp_path: Path, claude_bin: Path
+) -> None:
+    """When the user prompts an idle OpenCode session first, its wait ends: a message sent
+    during that turn reaches the model once, in the output of the turn's tool call, and starts
+    no turn of its own."""
+    chat_api.script(
+        Say("first done"),
+        Call("bash", {"command": "cat go", "description": "wait"}),  # a pipe in the project
+        Say("took it"),
+    )
+    peer = AgentProc(daemon, claude_bin, tmp_path / "work" / "peer")
+    serve, url, session = _opencode(daemon, real_opencode, chat_api, tmp_path)
+    fifo = tmp_path / "wake" / "go"
+    os.mkfifo(fifo)
+    try:
+        _prompt(url, session, "say hello")
+        assert _until(peer, "wake", "idle") == "idle"
+        _prompt(url, session, "run the command")
+
+        def reading() -> int | None:  # the bash call is running: its cat opened the pipe
+            try:
+                return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                return None
+
+        fd = wait_for(reading, _WAIT_S, "the bash call to read the pipe")
+        peer.call("send", to=_agent(peer), text="please rebase onto main")
+        os.write(fd, b"ran\n")
+        os.close(fd)
+        wait_for(lambda: len(_turns(chat_api)) >= 3, _WAIT_S, "the turn after the tool call")
+        assert _until(peer, "wake", "idle") == "idle"
+        outputs = [o for o in chat_api.tool_outputs() if "please rebase onto main" in o]
+        assert len(outputs) == 1
+        turns = _turns(chat_api)
+        assert len(turns) == 3
+        assert not any("delivered these messages while you were idle" in t for t in turns)
+    finally:
+        _stop(serve)
+        peer.close()
 
 
 def test_an_idle_opencode_session_is_woken_by_a_message_once(
