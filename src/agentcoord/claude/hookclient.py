@@ -39,6 +39,10 @@ def run_hook(event: str, timeout: float = 5.0) -> int:
         from agentcoord.gemini.hookshape import gemini_output
 
         event, shape = event.removeprefix("gemini:"), gemini_output
+    if event == "inbox-wait":
+        # It waits up to the daemon's bound (INBOX_WAIT_S in claude/hooks.py, 600 s) for
+        # messages (docs/opencode.md "Wake-ups").
+        timeout = 630.0
     try:
         raw = sys.stdin.read()
         payload = json.loads(raw) if raw.strip() else {}

@@ -74,7 +74,13 @@ _EVENT_NAMES = {
     "session-end": "SessionEnd",
     "permission-request": "PermissionRequest",
     "notification": "Notification",
+    # OpenCode's plugin waits with it while its session is idle (docs/opencode.md "Wake-ups");
+    # answered as PostToolUse is (no activity update).
+    "inbox-wait": "InboxWait",
 }
+
+# How long one inbox-wait holds its caller's connection (docs/opencode.md "Wake-ups").
+INBOX_WAIT_S = 600.0
 
 # SessionEnd reasons after which the same claude process goes on (a new conversation in it):
 # the Agent follows the process, so these do not end it (code.claude.com/docs/en/hooks).
@@ -288,13 +294,18 @@ async def _inbox_context(
     messaging = deps.messaging
     if caller.kind == "human":
         return None
-    from agentcoord.claude.push import context_line
-    from agentcoord.kernel import wire
-
     push = deps.push
     if push is not None and caller.kind == "session":
         guess = "PostToolUse" if "tool_name" in payload else "UserPromptSubmit"
         push.moved_on(caller.agent, str(payload.get("hook_event_name") or guess), payload)
+    return await _take_inbox(messaging, caller)
+
+
+async def _take_inbox(messaging: Messaging, caller: Caller) -> dict[str, Any] | None:
+    """The caller's pending messages (up to 20) as one context text, acknowledged now."""
+    from agentcoord.claude.push import context_line
+    from agentcoord.kernel import wire
+
     got = await messaging.read_inbox(caller.agent, 20, 0.0)
     lines = []
     for r in got:
@@ -305,6 +316,66 @@ async def _inbox_context(
     if not lines:
         return None
     return {"context": "agentcoord messages for you:\n" + "\n".join(lines)}
+
+
+async def _wait_inbox(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """InboxWait: wait up to INBOX_WAIT_S (less when the payload's ``wait`` says) for the
+    caller's inbox to have messages; take them as PostToolUse does (docs/opencode.md
+    "Wake-ups"). The inbox's read lock is held only for each read, so the session's own hooks
+    and its inbox tool are never held behind the wait; a client that hangs up cancels it before
+    anything is taken."""
+    import asyncio
+
+    from agentcoord.stores.messagebus import inbox_subject
+
+    if caller.kind == "human":
+        return None
+    bound = INBOX_WAIT_S
+    asked = payload.get("wait")
+    if isinstance(asked, (int, float)) and not isinstance(asked, bool) and asked >= 0:
+        bound = min(bound, float(asked))
+    woke = asyncio.Event()
+    mine = inbox_subject(caller.agent)
+
+    async def published(msg: Any) -> None:
+        # Another agent's inbox is not the caller's; a broadcast or a channel post may be:
+        # the read below tells.
+        subject = str(getattr(msg, "subject", ""))
+        if subject == mine or not subject.startswith("agents."):
+            woke.set()
+
+    watches = await deps.messaging.watch(published)
+    try:
+        async with asyncio.timeout(bound):
+            while _session_lives(caller):
+                woke.clear()
+                got = await _take_inbox(deps.messaging, caller)
+                if got is not None:
+                    return got
+                await woke.wait()
+    except TimeoutError:
+        pass
+    finally:
+        for watch in watches:
+            await watch.unsubscribe()
+    return None
+
+
+def _session_lives(caller: Caller) -> bool:
+    """False once the caller's session process has exited: a wait it left behind takes
+    nothing, so nothing is taken for nobody."""
+    pid = caller.session_pid
+    if pid is None:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # alive, someone else's (EPERM)
+    return True
 
 
 async def _end_session(
@@ -371,6 +442,7 @@ def default_handlers() -> HookHandlers:
         "pre-tool-use": [_guard_writes, _guard_git],
         "user-prompt-submit": [_inbox_context],
         "post-tool-use": [_inbox_context],
+        "inbox-wait": [_wait_inbox],
     }
 
 
@@ -388,7 +460,7 @@ class Hooks:
         name = _EVENT_NAMES.get(event)
         if name is None:
             return None
-        if caller.kind == "session" and name != "SessionEnd":
+        if caller.kind == "session" and name not in ("SessionEnd", "InboxWait"):
             # A session that runs hooks is a real one (a health check runs none): keep it at
             # its end.
             await self._deps.directory.mark_used(caller.agent)
@@ -396,7 +468,7 @@ class Hooks:
         if output is _SETTLED:
             return None
         activity = self._deps.activity
-        if activity is not None:
+        if activity is not None and name != "InboxWait":
             allowed = output is not None and name == "PermissionRequest"
             try:
                 await activity.hook(caller, name, payload, allowed=allowed)
@@ -426,5 +498,7 @@ class Hooks:
             if fragment.get("context"):
                 texts.append(str(fragment["context"]))
         if texts and name not in ("PreToolUse", "Stop", "PermissionRequest", "Notification"):
-            return additional_context(name, "\n\n".join(texts))
+            # An inbox-wait's messages are a PostToolUse's (docs/opencode.md "Wake-ups").
+            shown = "PostToolUse" if name == "InboxWait" else name
+            return additional_context(shown, "\n\n".join(texts))
         return None
