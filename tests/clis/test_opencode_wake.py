@@ -79,6 +79,39 @@ def test_inbox_wait_returns_nothing_at_its_bound(daemon: Daemon, claude_bin: Pat
         _close(s)
 
 
+def test_a_cancelled_wait_returns_empty_and_leaves_later_messages(
+    daemon: Daemon, claude_bin: Path
+) -> None:
+    """inbox-wait-cancel ends the caller's wait with nothing taken; a message sent afterwards
+    is left for the turn's own hook, which gets it once."""
+    s = _session(daemon, claude_bin)
+    try:
+        me = s.whoami()
+        got: list[Any] = []
+        waiter = threading.Thread(
+            target=lambda: got.append(s.hook("inbox-wait", {"hook_event_name": "InboxWait"}))
+        )
+        waiter.start()
+        cancel = {"hook_event_name": "InboxWaitCancel"}
+
+        def ended() -> bool:
+            # The wait may not be registered yet when the first cancel arrives: asked again
+            # until it ends (an empty inbox holds it up to its 10-minute bound otherwise).
+            assert s.hook("inbox-wait-cancel", cancel) is None
+            waiter.join(0.2)
+            return not waiter.is_alive()
+
+        wait_for(ended, WAIT, "the cancelled wait to end")
+        assert got == [None]
+        sender = _send(daemon, claude_bin, me, "for the turn")
+        out = s.hook("post-tool-use", {"hook_event_name": "PostToolUse", "tool_name": "Read"})
+        assert f"- from {sender}: for the turn" in out["hookSpecificOutput"]["additionalContext"]
+        again = {"hook_event_name": "PostToolUse", "tool_name": "Read"}
+        assert s.hook("post-tool-use", again) is None
+    finally:
+        _close(s)
+
+
 def _turns(api: Scripted) -> list[str]:
     """The messages of each of the session's own model requests (not side requests), as JSON."""
     return [

@@ -7,11 +7,12 @@ injects inbox messages, the directory ends sessions); outputs follow Claude Code
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentcoord.activity.states import WAITING_PERMISSION
@@ -51,6 +52,15 @@ HookFn = Callable[["HookDeps", Caller, dict[str, Any]], Awaitable[dict[str, Any]
 HookHandlers = dict[str, list[HookFn]]
 
 
+@dataclass(eq=False)
+class InboxWait:
+    """One inbox-wait in progress: ``woke`` is set by a message for it or by its cancel,
+    which also sets ``ended``."""
+
+    woke: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: bool = False
+
+
 @dataclass(frozen=True)
 class HookDeps:
     """What the hook handlers read."""
@@ -63,6 +73,9 @@ class HookDeps:
     approvals: Approvals | None = None  # standing approvals (docs/approvals.md)
     activity: SessionActivity | None = None  # every session's state (docs/activity.md)
     budgets: Budgets | None = None  # a session past max_sessions is told (docs/budgets.md)
+    # Each agent's inbox-waits, by the event that ends them before they take anything
+    # (InboxWaitCancel; docs/opencode.md "Wake-ups").
+    inbox_waits: dict[str, set[InboxWait]] = field(default_factory=dict)
 
 
 _EVENT_NAMES = {
@@ -77,6 +90,9 @@ _EVENT_NAMES = {
     # OpenCode's plugin waits with it while its session is idle (docs/opencode.md "Wake-ups");
     # answered as PostToolUse is (no activity update).
     "inbox-wait": "InboxWait",
+    # Its session turned busy: end its waits before they take anything, so its messages go
+    # the turn's way (the hooks) and none is taken by a wait nobody reads.
+    "inbox-wait-cancel": "InboxWaitCancel",
 }
 
 # How long one inbox-wait holds its caller's connection (docs/opencode.md "Wake-ups").
@@ -181,8 +197,6 @@ def _claim_line(key: str, holder: Holder, now: float) -> str:
 async def _recap(deps: HookDeps, caller: Caller, source: str) -> str:
     """A few lines: the agent's name, its claims with their expiry, its focus and how many
     messages wait, so a compacted or cleared conversation goes on where it was."""
-    import asyncio
-
     now = time.time()
     held = sorted(deps.leases.held_by(caller.agent), key=lambda kh: kh[1].expires)
     lines = [
@@ -326,8 +340,6 @@ async def _wait_inbox(
     "Wake-ups"). The inbox's read lock is held only for each read, so the session's own hooks
     and its inbox tool are never held behind the wait; a client that hangs up cancels it before
     anything is taken."""
-    import asyncio
-
     from agentcoord.stores.messagebus import inbox_subject
 
     if caller.kind == "human":
@@ -336,7 +348,8 @@ async def _wait_inbox(
     asked = payload.get("wait")
     if isinstance(asked, (int, float)) and not isinstance(asked, bool) and asked >= 0:
         bound = min(bound, float(asked))
-    woke = asyncio.Event()
+    wait = InboxWait()
+    woke = wait.woke
     mine = inbox_subject(caller.agent)
 
     async def published(msg: Any) -> None:
@@ -346,10 +359,14 @@ async def _wait_inbox(
         if subject == mine or not subject.startswith("agents."):
             woke.set()
 
+    waits = deps.inbox_waits.setdefault(caller.agent, set())
+    waits.add(wait)
     watches = await deps.messaging.watch(published)
     try:
         async with asyncio.timeout(bound):
-            while _session_lives(caller):
+            # No await between the check of ``ended`` and the take: a cancel that came first
+            # always wins, and a take once begun is answered (the client reads it).
+            while _session_lives(caller) and not wait.ended:
                 woke.clear()
                 got = await _take_inbox(deps.messaging, caller)
                 if got is not None:
@@ -358,8 +375,22 @@ async def _wait_inbox(
     except TimeoutError:
         pass
     finally:
+        waits.discard(wait)
+        if not waits:
+            deps.inbox_waits.pop(caller.agent, None)
         for watch in watches:
             await watch.unsubscribe()
+    return None
+
+
+async def _cancel_inbox_waits(
+    deps: HookDeps, caller: Caller, payload: dict[str, Any]
+) -> dict[str, Any] | None:
+    """InboxWaitCancel: end the caller's inbox-waits; one that has not taken anything returns
+    empty, one already answering keeps its answer (docs/opencode.md "Wake-ups")."""
+    for wait in deps.inbox_waits.get(caller.agent, ()):
+        wait.ended = True
+        wait.woke.set()
     return None
 
 
@@ -443,6 +474,7 @@ def default_handlers() -> HookHandlers:
         "user-prompt-submit": [_inbox_context],
         "post-tool-use": [_inbox_context],
         "inbox-wait": [_wait_inbox],
+        "inbox-wait-cancel": [_cancel_inbox_waits],
     }
 
 
@@ -460,7 +492,7 @@ class Hooks:
         name = _EVENT_NAMES.get(event)
         if name is None:
             return None
-        if caller.kind == "session" and name not in ("SessionEnd", "InboxWait"):
+        if caller.kind == "session" and name not in ("SessionEnd", "InboxWait", "InboxWaitCancel"):
             # A session that runs hooks is a real one (a health check runs none): keep it at
             # its end.
             await self._deps.directory.mark_used(caller.agent)
@@ -468,7 +500,7 @@ class Hooks:
         if output is _SETTLED:
             return None
         activity = self._deps.activity
-        if activity is not None and name != "InboxWait":
+        if activity is not None and name not in ("InboxWait", "InboxWaitCancel"):
             allowed = output is not None and name == "PermissionRequest"
             try:
                 await activity.hook(caller, name, payload, allowed=allowed)

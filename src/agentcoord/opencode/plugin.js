@@ -128,11 +128,13 @@ export const AgentCoord = async ({ directory, client }) => {
   }
 
   // The session turned busy through the user: its messages go the normal way (the hooks).
+  // The daemon ends the wait (inbox-wait-cancel) rather than the child being killed: a wait
+  // that had already taken messages still hands them over, to this turn's next hook.
   function cancel(id) {
     const entry = waits.get(id);
     if (!entry) return;
     waits.delete(id);
-    entry.child.kill();
+    hook("inbox-wait-cancel", { hook_event_name: "InboxWaitCancel", cwd: directory });
   }
   process.on("exit", () => {
     for (const entry of waits.values()) entry.child.kill();
