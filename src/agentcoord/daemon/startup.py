@@ -44,7 +44,7 @@ class Phases:
         (kernel/busy.py); ``hint`` says what to do if not."""
         stretch = slack_now()
         if stretch > 1.0:
-            log.info("start-up: %s may take %.1fx longer on this busy machine", name, stretch)
+            log.debug("start-up: %s may take %.1fx longer on this busy machine", name, stretch)
         self.current, self._seconds, self._hint = name, seconds * stretch, hint
         if self._timeout is not None:
             self._timeout.reschedule(asyncio.get_running_loop().time() + seconds)

@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 import nats.errors
 import nats.js.errors
 
-__all__ = ["UNAVAILABLE", "connection_of", "create_asking_again", "while_electing"]
+__all__ = [
+    "UNAVAILABLE",
+    "asking_again",
+    "connection_of",
+    "create_asking_again",
+    "while_electing",
+]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +104,25 @@ async def create_asking_again(js: Any, create: Callable[[Any], Awaitable[T]]) ->
             if loop.time() + _CREATE_TRY_S > deadline:
                 raise
             log.info("jetstream: a creation went unanswered; asking again")
+
+
+async def asking_again(js: Any, call: Callable[[], Awaitable[T]]) -> T:
+    """``await call()`` for a request that is safe to send again (a KV watch: an ordered
+    consumer), each try given a short wait, asked again while it goes unanswered, within
+    ``js``'s timeout. A consumer's creation on a cluster just formed went unanswered like a
+    stream's (:func:`create_asking_again`); one made whose answer was lost is ephemeral and
+    goes away by itself."""
+    _, timeout = connection_of(js)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            async with asyncio.timeout(_CREATE_TRY_S):
+                return await while_electing(call)
+        except TimeoutError:  # nats-py's timeout is one too
+            if loop.time() + _CREATE_TRY_S > deadline:
+                raise
+            log.info("jetstream: a request went unanswered; asking again")
 
 
 _NO_STORAGE = 10047  # JetStream: insufficient storage resources for the stream's max_bytes

@@ -21,6 +21,7 @@ from nats.js import api
 from nats.js.errors import KeyWrongLastSequenceError
 
 from agentcoord.kernel.tasks import TaskSet
+from agentcoord.stores._jsretry import asking_again
 from agentcoord.stores.kv import _natskv
 
 __all__ = ["BUCKET", "ApprovalStore"]
@@ -54,7 +55,7 @@ class ApprovalStore:
             ),
         )
         self._kv = await self._js.key_value(BUCKET)
-        self._watcher = await self._kv.watchall()
+        self._watcher = await asking_again(self._js, self._kv.watchall)
         await self._tasks.__aenter__()
         self._tasks.spawn(self._watch(), name="approvals-watch")
         try:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from nats.js import api
 
 from agentcoord.kernel.tasks import TaskSet
+from agentcoord.stores._jsretry import asking_again
 from agentcoord.stores.kv import _natskv
 from agentcoord.stores.kv.keys import escape_key
 
@@ -198,7 +199,7 @@ class FocusStore:
             self._js, api.KeyValueConfig(bucket=BUCKET, history=1, replicas=self._replicas)
         )
         self._kv = await self._js.key_value(BUCKET)
-        self._watcher = await self._kv.watchall()
+        self._watcher = await asking_again(self._js, self._kv.watchall)
         await self._tasks.__aenter__()
         self._tasks.spawn(self._watch(), name="focus-watch")
         try:
