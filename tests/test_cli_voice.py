@@ -68,6 +68,10 @@ def test_output_into_a_closed_pipe_exits_quietly(daemon: Daemon, args: tuple[str
     assert out.returncode == 1
 
 
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_ends_tail_quietly_with_130(daemon: Daemon) -> None:
     """Ctrl-C on `agentcoord tail` exits 130 (as a shell reports SIGINT), with no traceback."""
     proc = subprocess.Popen(
@@ -76,6 +80,9 @@ def test_ctrl_c_ends_tail_quietly_with_130(daemon: Daemon) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a suite started in the background (a CI script's `cmd &`) hands
+        # its children SIGINT ignored, which Python then keeps ignoring (signal(7)).
+        preexec_fn=_sigint_default,
     )
     assert proc.stderr is not None
     assert "following the audit log" in proc.stderr.readline()
