@@ -30,3 +30,23 @@ def test_a_jetstream_refusal_keeps_its_code_and_description() -> None:
     assert "insufficient resources" in line
     assert line.endswith("; is the NATS server up?")
     assert "\n" not in line
+
+
+def test_each_phase_gets_its_stretched_bound_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine 3x contended, a phase of 2 s is given 6 s, the first one and a later one
+    alike (not the idle bound, not stretched twice)."""
+    monkeypatch.setattr("agentcoord.daemon.startup.slack_now", lambda: 3.0)
+    phases = Phases()
+    given: list[float] = []
+
+    async def start() -> None:
+        phases.begin("first", 2, "hint")
+        async with phases.bounded():
+            loop = asyncio.get_running_loop()
+            assert phases._timeout is not None
+            given.append(phases._timeout.when() - loop.time())  # type: ignore[operator]
+            phases.begin("second", 2, "hint")
+            given.append(phases._timeout.when() - loop.time())  # type: ignore[operator]
+
+    asyncio.run(start())
+    assert [round(g) for g in given] == [6, 6]

@@ -35,7 +35,7 @@ class Phases:
         self._t0 = self._last = time.perf_counter()
         self.marks: list[str] = []
         self.current = "preparing the state dir"
-        self._seconds = 5.0
+        self._base = self._seconds = 5.0  # the phase's bound as asked, and as stretched
         self._hint = "see the log"
         self._timeout: asyncio.Timeout | None = None
 
@@ -45,9 +45,10 @@ class Phases:
         stretch = slack_now()
         if stretch > 1.0:
             log.debug("start-up: %s may take %.1fx longer on this busy machine", name, stretch)
+        self._base = seconds
         self.current, self._seconds, self._hint = name, seconds * stretch, hint
         if self._timeout is not None:
-            self._timeout.reschedule(asyncio.get_running_loop().time() + seconds)
+            self._timeout.reschedule(asyncio.get_running_loop().time() + self._seconds)
 
     def mark(self, name: str) -> None:
         now = time.perf_counter()
@@ -62,7 +63,7 @@ class Phases:
         """Run the start under the phases' deadline; any failure names the current phase."""
         try:
             async with asyncio.timeout(None) as self._timeout:
-                self.begin(self.current, self._seconds, self._hint)
+                self.begin(self.current, self._base, self._hint)  # stretched once, here
                 yield
         except AgentCoordError:
             raise
