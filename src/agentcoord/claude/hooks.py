@@ -73,8 +73,8 @@ class HookDeps:
     approvals: Approvals | None = None  # standing approvals (docs/approvals.md)
     activity: SessionActivity | None = None  # every session's state (docs/activity.md)
     budgets: Budgets | None = None  # a session past max_sessions is told (docs/budgets.md)
-    # Each agent's inbox-waits, by the event that ends them before they take anything
-    # (InboxWaitCancel; docs/opencode.md "Wake-ups").
+    # Each agent's inbox-waits in progress, for InboxWaitCancel to end before they take
+    # anything (docs/opencode.md "Wake-ups").
     inbox_waits: dict[str, set[InboxWait]] = field(default_factory=dict)
 
 
